@@ -1,0 +1,112 @@
+// buildApp(deps) assembles the HTTP application. It never listens: main.ts does,
+// and tests either listen on port 0 or inject.
+import Fastify from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Deps } from './deps.ts';
+import { installAuthHook } from './http/auth-hook.ts';
+import { installErrorHandlers } from './http/errors.ts';
+import { createGuards } from './http/guards.ts';
+import { decorateRequests } from './http/request-context.ts';
+import { miscRoutes } from './http/api/v1/misc.ts';
+import { orgRoutes } from './http/api/v1/orgs.ts';
+import { repoRoutes } from './http/api/v1/repos.ts';
+import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
+import { userRoutes } from './http/api/v1/users.ts';
+
+const JSON_TYPE = 'application/json;charset=utf-8';
+const API_CACHE_CONTROL = 'max-age=0, private, must-revalidate, no-transform';
+
+// Bodies are validated strictly (no type coercion: a number is not a string, as
+// in Go's decoder); unknown keys are dropped. Query strings and path parameters
+// are parsed leniently in code, as Forgejo does, so they are not validated here.
+function bodyValidator(): Ajv {
+  const ajv = new Ajv({ coerceTypes: false, removeAdditional: true, useDefaults: true, allErrors: false, strict: false });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+  const { config, services, logger } = deps;
+  const app = Fastify({
+    loggerInstance: logger as unknown as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    requestIdHeader: 'x-request-id',
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 500 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const ajv = bodyValidator();
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    if (httpPart !== 'body') return () => true;
+    return ajv.compile(schema);
+  });
+
+  decorateRequests(app);
+  installErrorHandlers(app, config.rootUrl);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Gantry API',
+        description: "Gantry speaks Forgejo's API v1 (Forgejo 15). Errors are {message, url}.",
+        version: deps.version,
+      },
+      servers: [{ url: `${config.rootUrl}api/v1` }],
+      components: {
+        securitySchemes: {
+          AuthorizationHeaderToken: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'token <access token> or Bearer <access token>' },
+          BasicAuth: { type: 'http', scheme: 'basic' },
+        },
+      },
+      security: [{ AuthorizationHeaderToken: [] }, { BasicAuth: [] }],
+    },
+    // Paths in the document are relative to /api/v1, as in Forgejo's swagger.v1.json.
+    transform: ({ schema, url }) => ({ schema, url: url.startsWith('/api/v1') ? url.slice('/api/v1'.length) || '/' : url }),
+    transformObject: (doc) => {
+      const spec = (doc as { openapiObject: { paths?: Record<string, unknown> } }).openapiObject;
+      if (spec.paths) {
+        spec.paths = Object.fromEntries(Object.entries(spec.paths).filter(([p]) => !p.startsWith('/api/') && p !== '/swagger.v1.json'));
+      }
+      return spec as never;
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/api/swagger', uiConfig: { url: '/swagger.v1.json' } as never });
+  app.get('/swagger.v1.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get('/api/healthz', { schema: { hide: true } }, async (_req, reply) => {
+    try {
+      await deps.checkDatabase();
+      return { status: 'pass' };
+    } catch (error) {
+      app.log.error({ err: error }, 'health check failed');
+      return reply.status(503).send({ status: 'fail', message: 'database unreachable' });
+    }
+  });
+
+  await app.register(
+    async (api) => {
+      const typed = api as unknown as ApiApp;
+      installAuthHook(api, services, config.rootUrl);
+      api.addHook('onSend', async (_req, reply, payload) => {
+        reply.header('Cache-Control', API_CACHE_CONTROL);
+        const type = reply.getHeader('content-type');
+        if (typeof type === 'string' && type.startsWith('application/json')) reply.header('content-type', JSON_TYPE);
+        return payload;
+      });
+      const ctx: RouteContext = { config, services, guards: createGuards(services) };
+      miscRoutes(typed, ctx, deps.version);
+      userRoutes(typed, ctx);
+      orgRoutes(typed, ctx);
+      repoRoutes(typed, ctx);
+    },
+    { prefix: '/api/v1' },
+  );
+
+  return app as unknown as FastifyInstance;
+}

@@ -1,0 +1,93 @@
+// The `gantry` command: web (the server), migrate, and Forgejo-compatible admin
+// commands that work against the database while the server runs.
+import { Command, InvalidArgumentError } from 'commander';
+import { ConfigError, loadConfig } from '../config.ts';
+import type { Config } from '../config.ts';
+import { GANTRY_VERSION } from '../deps.ts';
+import { runServerUntilSignal } from '../main.ts';
+import { migrateCommand } from './migrate.ts';
+import { adminUserCreate, adminGenerateAccessToken } from './admin-user.ts';
+
+/** Parses Forgejo-style boolean flags: `--flag`, `--flag=false`, `--flag true`. */
+export function parseBoolFlag(value: string | undefined): boolean {
+  if (value === undefined) return true;
+  const lower = value.toLowerCase();
+  if (['true', '1', 'yes', 'on', 't'].includes(lower)) return true;
+  if (['false', '0', 'no', 'off', 'f'].includes(lower)) return false;
+  throw new InvalidArgumentError(`expected true or false, got "${value}"`);
+}
+
+function configWith(overrides: Record<string, string | undefined>): Config {
+  const env = { ...process.env };
+  for (const [key, value] of Object.entries(overrides)) if (value !== undefined) env[key] = value;
+  return loadConfig(env);
+}
+
+export function buildCli(): Command {
+  const program = new Command('gantry').description("Gantry: a CI control plane speaking Forgejo's API").version(GANTRY_VERSION);
+  program.option('--data-dir <dir>', 'data folder (GANTRY_DATA_DIR)');
+
+  const globalOverrides = () => ({ GANTRY_DATA_DIR: program.opts<{ dataDir?: string }>().dataDir });
+
+  program
+    .command('web')
+    .description('run the HTTP server (API, git over HTTP, runner protocol)')
+    .option('-p, --port <port>', 'TCP port (GANTRY_HTTP_PORT)')
+    .option('--addr <address>', 'listen address (GANTRY_HTTP_ADDR)')
+    .action(async (opts: { port?: string; addr?: string }) => {
+      await runServerUntilSignal(configWith({ ...globalOverrides(), GANTRY_HTTP_PORT: opts.port, GANTRY_HTTP_ADDR: opts.addr }));
+    });
+
+  program
+    .command('migrate')
+    .description('apply pending database migrations and exit')
+    .action(async () => migrateCommand(configWith(globalOverrides())));
+
+  const admin = program.command('admin').description('administration commands');
+  const user = admin.command('user').description('manage users');
+  user
+    .command('create')
+    .description('create a user')
+    .option('--username <name>', 'user name')
+    .option('--name <name>', 'user name (deprecated alias of --username)')
+    .requiredOption('--email <email>', 'e-mail address')
+    .option('--password <password>', 'password (at least 8 characters)')
+    .option('--random-password', 'generate a random password and print it')
+    .option('--admin [bool]', 'make the user a site administrator', parseBoolFlag)
+    .option('--must-change-password [bool]', 'force a password change at first login (default: true, false for the first user)', parseBoolFlag)
+    .option('--restricted [bool]', 'make the user restricted', parseBoolFlag)
+    .option('--fullname <name>', 'full name')
+    .option('--access-token', 'also create an access token with all scopes and print it')
+    .action(async (opts) => adminUserCreate(configWith(globalOverrides()), opts));
+  user
+    .command('generate-access-token')
+    .description('create an access token for a user')
+    .requiredOption('-u, --username <name>', 'user name')
+    .option('-t, --token-name <name>', 'token name', 'gitea-admin')
+    .option('--scopes <scopes>', 'comma-separated scopes', 'all')
+    .option('--raw', 'print only the token')
+    .action(async (opts) => adminGenerateAccessToken(configWith(globalOverrides()), opts));
+
+  return program;
+}
+
+export async function runCli(argv: string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`gantry: ${error.message}`);
+      process.exitCode = 2;
+      return;
+    }
+    if (error instanceof CliError) {
+      console.error(`gantry: ${error.message}`);
+      process.exitCode = 1;
+      return;
+    }
+    throw error;
+  }
+}
+
+/** A failure the user can fix; printed without a stack trace. */
+export class CliError extends Error {}

@@ -1,0 +1,129 @@
+// One description of every setting: parsed once at start, validated, frozen and
+// passed down. The same table generates the configuration reference (README).
+import path from 'node:path';
+
+export interface Config {
+  /** Folder for the SQLite database, git repositories, logs and the generated key. */
+  readonly dataDir: string;
+  readonly httpAddr: string;
+  readonly httpPort: number;
+  /** Public URL with a trailing slash; used in html_url, clone_url and error bodies. */
+  readonly rootUrl: string;
+  /** Unset: SQLite at <dataDir>/gantry.db. */
+  readonly databaseUrl: string | null;
+  /** Unset: generated on first start and kept in <dataDir>/secret.key. */
+  readonly secretKey: string | null;
+  readonly webhookAllowedHosts: string;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly bodyLimitBytes: number;
+  readonly defaultPagingNum: number;
+  readonly maxResponseItems: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+export class ConfigError extends Error {
+  constructor(
+    readonly key: string,
+    detail: string,
+  ) {
+    super(`invalid configuration: ${key}: ${detail}`);
+  }
+}
+
+interface Setting {
+  key: string;
+  description: string;
+  default: string;
+}
+
+/** The documented settings, in the order the configuration reference lists them. */
+export const SETTINGS: readonly Setting[] = [
+  { key: 'GANTRY_DATA_DIR', description: 'Data folder (SQLite database, git repositories, logs, generated key).', default: './data' },
+  { key: 'GANTRY_HTTP_ADDR', description: 'Address the HTTP server listens on.', default: '0.0.0.0' },
+  { key: 'GANTRY_HTTP_PORT', description: 'TCP port of the HTTP server (0 picks a free one).', default: '3000' },
+  { key: 'GANTRY_ROOT_URL', description: 'Public URL of this server, used in links and clone URLs.', default: 'http://localhost:<port>/' },
+  { key: 'GANTRY_DATABASE_URL', description: 'Unset: SQLite at <data>/gantry.db. postgres://user:pass@host:port/db: PostgreSQL.', default: '' },
+  { key: 'GANTRY_SECRET_KEY', description: 'Key that encrypts secrets at rest (any string of 32+ characters). Unset: generated into <data>/secret.key (mode 0600).', default: '' },
+  { key: 'GANTRY_WEBHOOK_ALLOWED_HOSTS', description: 'Hosts webhooks may be delivered to (external, private, loopback, *, CIDRs, host globs).', default: 'external' },
+  { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
+  { key: 'GANTRY_BODY_LIMIT', description: 'Largest accepted request body in bytes (larger: 413).', default: '1048576' },
+  { key: 'GANTRY_DEFAULT_PAGING_NUM', description: 'Page size of lists when no limit is given.', default: '30' },
+  { key: 'GANTRY_MAX_RESPONSE_ITEMS', description: 'Largest page size a client may ask for.', default: '50' },
+];
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function read(env: Env, key: string): string | undefined {
+  const value = env[key];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function readInt(env: Env, key: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, key);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(key, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(key, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function parseRootUrl(raw: string | undefined, port: number): string {
+  const value = raw ?? `http://localhost:${port}/`;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError('GANTRY_ROOT_URL', `must be an absolute http(s) URL, got "${value}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError('GANTRY_ROOT_URL', `must use http or https, got "${url.protocol}"`);
+  }
+  url.search = '';
+  url.hash = '';
+  return url.href.endsWith('/') ? url.href : `${url.href}/`;
+}
+
+function parseDatabaseUrl(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  if (!/^postgres(ql)?:\/\//.test(raw)) {
+    throw new ConfigError('GANTRY_DATABASE_URL', 'must start with postgres:// (leave it unset for SQLite)');
+  }
+  try {
+    new URL(raw);
+  } catch {
+    throw new ConfigError('GANTRY_DATABASE_URL', 'is not a valid URL');
+  }
+  return raw;
+}
+
+/** Reads the environment (flags are merged into it by the CLI) once, failing fast with the key at fault. */
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Readonly<Config> {
+  const httpPort = readInt(env, 'GANTRY_HTTP_PORT', 3000, 0, 65535);
+  const secretKey = read(env, 'GANTRY_SECRET_KEY') ?? null;
+  if (secretKey !== null && secretKey.length < 32) {
+    throw new ConfigError('GANTRY_SECRET_KEY', 'must be at least 32 characters (e.g. `openssl rand -base64 32`)');
+  }
+  const logLevel = (read(env, 'GANTRY_LOG_LEVEL') ?? 'info') as Config['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('GANTRY_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const defaultPagingNum = readInt(env, 'GANTRY_DEFAULT_PAGING_NUM', 30, 1, 10_000);
+  const maxResponseItems = readInt(env, 'GANTRY_MAX_RESPONSE_ITEMS', 50, 1, 10_000);
+  if (defaultPagingNum > maxResponseItems) {
+    throw new ConfigError('GANTRY_DEFAULT_PAGING_NUM', `must not exceed GANTRY_MAX_RESPONSE_ITEMS (${maxResponseItems})`);
+  }
+  return Object.freeze({
+    dataDir: path.resolve(cwd, read(env, 'GANTRY_DATA_DIR') ?? './data'),
+    httpAddr: read(env, 'GANTRY_HTTP_ADDR') ?? '0.0.0.0',
+    httpPort,
+    rootUrl: parseRootUrl(read(env, 'GANTRY_ROOT_URL'), httpPort),
+    databaseUrl: parseDatabaseUrl(read(env, 'GANTRY_DATABASE_URL')),
+    secretKey,
+    webhookAllowedHosts: read(env, 'GANTRY_WEBHOOK_ALLOWED_HOSTS') ?? 'external',
+    logLevel,
+    bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    defaultPagingNum,
+    maxResponseItems,
+  });
+}

@@ -1,0 +1,71 @@
+// The composition root: everything the program needs, built once from the
+// configuration and passed down. Nothing below reads the environment.
+import { readFileSync } from 'node:fs';
+import { sql } from 'kysely';
+import pino from 'pino';
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import { systemClock } from './modules/clock.ts';
+import type { Clock } from './modules/clock.ts';
+import { loadOrCreateSecretKey } from './modules/crypto/key-file.ts';
+import { SecretCipher } from './modules/crypto/secret-cipher.ts';
+import { migrateToLatest, openDatabase } from './models/database.ts';
+import type { DatabaseHandle } from './models/database.ts';
+import { createServices } from './services/index.ts';
+import type { Services } from './services/index.ts';
+
+export interface Deps {
+  config: Config;
+  version: string;
+  logger: Logger;
+  clock: Clock;
+  database: DatabaseHandle;
+  services: Services;
+  checkDatabase(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const GANTRY_VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export interface CreateDepsOptions {
+  clock?: Clock;
+  logger?: Logger;
+  /** Run pending migrations first (the server does; `gantry migrate` does it explicitly). */
+  migrate?: boolean;
+}
+
+// Headers that carry credentials never reach the log.
+const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-runner-token"]', 'req.headers.sudo'];
+
+export function createLogger(config: Config): Logger {
+  return pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } });
+}
+
+export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
+  const logger = options.logger ?? createLogger(config);
+  const clock = options.clock ?? systemClock;
+  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    if (options.migrate !== false) {
+      const report = await migrateToLatest(database.db);
+      if (report.applied.length > 0) logger.info({ migrations: report.applied }, 'applied database migrations');
+    }
+    const cipher = new SecretCipher(loadOrCreateSecretKey(config.dataDir, config.secretKey));
+    const services = createServices(config, database.db, clock, cipher);
+    return {
+      config,
+      version: GANTRY_VERSION,
+      logger,
+      clock,
+      database,
+      services,
+      checkDatabase: async () => {
+        await sql`select 1`.execute(database.db);
+      },
+      close: () => database.destroy(),
+    };
+  } catch (error) {
+    await database.destroy();
+    throw error;
+  }
+}

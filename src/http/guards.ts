@@ -1,0 +1,153 @@
+// The guard chain of Forgejo's API router (routers/api/v1/api.go), one building
+// block per guard, composed per route in Forgejo's order. Each guard either
+// passes or throws an AppError with Forgejo's status and message.
+import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import { AppError } from '../modules/errors.ts';
+import { AccessMode } from '../modules/access-mode.ts';
+import { scopeAllows } from '../modules/scopes.ts';
+import type { ScopeCategory } from '../modules/scopes.ts';
+import type { RepoUnit } from '../models/repos.ts';
+import type { Services } from '../services/index.ts';
+import { actorOf } from './request-context.ts';
+
+export type Guard = preHandlerAsyncHookHandler;
+
+type Params = Record<string, string | undefined>;
+
+function param(req: FastifyRequest, name: string): string {
+  return (req.params as Params)[name] ?? '';
+}
+
+export function createGuards(services: Services) {
+  const { permissions, accounts, repos, orgs } = services;
+
+  /** tokenRequiresScopes: GET/HEAD need read, everything else write, for every listed category. */
+  const scopes =
+    (...categories: ScopeCategory[]): Guard =>
+    async (req) => {
+      const token = req.auth.token;
+      if (!token) return;
+      const level = req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'write';
+      const required = categories.map((c) => `${level}:${c}`);
+      if (!categories.every((c) => scopeAllows(token.scope, c, level))) {
+        throw AppError.forbidden(`token does not have at least one of required scope(s): [${required.join(' ')}]`);
+      }
+    };
+
+  const reqToken: Guard = async (req) => {
+    if (!req.auth.doer) throw AppError.unauthorized('token is required');
+  };
+
+  const reqSiteAdmin: Guard = async (req) => {
+    if (!permissions.isSiteAdmin(actorOf(req))) throw AppError.forbidden('user should be the site admin');
+  };
+
+  /** Basic auth only (token creation): Forgejo's reqBasicOrRevProxyAuth. */
+  const reqBasicAuth: Guard = async (req) => {
+    if (req.auth.method !== 'basic') throw AppError.unauthorized('auth required');
+  };
+
+  const orgAssignment: Guard = async (req) => {
+    const name = param(req, 'org');
+    const org = await accounts.findByName(name);
+    if (!org || !org.isOrganization) throw AppError.notFound([`org does not exist [id: 0, name: ${name}]`], 'GetOrgByName');
+    req.org = org;
+  };
+
+  /** Loads the {username} of /users/{username}/… routes. */
+  const userAssignment: Guard = async (req) => {
+    const name = param(req, 'username');
+    const user = await accounts.findByName(name);
+    if (!user) throw AppError.notFoundMessage(`user does not exist [uid: 0, name: ${name}]`);
+    req.contextUser = user;
+  };
+
+  const reqSelfOrAdmin: Guard = async (req) => {
+    const doer = req.auth.doer;
+    if (!doer || (doer.id !== req.contextUser?.id && !permissions.isSiteAdmin(actorOf(req)))) {
+      throw AppError.forbidden('doer should be the site admin or be same as the contextUser');
+    }
+  };
+
+  const repoAssignment: Guard = async (req) => {
+    const ownerName = param(req, 'owner');
+    const owner = await accounts.findByName(ownerName);
+    if (!owner) throw AppError.notFound([`user does not exist [uid: 0, name: ${ownerName}]`], 'GetUserByName');
+    const repo = await repos.find(owner, param(req, 'repo'));
+    if (!repo) throw AppError.notFound();
+    const mode = await permissions.repoAccessMode(actorOf(req), repo, owner);
+    // A repository the doer cannot read does not exist for them.
+    if (mode === AccessMode.none) throw AppError.notFound();
+    req.repoContext = { repo, owner, mode };
+  };
+
+  /** checkTokenPublicOnly: a public-only token reaches public targets only. */
+  const publicOnly: Guard = async (req) => {
+    const token = req.auth.token;
+    if (!token || !token.scope.publicOnly) return;
+    if (req.repoContext && (req.repoContext.repo.isPrivate || req.repoContext.owner.visibility !== 'public')) {
+      throw AppError.forbidden('token scope is limited to public repos');
+    }
+    if (req.org && req.org.visibility !== 'public') throw AppError.forbidden('token scope is limited to public orgs');
+    if (req.contextUser && req.contextUser.visibility !== 'public') throw AppError.forbidden('token scope is limited to public users');
+  };
+
+  const reqOrgOwnership: Guard = async (req) => {
+    if (!req.org || !(await permissions.isOrgOwner(actorOf(req), req.org))) throw AppError.forbidden('Must be an organization owner');
+  };
+
+  /** Team routes: the team must exist and the doer own its organization (404 otherwise, as Forgejo). */
+  const teamAssignmentAsOwner: Guard = async (req) => {
+    const id = Number(param(req, 'id'));
+    const team = Number.isSafeInteger(id) ? await orgs.findTeam(id) : null;
+    if (!team) throw AppError.notFound();
+    const org = await accounts.findById(team.orgId);
+    if (!org || !(await permissions.isOrgOwner(actorOf(req), org))) throw AppError.notFound();
+    req.team = team;
+    req.org = org;
+  };
+
+  const unitGuard =
+    (minimum: number, message: string, unit?: RepoUnit): Guard =>
+    async (req) => {
+      const ctx = req.repoContext;
+      if (!ctx) throw AppError.notFound();
+      // A disabled unit is invisible: 404, never 403.
+      if (unit && !ctx.repo.units[unit]) throw AppError.notFound();
+      if (ctx.mode < minimum) throw AppError.forbidden(message);
+    };
+
+  const reqOwner = (unit?: RepoUnit) => unitGuard(AccessMode.owner, 'user should be the owner of the repo', unit);
+  const reqAdmin = unitGuard(AccessMode.admin, 'user should be an owner or a collaborator with admin write of a repository');
+  const reqRepoWriter = (unit?: RepoUnit) => unitGuard(AccessMode.write, 'user should have a permission to write to a repo', unit);
+  const reqRepoReader = (unit?: RepoUnit) =>
+    unitGuard(AccessMode.read, 'user should have specific read permission or be a repo admin or a site admin', unit);
+  const reqAnyRepoReader = unitGuard(AccessMode.read, 'user should have any permission to read repository or permissions of site admin');
+
+  const mustNotBeArchived: Guard = async (req) => {
+    const ctx = req.repoContext;
+    if (ctx?.repo.isArchived) throw AppError.locked(`<Repository ${ctx.repo.id}:${ctx.owner.name}/${ctx.repo.name}> is archived`);
+  };
+
+  return {
+    scopes,
+    reqToken,
+    reqSiteAdmin,
+    reqBasicAuth,
+    orgAssignment,
+    userAssignment,
+    reqSelfOrAdmin,
+    repoAssignment,
+    publicOnly,
+    reqOrgOwnership,
+    teamAssignmentAsOwner,
+    reqOwner,
+    reqAdmin,
+    reqRepoWriter,
+    reqRepoReader,
+    reqAnyRepoReader,
+    mustNotBeArchived,
+  };
+}
+
+export type Guards = ReturnType<typeof createGuards>;

@@ -1,0 +1,58 @@
+// What the auth hook and the guards attach to a request, for handlers to use.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Authentication } from '../services/authentication.ts';
+import { ANONYMOUS } from '../services/authentication.ts';
+import type { Actor } from '../services/permissions.ts';
+import type { Repository } from '../models/repos.ts';
+import type { Team } from '../models/orgs.ts';
+import type { User } from '../models/users.ts';
+
+export interface RepoContext {
+  repo: Repository;
+  owner: User;
+  /** The doer's access mode on the repository. */
+  mode: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: Authentication;
+    org: User | null;
+    repoContext: RepoContext | null;
+    contextUser: User | null;
+    team: Team | null;
+  }
+}
+
+export function decorateRequests(app: FastifyInstance): void {
+  // Every request starts anonymous; the auth hook replaces this.
+  app.decorateRequest('auth', null as unknown as Authentication);
+  app.addHook('onRequest', async (req) => {
+    req.auth = ANONYMOUS;
+  });
+  app.decorateRequest('org', null);
+  app.decorateRequest('repoContext', null);
+  app.decorateRequest('contextUser', null);
+  app.decorateRequest('team', null);
+}
+
+export function actorOf(req: FastifyRequest): Actor {
+  const token = req.auth.token;
+  return { doer: req.auth.doer, allowAdminOverride: !(token && token.scope.publicOnly) };
+}
+
+export function requireDoer(req: FastifyRequest): User {
+  const doer = req.auth.doer;
+  if (!doer) throw new Error('route without reqToken guard used the doer');
+  return doer;
+}
+
+export function requireOrg(req: FastifyRequest): User {
+  if (!req.org) throw new Error('route without orgAssignment used the org');
+  return req.org;
+}
+
+export function requireRepo(req: FastifyRequest): RepoContext {
+  if (!req.repoContext) throw new Error('route without repoAssignment used the repository');
+  return req.repoContext;
+}

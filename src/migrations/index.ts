@@ -1,0 +1,7 @@
+// The ordered list of migrations. A landed migration is never edited: add a new one.
+import type { Migration } from 'kysely';
+import * as m0001 from './0001-accounts.ts';
+
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '0001-accounts': m0001,
+};

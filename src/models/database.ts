@@ -1,0 +1,93 @@
+// Opens the database (SQLite embedded, or PostgreSQL for scale-out), runs
+// migrations, and hides the few dialect differences from everything above.
+import fs from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import type { Migration, MigrationProvider, MigrationResult, Transaction } from 'kysely';
+import { MIGRATIONS } from '../migrations/index.ts';
+import type { Database } from './tables.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+/** Either the database or a transaction on it: models accept both. */
+export type Queryable = Kysely<Database>;
+
+export interface DatabaseHandle {
+  readonly db: Db;
+  readonly dialect: Dialect;
+  /** Where the SQLite file lives (null on PostgreSQL). */
+  readonly sqlitePath: string | null;
+  destroy(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl: string | null;
+  dataDir: string;
+  /** Pool size for PostgreSQL. */
+  maxConnections?: number;
+}
+
+// pg returns int8 (ids, counts, bigint times) as strings by default; every such
+// value here fits in 2^53, so parse them as numbers once, at the driver.
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === pg.types.builtins.INT8) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
+  if (options.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.maxConnections ?? 10,
+      types: pgTypes as unknown as pg.CustomTypesConfig,
+    });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, dialect: 'postgres', sqlitePath: null, destroy: () => db.destroy() };
+  }
+  fs.mkdirSync(options.dataDir, { recursive: true });
+  const sqlitePath = path.join(options.dataDir, 'gantry.db');
+  const sqlite = new BetterSqlite3(sqlitePath);
+  // WAL lets the CLI and readers work while the server writes; busy_timeout makes
+  // a second process wait for the lock instead of failing at once.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, dialect: 'sqlite', sqlitePath, destroy: () => db.destroy() };
+}
+
+class StaticMigrationProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return { ...MIGRATIONS };
+  }
+}
+
+export interface MigrationReport {
+  applied: string[];
+}
+
+/** Applies pending migrations in order; throws with the failing migration's name. */
+export async function migrateToLatest(db: Db): Promise<MigrationReport> {
+  const migrator = new Migrator({ db, provider: new StaticMigrationProvider() });
+  const { error, results } = await migrator.migrateToLatest();
+  const applied = (results ?? []).filter((r: MigrationResult) => r.status === 'Success').map((r) => r.migrationName);
+  if (error) {
+    const failed = (results ?? []).find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    const cause = error instanceof Error ? error.message : String(error);
+    throw new Error(`migration ${failed} failed: ${cause}`, { cause: error });
+  }
+  return { applied };
+}
+
+/** True when a database error is a unique-constraint violation (both dialects). */
+export function isUniqueViolation(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

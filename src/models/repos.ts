@@ -1,0 +1,157 @@
+// Repositories and their collaborators.
+import type { Selectable, Updateable } from 'kysely';
+import type { Queryable } from './database.ts';
+import type { RepositoryTable } from './tables.ts';
+
+/** Repository units that can be switched on and off (Forgejo's repo_unit rows). */
+export const REPO_UNITS = ['issues', 'wiki', 'pull_requests', 'projects', 'releases', 'packages', 'actions'] as const;
+export type RepoUnit = (typeof REPO_UNITS)[number];
+
+export interface Repository {
+  id: number;
+  ownerId: number;
+  ownerName: string;
+  name: string;
+  lowerName: string;
+  description: string;
+  website: string;
+  defaultBranch: string;
+  objectFormatName: 'sha1' | 'sha256';
+  isPrivate: boolean;
+  isArchived: boolean;
+  isEmpty: boolean;
+  isTemplate: boolean;
+  units: Readonly<Record<RepoUnit, boolean>>;
+  archivedUnix: number;
+  createdUnix: number;
+  updatedUnix: number;
+}
+
+function repoFromRow(row: Selectable<RepositoryTable>): Repository {
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    ownerName: row.owner_name,
+    name: row.name,
+    lowerName: row.lower_name,
+    description: row.description,
+    website: row.website,
+    defaultBranch: row.default_branch,
+    objectFormatName: row.object_format_name === 'sha256' ? 'sha256' : 'sha1',
+    isPrivate: row.is_private === 1,
+    isArchived: row.is_archived === 1,
+    isEmpty: row.is_empty === 1,
+    isTemplate: row.is_template === 1,
+    units: {
+      issues: row.has_issues === 1,
+      wiki: row.has_wiki === 1,
+      pull_requests: row.has_pull_requests === 1,
+      projects: row.has_projects === 1,
+      releases: row.has_releases === 1,
+      packages: row.has_packages === 1,
+      actions: row.has_actions === 1,
+    },
+    archivedUnix: row.archived_unix,
+    createdUnix: row.created_unix,
+    updatedUnix: row.updated_unix,
+  };
+}
+
+export interface NewRepository {
+  ownerId: number;
+  ownerName: string;
+  name: string;
+  description: string;
+  defaultBranch: string;
+  objectFormatName: 'sha1' | 'sha256';
+  isPrivate: boolean;
+  isTemplate: boolean;
+  nowSec: number;
+}
+
+export async function insertRepository(db: Queryable, repo: NewRepository): Promise<Repository> {
+  const row = await db
+    .insertInto('repository')
+    .values({
+      owner_id: repo.ownerId,
+      owner_name: repo.ownerName,
+      lower_name: repo.name.toLowerCase(),
+      name: repo.name,
+      description: repo.description,
+      default_branch: repo.defaultBranch,
+      object_format_name: repo.objectFormatName,
+      is_private: repo.isPrivate ? 1 : 0,
+      is_template: repo.isTemplate ? 1 : 0,
+      created_unix: repo.nowSec,
+      updated_unix: repo.nowSec,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return repoFromRow(row);
+}
+
+export async function findRepository(db: Queryable, ownerId: number, name: string): Promise<Repository | null> {
+  const row = await db.selectFrom('repository').selectAll().where('owner_id', '=', ownerId).where('lower_name', '=', name.toLowerCase()).executeTakeFirst();
+  return row ? repoFromRow(row) : null;
+}
+
+export async function findRepositoryById(db: Queryable, id: number): Promise<Repository | null> {
+  const row = await db.selectFrom('repository').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? repoFromRow(row) : null;
+}
+
+export interface RepositoryChanges {
+  name?: string;
+  description?: string;
+  website?: string;
+  defaultBranch?: string;
+  isPrivate?: boolean;
+  isArchived?: boolean;
+  isEmpty?: boolean;
+  isTemplate?: boolean;
+  units?: Partial<Record<RepoUnit, boolean>>;
+}
+
+export async function updateRepository(db: Queryable, id: number, changes: RepositoryChanges, nowSec: number): Promise<void> {
+  const set: Updateable<RepositoryTable> = { updated_unix: nowSec };
+  if (changes.name !== undefined) {
+    set.name = changes.name;
+    set.lower_name = changes.name.toLowerCase();
+  }
+  if (changes.description !== undefined) set.description = changes.description;
+  if (changes.website !== undefined) set.website = changes.website;
+  if (changes.defaultBranch !== undefined) set.default_branch = changes.defaultBranch;
+  if (changes.isPrivate !== undefined) set.is_private = changes.isPrivate ? 1 : 0;
+  if (changes.isTemplate !== undefined) set.is_template = changes.isTemplate ? 1 : 0;
+  if (changes.isEmpty !== undefined) set.is_empty = changes.isEmpty ? 1 : 0;
+  if (changes.isArchived !== undefined) {
+    set.is_archived = changes.isArchived ? 1 : 0;
+    set.archived_unix = changes.isArchived ? nowSec : 0;
+  }
+  for (const [unit, enabled] of Object.entries(changes.units ?? {})) {
+    if (enabled !== undefined) set[`has_${unit as RepoUnit}`] = enabled ? 1 : 0;
+  }
+  await db.updateTable('repository').set(set).where('id', '=', id).execute();
+}
+
+export async function deleteRepository(db: Queryable, id: number): Promise<void> {
+  await db.deleteFrom('repository').where('id', '=', id).execute();
+}
+
+export async function upsertCollaborator(db: Queryable, repoId: number, userId: number, mode: number, nowSec: number): Promise<void> {
+  await db
+    .insertInto('collaboration')
+    .values({ repo_id: repoId, user_id: userId, mode, created_unix: nowSec })
+    .onConflict((oc) => oc.columns(['repo_id', 'user_id']).doUpdateSet({ mode }))
+    .execute();
+}
+
+export async function deleteCollaborator(db: Queryable, repoId: number, userId: number): Promise<boolean> {
+  const result = await db.deleteFrom('collaboration').where('repo_id', '=', repoId).where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+export async function findCollaboratorMode(db: Queryable, repoId: number, userId: number): Promise<number | null> {
+  const row = await db.selectFrom('collaboration').select('mode').where('repo_id', '=', repoId).where('user_id', '=', userId).executeTakeFirst();
+  return row ? row.mode : null;
+}

@@ -1,0 +1,155 @@
+// Users and organizations share the `user` table (type 0 = individual, 1 = organization).
+import type { Insertable, Selectable } from 'kysely';
+import type { Queryable } from './database.ts';
+import type { UserTable } from './tables.ts';
+
+export type Visibility = 'public' | 'limited' | 'private';
+const VISIBILITIES: readonly Visibility[] = ['public', 'limited', 'private'];
+
+export interface User {
+  id: number;
+  name: string;
+  lowerName: string;
+  fullName: string;
+  email: string;
+  passwordHash: string;
+  loginName: string;
+  sourceId: number;
+  isOrganization: boolean;
+  visibility: Visibility;
+  isAdmin: boolean;
+  isActive: boolean;
+  prohibitLogin: boolean;
+  mustChangePassword: boolean;
+  restricted: boolean;
+  description: string;
+  website: string;
+  location: string;
+  language: string;
+  pronouns: string;
+  repoAdminChangeTeamAccess: boolean;
+  createdUnix: number;
+  updatedUnix: number;
+  lastLoginUnix: number;
+}
+
+export function visibilityFromCode(code: number): Visibility {
+  return VISIBILITIES[code] ?? 'public';
+}
+
+export function visibilityCode(visibility: Visibility): number {
+  return VISIBILITIES.indexOf(visibility);
+}
+
+export function userFromRow(row: Selectable<UserTable>): User {
+  return {
+    id: row.id,
+    name: row.name,
+    lowerName: row.lower_name,
+    fullName: row.full_name,
+    email: row.email,
+    passwordHash: row.passwd,
+    loginName: row.login_name,
+    sourceId: row.source_id,
+    isOrganization: row.type === 1,
+    visibility: visibilityFromCode(row.visibility),
+    isAdmin: row.is_admin === 1,
+    isActive: row.is_active === 1,
+    prohibitLogin: row.prohibit_login === 1,
+    mustChangePassword: row.must_change_password === 1,
+    restricted: row.restricted === 1,
+    description: row.description,
+    website: row.website,
+    location: row.location,
+    language: row.language,
+    pronouns: row.pronouns,
+    repoAdminChangeTeamAccess: row.repo_admin_change_team_access === 1,
+    createdUnix: row.created_unix,
+    updatedUnix: row.updated_unix,
+    lastLoginUnix: row.last_login_unix,
+  };
+}
+
+export interface NewAccount {
+  name: string;
+  fullName?: string;
+  email?: string;
+  passwordHash?: string;
+  isOrganization: boolean;
+  visibility?: Visibility;
+  isAdmin?: boolean;
+  mustChangePassword?: boolean;
+  restricted?: boolean;
+  description?: string;
+  website?: string;
+  location?: string;
+  loginName?: string;
+  sourceId?: number;
+  repoAdminChangeTeamAccess?: boolean;
+  nowSec: number;
+}
+
+export async function insertAccount(db: Queryable, account: NewAccount): Promise<User> {
+  const row: Insertable<UserTable> = {
+    lower_name: account.name.toLowerCase(),
+    name: account.name,
+    full_name: account.fullName ?? '',
+    email: account.email ?? '',
+    lower_email: (account.email ?? '').toLowerCase(),
+    passwd: account.passwordHash ?? '',
+    login_name: account.loginName ?? '',
+    source_id: account.sourceId ?? 0,
+    type: account.isOrganization ? 1 : 0,
+    visibility: visibilityCode(account.visibility ?? 'public'),
+    is_admin: account.isAdmin ? 1 : 0,
+    is_active: 1,
+    prohibit_login: 0,
+    must_change_password: account.mustChangePassword ? 1 : 0,
+    restricted: account.restricted ? 1 : 0,
+    description: account.description ?? '',
+    website: account.website ?? '',
+    location: account.location ?? '',
+    repo_admin_change_team_access: account.repoAdminChangeTeamAccess ? 1 : 0,
+    created_unix: account.nowSec,
+    updated_unix: account.nowSec,
+  };
+  const inserted = await db.insertInto('user').values(row).returningAll().executeTakeFirstOrThrow();
+  return userFromRow(inserted);
+}
+
+export async function findAccountByName(db: Queryable, name: string): Promise<User | null> {
+  const row = await db.selectFrom('user').selectAll().where('lower_name', '=', name.toLowerCase()).executeTakeFirst();
+  return row ? userFromRow(row) : null;
+}
+
+export async function findAccountById(db: Queryable, id: number): Promise<User | null> {
+  const row = await db.selectFrom('user').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? userFromRow(row) : null;
+}
+
+export async function emailInUse(db: Queryable, email: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('user')
+    .select('id')
+    .where('lower_email', '=', email.toLowerCase())
+    .where('type', '=', 0)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function countIndividualUsers(db: Queryable): Promise<number> {
+  const row = await db.selectFrom('user').select((eb) => eb.fn.countAll<number>().as('n')).where('type', '=', 0).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function setPasswordHash(db: Queryable, userId: number, passwordHash: string, mustChange: boolean, nowSec: number): Promise<void> {
+  await db
+    .updateTable('user')
+    .set({ passwd: passwordHash, must_change_password: mustChange ? 1 : 0, updated_unix: nowSec })
+    .where('id', '=', userId)
+    .execute();
+}
+
+export async function deleteAccount(db: Queryable, id: number): Promise<void> {
+  await db.deleteFrom('user').where('id', '=', id).execute();
+}

@@ -1,0 +1,24 @@
+// Bearer secrets (access tokens, runner tokens): random, shown once, stored as a
+// SHA-256 digest. A fast digest is right here: the input has 160 random bits, so
+// there is nothing to brute-force, and lookups stay O(1) through a unique index.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** 40 lowercase hex characters, the format Forgejo/Gitea clients expect. */
+export function generateTokenString(): string {
+  return randomBytes(20).toString('hex');
+}
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+export function looksLikeAccessToken(value: string): boolean {
+  return /^[0-9a-f]{40}$/.test(value);
+}
+
+/** Constant-time comparison of two hex digests of equal length. */
+export function digestsEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'utf8');
+  const right = Buffer.from(b, 'utf8');
+  return left.length === right.length && timingSafeEqual(left, right);
+}

@@ -1,0 +1,73 @@
+// Turns credentials into a doer. Forgejo's rules (services/auth/*): `token` and
+// `Bearer` schemes; Basic with a password, with a token as password, or with the
+// token as user name; any well-formed credential that does not verify is a 401.
+import { AppError } from '../modules/errors.ts';
+import { verifyPassword } from '../modules/crypto/password.ts';
+import { digestsEqual, hashToken, looksLikeAccessToken } from '../modules/crypto/tokens.ts';
+import { parseScopes } from '../modules/scopes.ts';
+import type { TokenScope } from '../modules/scopes.ts';
+import type { Db } from '../models/database.ts';
+import { findAccessTokenWithOwner } from '../models/access-tokens.ts';
+import { findAccountByName } from '../models/users.ts';
+import type { User } from '../models/users.ts';
+
+export type AuthMethod = 'anonymous' | 'token' | 'basic';
+
+export interface Authentication {
+  doer: User | null;
+  method: AuthMethod;
+  /** Present when a token authenticated the request; its scope limits what it may do. */
+  token: { id: number; scope: TokenScope } | null;
+}
+
+export const ANONYMOUS: Authentication = Object.freeze({ doer: null, method: 'anonymous', token: null });
+
+const INVALID = 'invalid username, password or token';
+
+export class AuthenticationService {
+  constructor(private readonly db: Db) {}
+
+  /** Reads an Authorization header value; an unknown scheme is ignored (anonymous). */
+  async authenticate(authorization: string | undefined): Promise<Authentication> {
+    if (!authorization) return ANONYMOUS;
+    const parts = authorization.trim().split(/\s+/);
+    if (parts.length !== 2) return ANONYMOUS;
+    const scheme = (parts[0] as string).toLowerCase();
+    const value = parts[1] as string;
+    if (scheme === 'token' || scheme === 'bearer') return this.byToken(value, 'token');
+    if (scheme === 'basic') return this.byBasic(value);
+    return ANONYMOUS;
+  }
+
+  private async byToken(secret: string, method: AuthMethod): Promise<Authentication> {
+    if (!looksLikeAccessToken(secret)) throw AppError.unauthorized(INVALID);
+    const digest = hashToken(secret);
+    const found = await findAccessTokenWithOwner(this.db, digest);
+    // The lookup is by digest through an index; the constant-time comparison
+    // guards against any collation or prefix surprise in the database.
+    if (!found || !digestsEqual(found.token.tokenHash, digest)) throw AppError.unauthorized(INVALID);
+    return { doer: found.owner, method, token: { id: found.token.id, scope: parseScopes([found.token.scope]) } };
+  }
+
+  private async byBasic(encoded: string): Promise<Authentication> {
+    const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) throw AppError.unauthorized(INVALID);
+    const username = decoded.slice(0, colon);
+    const password = decoded.slice(colon + 1);
+    // The token as user name, with an empty password or GitHub's `x-oauth-basic`.
+    if (looksLikeAccessToken(username) && (password === '' || password === 'x-oauth-basic')) {
+      return this.byToken(username, 'basic');
+    }
+    // A token as the password (any user name).
+    if (looksLikeAccessToken(password)) {
+      const found = await findAccessTokenWithOwner(this.db, hashToken(password));
+      if (found) return { doer: found.owner, method: 'basic', token: { id: found.token.id, scope: parseScopes([found.token.scope]) } };
+    }
+    const user = await findAccountByName(this.db, username);
+    if (!user || user.isOrganization || user.passwordHash === '' || !(await verifyPassword(password, user.passwordHash))) {
+      throw AppError.unauthorized(INVALID);
+    }
+    return { doer: user, method: 'basic', token: null };
+  }
+}

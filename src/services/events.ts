@@ -1,0 +1,24 @@
+// Domain events recorded inside the transaction of the change that causes them.
+// Subscribers (the webhook outbox, later) write their rows in that same
+// transaction, so an event is durable exactly when the change is.
+import type { Queryable } from '../models/database.ts';
+import type { Repository } from '../models/repos.ts';
+import type { User } from '../models/users.ts';
+
+export type DomainEvent =
+  | { type: 'repository.created'; repo: Repository; owner: User; doer: User }
+  | { type: 'repository.deleted'; repo: Repository; owner: User; doer: User };
+
+export type DomainEventHandler = (tx: Queryable, event: DomainEvent) => Promise<void>;
+
+export class DomainEvents {
+  private readonly handlers: DomainEventHandler[] = [];
+
+  subscribe(handler: DomainEventHandler): void {
+    this.handlers.push(handler);
+  }
+
+  async record(tx: Queryable, event: DomainEvent): Promise<void> {
+    for (const handler of this.handlers) await handler(tx, event);
+  }
+}

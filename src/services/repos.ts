@@ -1,0 +1,208 @@
+// Repositories: a database row plus a bare git repository under the data folder.
+// The row and the directory are created and removed together; a failure on
+// either side undoes the other.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { AppError } from '../modules/errors.ts';
+import type { Clock } from '../modules/clock.ts';
+import { accessModeFromName, AccessMode } from '../modules/access-mode.ts';
+import { describeNameProblem, isAlphaDashDot, repoNameProblem } from '../modules/names.ts';
+import {
+  branchExists,
+  commitInitialFile,
+  initBareRepository,
+  isValidBranchName,
+  moveRepository,
+  removeRepository,
+  setHeadBranch,
+} from '../modules/git/index.ts';
+import type { Db } from '../models/database.ts';
+import { isUniqueViolation } from '../models/database.ts';
+import {
+  deleteCollaborator,
+  deleteRepository,
+  findRepository,
+  findRepositoryById,
+  insertRepository,
+  updateRepository,
+  upsertCollaborator,
+} from '../models/repos.ts';
+import type { RepoUnit, Repository, RepositoryChanges } from '../models/repos.ts';
+import type { User } from '../models/users.ts';
+import type { DomainEvents } from './events.ts';
+
+export const DEFAULT_BRANCH = 'main';
+const EXISTS_MESSAGE = 'The repository with the same name already exists.';
+
+export interface CreateRepoInput {
+  name: string;
+  description?: string;
+  private?: boolean;
+  autoInit?: boolean;
+  defaultBranch?: string;
+  template?: boolean;
+  objectFormatName?: string;
+}
+
+export interface EditRepoInput {
+  name?: string;
+  description?: string;
+  website?: string;
+  private?: boolean;
+  archived?: boolean;
+  template?: boolean;
+  defaultBranch?: string;
+  units?: Partial<Record<RepoUnit, boolean>>;
+}
+
+export class RepoService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly repositoriesRoot: string,
+    private readonly events: DomainEvents,
+  ) {}
+
+  /** Where a repository's bare git directory lives. */
+  gitPath(ownerName: string, repoName: string): string {
+    return path.join(this.repositoriesRoot, ownerName.toLowerCase(), `${repoName.toLowerCase()}.git`);
+  }
+
+  async find(owner: User, name: string): Promise<Repository | null> {
+    return findRepository(this.db, owner.id, name);
+  }
+
+  async findById(id: number): Promise<Repository | null> {
+    return findRepositoryById(this.db, id);
+  }
+
+  async create(doer: User, owner: User, input: CreateRepoInput): Promise<Repository> {
+    checkRepoName(input.name);
+    if ((input.description ?? '').length > 2048) throw AppError.unprocessable('[Description]: MaxSize');
+    const defaultBranch = input.defaultBranch || DEFAULT_BRANCH;
+    if (!isValidBranchName(defaultBranch)) throw AppError.unprocessable('[DefaultBranch]: GitRefName');
+    const objectFormatName = input.objectFormatName || 'sha1';
+    if (objectFormatName !== 'sha1' && objectFormatName !== 'sha256') throw AppError.unprocessable('[ObjectFormatName]: In');
+    const gitPath = this.gitPath(owner.name, input.name);
+
+    try {
+      return await this.db.transaction().execute(async (tx) => {
+        if (await findRepository(tx, owner.id, input.name)) throw AppError.conflict(EXISTS_MESSAGE);
+        if (existsSync(gitPath)) {
+          throw AppError.conflict(`The repository files already exist [${owner.name}/${input.name}]; remove them from the data folder first.`);
+        }
+        const nowSec = this.clock.nowSec();
+        let repo = await insertRepository(tx, {
+          ownerId: owner.id,
+          ownerName: owner.name,
+          name: input.name,
+          description: input.description ?? '',
+          defaultBranch,
+          objectFormatName,
+          isPrivate: input.private ?? false,
+          isTemplate: input.template ?? false,
+          nowSec,
+        });
+        // The git directory is made inside the transaction: if it fails, no row
+        // is committed; if the commit fails afterwards, the catch below removes it.
+        try {
+          await initBareRepository(gitPath, { defaultBranch, objectFormat: objectFormatName });
+          if (input.autoInit) {
+            await commitInitialFile(gitPath, {
+              branch: defaultBranch,
+              fileName: 'README.md',
+              content: readmeFor(input.name, input.description ?? ''),
+              author: { name: doer.fullName || doer.name, email: doer.email || `${doer.lowerName}@noreply.localhost` },
+              message: 'Initial commit',
+              timestampSec: nowSec,
+            });
+            await updateRepository(tx, repo.id, { isEmpty: false }, nowSec);
+            repo = { ...repo, isEmpty: false };
+          }
+          await this.events.record(tx, { type: 'repository.created', repo, owner, doer });
+        } catch (error) {
+          await removeRepository(gitPath);
+          throw error;
+        }
+        return repo;
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw AppError.conflict(EXISTS_MESSAGE);
+      throw error;
+    }
+  }
+
+  async edit(repo: Repository, owner: User, input: EditRepoInput): Promise<Repository> {
+    const changes: RepositoryChanges = {
+      description: input.description,
+      website: input.website,
+      isPrivate: input.private,
+      isArchived: input.archived,
+      isTemplate: input.template,
+      units: input.units,
+    };
+    if (input.description !== undefined && input.description.length > 2048) throw AppError.unprocessable('[Description]: MaxSize');
+    const renamed = input.name !== undefined && input.name !== repo.name;
+    if (renamed) checkRepoName(input.name as string);
+    if (input.defaultBranch !== undefined && input.defaultBranch !== repo.defaultBranch) {
+      const gitPath = this.gitPath(owner.name, repo.name);
+      if (!isValidBranchName(input.defaultBranch)) throw AppError.unprocessable('[DefaultBranch]: GitRefName');
+      // Forgejo (routers/api/v1/repo/repo.go updateBasicProperties) switches the default
+      // branch of a non-empty repository only to a branch that exists.
+      if (repo.isEmpty || (await branchExists(gitPath, input.defaultBranch))) {
+        await setHeadBranch(gitPath, input.defaultBranch);
+        changes.defaultBranch = input.defaultBranch;
+      }
+    }
+    try {
+      await this.db.transaction().execute(async (tx) => {
+        if (renamed) {
+          const clash = await findRepository(tx, owner.id, input.name as string);
+          if (clash && clash.id !== repo.id) throw AppError.conflict(EXISTS_MESSAGE);
+          changes.name = input.name;
+        }
+        await updateRepository(tx, repo.id, changes, this.clock.nowSec());
+        if (renamed && repo.lowerName !== (input.name as string).toLowerCase()) {
+          await moveRepository(this.gitPath(owner.name, repo.name), this.gitPath(owner.name, input.name as string));
+        }
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw AppError.conflict(EXISTS_MESSAGE);
+      throw error;
+    }
+    return (await findRepositoryById(this.db, repo.id)) as Repository;
+  }
+
+  async delete(doer: User, repo: Repository, owner: User): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await deleteRepository(tx, repo.id);
+      await this.events.record(tx, { type: 'repository.deleted', repo, owner, doer });
+    });
+    await removeRepository(this.gitPath(owner.name, repo.name));
+  }
+
+  async addCollaborator(repo: Repository, owner: User, user: User, permission: string | undefined): Promise<void> {
+    if (user.isOrganization) throw AppError.unprocessable(`user does not exist [uid: 0, name: ${user.name}]`);
+    if (user.id === owner.id) throw AppError.unprocessable('the repository owner cannot be a collaborator of their own repository');
+    const mode = accessModeFromName(permission ?? 'write');
+    if (mode === null || mode < AccessMode.read || mode > AccessMode.admin) throw AppError.unprocessable('[Permission]: In');
+    await upsertCollaborator(this.db, repo.id, user.id, mode, this.clock.nowSec());
+  }
+
+  async removeCollaborator(repo: Repository, user: User): Promise<void> {
+    await deleteCollaborator(this.db, repo.id, user.id);
+  }
+}
+
+function checkRepoName(name: string): void {
+  if (name === '') throw AppError.unprocessable('[Name]: Required');
+  if (!isAlphaDashDot(name)) throw AppError.unprocessable('[Name]: AlphaDashDot');
+  if (name.length > 100) throw AppError.unprocessable('[Name]: MaxSize');
+  const problem = repoNameProblem(name);
+  if (problem) throw AppError.unprocessable(describeNameProblem(problem));
+}
+
+/** Forgejo's "Default" README template. */
+function readmeFor(name: string, description: string): string {
+  return description ? `# ${name}\n\n${description}\n` : `# ${name}\n\n`;
+}

@@ -9,6 +9,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Deps } from './deps.ts';
 import { installAuthHook } from './http/auth-hook.ts';
+import { installBodyParsers } from './http/body-parsers.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
@@ -47,6 +48,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   });
 
   decorateRequests(app);
+  installBodyParsers(app);
   installErrorHandlers(app, config.rootUrl);
 
   await app.register(swagger, {

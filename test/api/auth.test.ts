@@ -98,7 +98,8 @@ for (const dialect of testDialects()) {
 
       const listed = await userGetTokens({ client: basic, path: { username: 'bob' } });
       assert.equal(listed.status, 200);
-      assert.equal(listed.headers['x-total-count'], String(listed.data?.length));
+      const raw = await s.api('GET', '/users/bob/tokens', { authorization: basicAuth('bob', bob.password) });
+      assert.equal(raw.headers.get('x-total-count'), String(listed.data?.length));
       const ci = listed.data?.find((t) => t.name === 'ci');
       assert.equal(ci?.sha1, '', 'the token is never shown again');
 

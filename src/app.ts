@@ -9,7 +9,8 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Deps } from './deps.ts';
 import { installAuthHook } from './http/auth-hook.ts';
-import { installBodyParsers } from './http/body-parsers.ts';
+import { hasNulParam, installBodyParsers } from './http/body-parsers.ts';
+import { AppError } from './modules/errors.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
@@ -95,6 +96,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     async (api) => {
       const typed = api as unknown as ApiApp;
       installAuthHook(api, services, config.rootUrl);
+      api.addHook('preValidation', async (req) => {
+        if (hasNulParam(req.params)) throw AppError.notFound();
+      });
       api.addHook('onSend', async (_req, reply, payload) => {
         reply.header('Cache-Control', API_CACHE_CONTROL);
         const type = reply.getHeader('content-type');

@@ -3,6 +3,7 @@
 // rather than as a parse error; bodiless PUT/DELETE calls work whatever
 // Content-Type a client sends with them.
 import type { FastifyInstance } from 'fastify';
+import { goFieldName } from './errors.ts';
 
 class BodyError extends Error {
   constructor(
@@ -18,11 +19,15 @@ export function installBodyParsers(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, {});
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text));
+      parsed = JSON.parse(text);
     } catch (error) {
-      done(new BodyError(422, `[]: invalid JSON body: ${(error as Error).message}`), undefined);
+      return done(new BodyError(422, `[]: invalid JSON body: ${(error as Error).message}`), undefined);
     }
+    const field = fieldWithNul(parsed, '');
+    if (field !== null) return done(new BodyError(422, `[${field}]: must not contain NUL characters`), undefined);
+    done(null, parsed);
   });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     const fields: Record<string, string> = {};
@@ -33,4 +38,31 @@ export function installBodyParsers(app: FastifyInstance): void {
     if ((body as Buffer).length === 0) return done(null, {});
     done(new BodyError(415, 'unsupported content type; send application/json'), undefined);
   });
+}
+
+/**
+ * PostgreSQL cannot store U+0000 in text and no name may contain it: such a
+ * value is refused up front instead of failing deep in the database.
+ */
+function fieldWithNul(value: unknown, key: string): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? key : null;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const found = fieldWithNul(item, key);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      const found = fieldWithNul(v, goFieldName(k));
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
+
+/** A path parameter with U+0000 cannot name anything stored: it is simply not found. */
+export function hasNulParam(params: unknown): boolean {
+  return typeof params === 'object' && params !== null && Object.values(params).some((v) => typeof v === 'string' && v.includes('\u0000'));
 }

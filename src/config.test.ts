@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, loadConfig } from './config.ts';
+
+test('defaults need no configuration', () => {
+  const config = loadConfig({}, '/srv/gantry');
+  assert.equal(config.dataDir, '/srv/gantry/data');
+  assert.equal(config.httpPort, 3000);
+  assert.equal(config.rootUrl, 'http://localhost:3000/');
+  assert.equal(config.databaseUrl, null);
+  assert.equal(config.webhookAllowedHosts, 'external');
+  assert.ok(Object.isFrozen(config));
+});
+
+test('invalid values fail naming the key', () => {
+  const cases: Record<string, string>[] = [
+    { GANTRY_HTTP_PORT: 'eighty' },
+    { GANTRY_HTTP_PORT: '70000' },
+    { GANTRY_ROOT_URL: 'ftp://x/' },
+    { GANTRY_DATABASE_URL: 'mysql://x' },
+    { GANTRY_SECRET_KEY: 'short' },
+    { GANTRY_LOG_LEVEL: 'loud' },
+  ];
+  for (const env of cases) {
+    const key = Object.keys(env)[0] as string;
+    assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.key === key && e.message.includes(key));
+  }
+});
+
+test('root URL gains a trailing slash and follows the port', () => {
+  assert.equal(loadConfig({ GANTRY_ROOT_URL: 'https://ci.example.com/gantry' }).rootUrl, 'https://ci.example.com/gantry/');
+  assert.equal(loadConfig({ GANTRY_HTTP_PORT: '8080' }).rootUrl, 'http://localhost:8080/');
+});

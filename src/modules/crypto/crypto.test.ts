@@ -1,0 +1,34 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { hashPassword, verifyPassword } from './password.ts';
+import { SecretCipher } from './secret-cipher.ts';
+import { digestsEqual, generateTokenString, hashToken, looksLikeAccessToken } from './tokens.ts';
+
+test('passwords: salted scrypt, verified, wrong ones refused', async () => {
+  const stored = await hashPassword('p4ss-w0rd');
+  assert.match(stored, /^scrypt\$16384\$8\$1\$/);
+  assert.notEqual(stored, await hashPassword('p4ss-w0rd'), 'a fresh salt each time');
+  assert.equal(await verifyPassword('p4ss-w0rd', stored), true);
+  assert.equal(await verifyPassword('p4ss-w0rD', stored), false);
+  assert.equal(await verifyPassword('x', 'garbage'), false);
+});
+
+test('tokens: 40 hex, hashed, compared', () => {
+  const token = generateTokenString();
+  assert.equal(looksLikeAccessToken(token), true);
+  assert.notEqual(token, generateTokenString());
+  assert.equal(hashToken(token).length, 64);
+  assert.equal(digestsEqual(hashToken(token), hashToken(token)), true);
+  assert.equal(digestsEqual(hashToken(token), hashToken(generateTokenString())), false);
+});
+
+test('secret cipher: AES-GCM round trip bound to its place and key', () => {
+  const cipher = new SecretCipher('k'.repeat(32));
+  const sealed = cipher.encrypt('dàtä\n', 'repo:1:TOKEN');
+  assert.ok(!sealed.includes('dàtä'));
+  assert.notEqual(sealed, cipher.encrypt('dàtä\n', 'repo:1:TOKEN'), 'fresh nonce per value');
+  assert.equal(cipher.decrypt(sealed, 'repo:1:TOKEN'), 'dàtä\n');
+  assert.throws(() => cipher.decrypt(sealed, 'repo:2:TOKEN'), 'copied to another row, it does not decrypt');
+  assert.throws(() => new SecretCipher('z'.repeat(32)).decrypt(sealed, 'repo:1:TOKEN'), /another key/);
+  assert.equal(SecretCipher.keyIdOf(sealed), cipher.keyId);
+});

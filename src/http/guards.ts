@@ -4,6 +4,7 @@
 import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { AppError } from '../modules/errors.ts';
 import { AccessMode } from '../modules/access-mode.ts';
+import { parseIdParam } from '../modules/pagination.ts';
 import { scopeAllows } from '../modules/scopes.ts';
 import type { ScopeCategory } from '../modules/scopes.ts';
 import type { RepoUnit } from '../models/repos.ts';
@@ -98,8 +99,8 @@ export function createGuards(services: Services) {
 
   /** Team routes: the team must exist and the doer own its organization (404 otherwise, as Forgejo). */
   const teamAssignmentAsOwner: Guard = async (req) => {
-    const id = Number(param(req, 'id'));
-    const team = Number.isSafeInteger(id) ? await orgs.findTeam(id) : null;
+    const id = parseIdParam(param(req, 'id'));
+    const team = id > 0 ? await orgs.findTeam(id) : null;
     if (!team) throw AppError.notFound();
     const org = await accounts.findById(team.orgId);
     if (!org || !(await permissions.isOrgOwner(actorOf(req), org))) throw AppError.notFound();

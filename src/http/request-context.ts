@@ -56,3 +56,13 @@ export function requireRepo(req: FastifyRequest): RepoContext {
   if (!req.repoContext) throw new Error('route without repoAssignment used the repository');
   return req.repoContext;
 }
+
+export function requireContextUser(req: FastifyRequest): User {
+  if (!req.contextUser) throw new Error('route without userAssignment used the context user');
+  return req.contextUser;
+}
+
+export function requireTeam(req: FastifyRequest): Team {
+  if (!req.team) throw new Error('route without teamAssignment used the team');
+  return req.team;
+}

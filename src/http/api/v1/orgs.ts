@@ -1,7 +1,7 @@
 // Organizations, their teams and team membership.
 import { Type } from 'typebox';
 import { AppError } from '../../../modules/errors.ts';
-import { actorOf, requireDoer, requireOrg } from '../../request-context.ts';
+import { actorOf, requireDoer, requireOrg, requireTeam } from '../../request-context.ts';
 import { toApiOrg, toApiRepo, toApiTeam } from './convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
@@ -126,8 +126,8 @@ export function orgRoutes(app: ApiApp, { config, services, guards: g }: RouteCon
         const { username } = req.params as { username: string };
         const user = await services.accounts.findByName(username);
         if (!user) throw AppError.notFound();
-        if (method === 'PUT') await services.orgs.addMember(req.team!, user);
-        else await services.orgs.removeMember(req.team!, user);
+        if (method === 'PUT') await services.orgs.addMember(requireTeam(req), user);
+        else await services.orgs.removeMember(requireTeam(req), user);
         return reply.status(204).send(null);
       },
     });

@@ -1,6 +1,6 @@
 // The signed-in user, admin user creation, and personal access tokens.
 import { parsePage } from '../../../modules/pagination.ts';
-import { requireDoer } from '../../request-context.ts';
+import { requireContextUser, requireDoer } from '../../request-context.ts';
 import { toApiToken, toApiUser } from './convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
@@ -53,7 +53,7 @@ export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
     },
     async (req, reply) => {
       const page = parsePage(req.query as Record<string, unknown>, config);
-      const { tokens, total } = await services.accessTokens.list(req.contextUser!, page.limit, page.offset);
+      const { tokens, total } = await services.accessTokens.list(requireContextUser(req), page.limit, page.offset);
       reply.header('X-Total-Count', String(total));
       return tokens.map((t) => toApiToken(t));
     },
@@ -66,7 +66,7 @@ export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
       preValidation: tokenGuards,
     },
     async (req, reply) => {
-      const created = await services.accessTokens.create(req.contextUser!, req.body.name, req.body.scopes ?? []);
+      const created = await services.accessTokens.create(requireContextUser(req), req.body.name, req.body.scopes ?? []);
       return reply.status(201).send(toApiToken(created.token, created.secret));
     },
   );
@@ -83,7 +83,7 @@ export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
       preValidation: tokenGuards,
     },
     async (req, reply) => {
-      await services.accessTokens.delete(req.contextUser!, (req.params as { token: string }).token);
+      await services.accessTokens.delete(requireContextUser(req), (req.params as { token: string }).token);
       return reply.status(204).send(null);
     },
   );

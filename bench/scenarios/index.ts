@@ -1,0 +1,6 @@
+// Every scenario `npm run bench` runs, in order. To add one: write
+// bench/scenarios/<name>.ts exporting a Scenario, and list it here.
+import type { Scenario } from '../lib/scenario.ts';
+import { authenticatedGetUser } from './authenticated-get-user.ts';
+
+export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser];

@@ -1,5 +1,5 @@
 // Personal access tokens: only the SHA-256 digest of the token is stored.
-import type { Selectable } from 'kysely';
+import type { CompiledQuery, Selectable } from 'kysely';
 import type { Queryable } from './database.ts';
 import type { AccessTokenTable, UserTable } from './tables.ts';
 import { userFromRow } from './users.ts';
@@ -49,9 +49,8 @@ export async function insertAccessToken(
   return tokenFromRow(row);
 }
 
-/** One indexed lookup returning the token with its owner (the hot path of every API call). */
-export async function findAccessTokenWithOwner(db: Queryable, tokenHash: string): Promise<{ token: AccessToken; owner: User } | null> {
-  const row = await db
+function tokenWithOwnerQuery(db: Queryable, tokenHash: string) {
+  return db
     .selectFrom('access_token')
     .innerJoin('user', 'user.id', 'access_token.uid')
     .selectAll('user')
@@ -64,8 +63,25 @@ export async function findAccessTokenWithOwner(db: Queryable, tokenHash: string)
       'access_token.created_unix as t_created',
       'access_token.updated_unix as t_updated',
     ])
-    .where('access_token.token_hash', '=', tokenHash)
-    .executeTakeFirst();
+    .where('access_token.token_hash', '=', tokenHash);
+}
+
+type TokenWithOwnerRow = Awaited<ReturnType<ReturnType<typeof tokenWithOwnerQuery>['executeTakeFirstOrThrow']>>;
+
+// Every authenticated API call runs this query: it is compiled once per
+// database and reused with the digest as its only parameter.
+const compiledLookups = new WeakMap<Queryable, CompiledQuery<TokenWithOwnerRow>>();
+
+/** One indexed lookup returning the token with its owner (the hot path of every API call). */
+export async function findAccessTokenWithOwner(db: Queryable, tokenHash: string): Promise<{ token: AccessToken; owner: User } | null> {
+  let compiled = compiledLookups.get(db);
+  if (!compiled) {
+    compiled = tokenWithOwnerQuery(db, '').compile();
+    if (compiled.parameters.length !== 1) throw new Error('token lookup must have exactly one parameter');
+    compiledLookups.set(db, compiled);
+  }
+  const { rows } = await db.executeQuery<TokenWithOwnerRow>({ ...compiled, parameters: [tokenHash] });
+  const row = rows[0];
   if (!row) return null;
   const token: AccessToken = {
     id: row.t_id,

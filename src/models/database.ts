@@ -58,8 +58,31 @@ export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', sqlitePath, destroy: () => db.destroy() };
+}
+
+// Kysely prepares every query anew; better-sqlite3 statements are reusable, and
+// preparing was the largest cost of a cheap request. Keep the most recent ones.
+const STATEMENT_CACHE_SIZE = 1000;
+
+function withStatementCache(sqlite: BetterSqlite3.Database) {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(text: string): BetterSqlite3.Statement {
+      let statement = cache.get(text);
+      if (statement) {
+        // Re-insert to keep the map in least-recently-used order.
+        cache.delete(text);
+      } else {
+        statement = sqlite.prepare(text);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(text, statement);
+      return statement;
+    },
+  };
 }
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -15,6 +15,7 @@ import {
 } from '../models/access-tokens.ts';
 import type { AccessToken } from '../models/access-tokens.ts';
 import type { User } from '../models/users.ts';
+import type { CredentialCache } from './credential-cache.ts';
 
 export interface CreatedAccessToken {
   token: AccessToken;
@@ -26,6 +27,7 @@ export class AccessTokenService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    private readonly cache: CredentialCache,
   ) {}
 
   async create(owner: User, name: string, scopes: readonly string[]): Promise<CreatedAccessToken> {
@@ -69,5 +71,6 @@ export class AccessTokenService {
       target = byName[0] ?? null;
     }
     if (!target || !(await deleteAccessToken(this.db, target.id))) throw AppError.notFound();
+    this.cache.forgetToken(target.id);
   }
 }

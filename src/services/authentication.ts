@@ -10,6 +10,8 @@ import type { Db } from '../models/database.ts';
 import { findAccessTokenWithOwner } from '../models/access-tokens.ts';
 import { findAccountByName } from '../models/users.ts';
 import type { User } from '../models/users.ts';
+import type { AccessToken } from '../models/access-tokens.ts';
+import type { CredentialCache } from './credential-cache.ts';
 
 export type AuthMethod = 'anonymous' | 'token' | 'basic';
 
@@ -25,7 +27,18 @@ export const ANONYMOUS: Authentication = Object.freeze({ doer: null, method: 'an
 const INVALID = 'invalid username, password or token';
 
 export class AuthenticationService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: CredentialCache,
+  ) {}
+
+  private async lookupToken(digest: string): Promise<{ token: AccessToken; owner: User } | null> {
+    const cached = this.cache.get(digest);
+    if (cached) return cached;
+    const found = await findAccessTokenWithOwner(this.db, digest);
+    if (found) this.cache.set(digest, found.token, found.owner);
+    return found;
+  }
 
   /** Reads an Authorization header value; an unknown scheme is ignored (anonymous). */
   async authenticate(authorization: string | undefined): Promise<Authentication> {
@@ -42,7 +55,7 @@ export class AuthenticationService {
   private async byToken(secret: string, method: AuthMethod): Promise<Authentication> {
     if (!looksLikeAccessToken(secret)) throw AppError.unauthorized(INVALID);
     const digest = hashToken(secret);
-    const found = await findAccessTokenWithOwner(this.db, digest);
+    const found = await this.lookupToken(digest);
     // The lookup is by digest through an index; the constant-time comparison
     // guards against any collation or prefix surprise in the database.
     if (!found || !digestsEqual(found.token.tokenHash, digest)) throw AppError.unauthorized(INVALID);
@@ -61,7 +74,7 @@ export class AuthenticationService {
     }
     // A token as the password (any user name).
     if (looksLikeAccessToken(password)) {
-      const found = await findAccessTokenWithOwner(this.db, hashToken(password));
+      const found = await this.lookupToken(hashToken(password));
       if (found) return { doer: found.owner, method: 'basic', token: { id: found.token.id, scope: parseScopes([found.token.scope]) } };
     }
     const user = await findAccountByName(this.db, username);

@@ -7,6 +7,7 @@ import type { Db } from '../models/database.ts';
 import { AccessTokenService } from './access-tokens.ts';
 import { AccountService } from './accounts.ts';
 import { AuthenticationService } from './authentication.ts';
+import { CredentialCache } from './credential-cache.ts';
 import { DomainEvents } from './events.ts';
 import { OrgService } from './orgs.ts';
 import { PermissionService } from './permissions.ts';
@@ -25,10 +26,11 @@ export interface Services {
 
 export function createServices(config: Config, db: Db, clock: Clock, cipher: SecretCipher): Services {
   const events = new DomainEvents();
+  const credentialCache = new CredentialCache(clock);
   return {
     accounts: new AccountService(db, clock),
-    accessTokens: new AccessTokenService(db, clock),
-    authentication: new AuthenticationService(db),
+    accessTokens: new AccessTokenService(db, clock, credentialCache),
+    authentication: new AuthenticationService(db, credentialCache),
     permissions: new PermissionService(db),
     orgs: new OrgService(db, clock),
     repos: new RepoService(db, clock, path.join(config.dataDir, 'git', 'repositories'), events),

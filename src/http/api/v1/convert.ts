@@ -7,9 +7,19 @@ import type { User } from '../../../models/users.ts';
 import { scopeToList, parseScopes } from '../../../modules/scopes.ts';
 import type { AccessTokenJson, OrganizationJson, RepositoryJson, TeamJson, UserJson } from './schemas.ts';
 
+const recentTimes = new Map<number, string>();
+
 /** RFC 3339 in UTC, whole seconds; a zero timestamp is the epoch, as Forgejo renders it. */
 export function apiTime(unixSec: number): string {
-  return new Date(unixSec * 1000).toISOString().replace('.000Z', 'Z');
+  // The same few timestamps (creation times of the caller, the epoch) recur in
+  // every response; formatting dates showed in the request profile.
+  let text = recentTimes.get(unixSec);
+  if (text === undefined) {
+    text = new Date(unixSec * 1000).toISOString().replace('.000Z', 'Z');
+    if (recentTimes.size >= 4096) recentTimes.clear();
+    recentTimes.set(unixSec, text);
+  }
+  return text;
 }
 
 export interface Viewer {

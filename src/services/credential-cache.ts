@@ -38,8 +38,4 @@ export class CredentialCache {
   forgetToken(tokenId: number): void {
     for (const [hash, entry] of this.entries) if (entry.token.id === tokenId) this.entries.delete(hash);
   }
-
-  forgetUser(uid: number): void {
-    for (const [hash, entry] of this.entries) if (entry.owner.id === uid) this.entries.delete(hash);
-  }
 }

@@ -10,8 +10,7 @@ import type { Db } from '../models/database.ts';
 import { findAccessTokenWithOwner } from '../models/access-tokens.ts';
 import { findAccountByName } from '../models/users.ts';
 import type { User } from '../models/users.ts';
-import type { AccessToken } from '../models/access-tokens.ts';
-import type { CredentialCache } from './credential-cache.ts';
+import type { CredentialCache, VerifiedToken } from './credential-cache.ts';
 
 export type AuthMethod = 'anonymous' | 'token' | 'basic';
 
@@ -32,12 +31,14 @@ export class AuthenticationService {
     private readonly cache: CredentialCache,
   ) {}
 
-  private async lookupToken(digest: string): Promise<{ token: AccessToken; owner: User } | null> {
+  private async lookupToken(digest: string): Promise<VerifiedToken | null> {
     const cached = this.cache.get(digest);
     if (cached) return cached;
     const found = await findAccessTokenWithOwner(this.db, digest);
-    if (found) this.cache.set(digest, found.token, found.owner);
-    return found;
+    if (!found) return null;
+    const verified = { ...found, scope: parseScopes([found.token.scope]) };
+    this.cache.set(digest, verified);
+    return verified;
   }
 
   /** Reads an Authorization header value; an unknown scheme is ignored (anonymous). */
@@ -59,7 +60,7 @@ export class AuthenticationService {
     // The lookup is by digest through an index; the constant-time comparison
     // guards against any collation or prefix surprise in the database.
     if (!found || !digestsEqual(found.token.tokenHash, digest)) throw AppError.unauthorized(INVALID);
-    return { doer: found.owner, method, token: { id: found.token.id, scope: parseScopes([found.token.scope]) } };
+    return { doer: found.owner, method, token: { id: found.token.id, scope: found.scope } };
   }
 
   private async byBasic(encoded: string): Promise<Authentication> {
@@ -75,7 +76,7 @@ export class AuthenticationService {
     // A token as the password (any user name).
     if (looksLikeAccessToken(password)) {
       const found = await this.lookupToken(hashToken(password));
-      if (found) return { doer: found.owner, method: 'basic', token: { id: found.token.id, scope: parseScopes([found.token.scope]) } };
+      if (found) return { doer: found.owner, method: 'basic', token: { id: found.token.id, scope: found.scope } };
     }
     const user = await findAccountByName(this.db, username);
     if (!user || user.isOrganization || user.passwordHash === '' || !(await verifyPassword(password, user.passwordHash))) {

@@ -3,15 +3,22 @@
 // for at most TTL_MS; deleting a token forgets it here at once, and other
 // Gantry processes see a deletion or a changed account within TTL_MS.
 import type { Clock } from '../modules/clock.ts';
+import type { TokenScope } from '../modules/scopes.ts';
 import type { AccessToken } from '../models/access-tokens.ts';
 import type { User } from '../models/users.ts';
+
+/** A token that verified, with its owner and its parsed scope. */
+export interface VerifiedToken {
+  token: AccessToken;
+  owner: User;
+  scope: TokenScope;
+}
 
 export const CREDENTIAL_CACHE_TTL_MS = 1000;
 const MAX_ENTRIES = 10_000;
 
 interface Entry {
-  token: AccessToken;
-  owner: User;
+  verified: VerifiedToken;
   expiresAtMs: number;
 }
 
@@ -20,22 +27,22 @@ export class CredentialCache {
 
   constructor(private readonly clock: Clock) {}
 
-  get(tokenHash: string): { token: AccessToken; owner: User } | null {
+  get(tokenHash: string): VerifiedToken | null {
     const entry = this.entries.get(tokenHash);
     if (!entry) return null;
     if (entry.expiresAtMs <= this.clock.nowMs()) {
       this.entries.delete(tokenHash);
       return null;
     }
-    return entry;
+    return entry.verified;
   }
 
-  set(tokenHash: string, token: AccessToken, owner: User): void {
+  set(tokenHash: string, verified: VerifiedToken): void {
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(tokenHash, { token, owner, expiresAtMs: this.clock.nowMs() + CREDENTIAL_CACHE_TTL_MS });
+    this.entries.set(tokenHash, { verified, expiresAtMs: this.clock.nowMs() + CREDENTIAL_CACHE_TTL_MS });
   }
 
   forgetToken(tokenId: number): void {
-    for (const [hash, entry] of this.entries) if (entry.token.id === tokenId) this.entries.delete(hash);
+    for (const [hash, entry] of this.entries) if (entry.verified.token.id === tokenId) this.entries.delete(hash);
   }
 }

@@ -23,7 +23,7 @@ export function installBodyParsers(app: FastifyInstance): void {
     try {
       parsed = JSON.parse(text);
     } catch (error) {
-      return done(new BodyError(422, `[]: invalid JSON body: ${(error as Error).message}`), undefined);
+      return done(new BodyError(422, `[]: invalid JSON body: ${withoutExcerpt((error as Error).message)}`), undefined);
     }
     const field = fieldWithNul(parsed, '');
     if (field !== null) return done(new BodyError(422, `[${field}]: must not contain NUL characters`), undefined);
@@ -38,6 +38,15 @@ export function installBodyParsers(app: FastifyInstance): void {
     if ((body as Buffer).length === 0) return done(null, {});
     done(new BodyError(415, 'unsupported content type; send application/json'), undefined);
   });
+}
+
+/**
+ * V8 quotes a piece of the body in JSON syntax errors (`Unexpected token 'x',
+ * "{"data": x…" is not valid JSON`); the body may hold a secret, which must not
+ * come back in an error message or reach a log.
+ */
+function withoutExcerpt(message: string): string {
+  return message.replace(/, ".*" is not valid JSON$/s, '').replace(/, ".*"\.\.\. is not valid JSON$/s, '');
 }
 
 /**

@@ -14,6 +14,7 @@ import { AppError } from './modules/errors.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
+import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
 import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
@@ -110,6 +111,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       userRoutes(typed, ctx);
       orgRoutes(typed, ctx);
       repoRoutes(typed, ctx);
+      actionsSecretVariableRoutes(typed, ctx);
     },
     { prefix: '/api/v1' },
   );

@@ -31,3 +31,14 @@ test('root URL gains a trailing slash and follows the port', () => {
   assert.equal(loadConfig({ GANTRY_ROOT_URL: 'https://ci.example.com/gantry' }).rootUrl, 'https://ci.example.com/gantry/');
   assert.equal(loadConfig({ GANTRY_HTTP_PORT: '8080' }).rootUrl, 'http://localhost:8080/');
 });
+
+test('GANTRY_SECRET_KEY_PREVIOUS: comma-separated keys of 32+ characters', () => {
+  assert.deepEqual(loadConfig({}).secretKeyPrevious, []);
+  const a = 'a'.repeat(32);
+  const b = 'b'.repeat(44);
+  assert.deepEqual(loadConfig({ GANTRY_SECRET_KEY_PREVIOUS: ` ${a} ,${b},` }).secretKeyPrevious, [a, b]);
+  assert.throws(
+    () => loadConfig({ GANTRY_SECRET_KEY_PREVIOUS: `${a},short` }),
+    (e: unknown) => e instanceof ConfigError && e.key === 'GANTRY_SECRET_KEY_PREVIOUS',
+  );
+});

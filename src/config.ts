@@ -11,8 +11,10 @@ export interface Config {
   readonly rootUrl: string;
   /** Unset: SQLite at <dataDir>/gantry.db. */
   readonly databaseUrl: string | null;
-  /** Unset: generated on first start and kept in <dataDir>/secret.key. */
+  /** Unset: generated on first start and kept in <dataDir>/secret.key (rotated keys in <dataDir>/secret-keys/). */
   readonly secretKey: string | null;
+  /** Older keys, for decrypting values not yet re-encrypted by `gantry admin rotate-secret-key`. */
+  readonly secretKeyPrevious: readonly string[];
   readonly webhookAllowedHosts: string;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
@@ -44,7 +46,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_HTTP_PORT', description: 'TCP port of the HTTP server (0 picks a free one).', default: '3000' },
   { key: 'GANTRY_ROOT_URL', description: 'Public URL of this server, used in links and clone URLs.', default: 'http://localhost:<port>/' },
   { key: 'GANTRY_DATABASE_URL', description: 'Unset: SQLite at <data>/gantry.db. postgres://user:pass@host:port/db: PostgreSQL.', default: '' },
-  { key: 'GANTRY_SECRET_KEY', description: 'Key that encrypts secrets at rest (any string of 32+ characters). Unset: generated into <data>/secret.key (mode 0600).', default: '' },
+  { key: 'GANTRY_SECRET_KEY', description: 'Key that encrypts secrets at rest (any string of 32+ characters). Unset: generated into <data>/secret.key (mode 0600); `gantry admin rotate-secret-key` adds keys in <data>/secret-keys/.', default: '' },
+  { key: 'GANTRY_SECRET_KEY_PREVIOUS', description: 'Comma-separated older keys, used only to decrypt values stored before GANTRY_SECRET_KEY changed; `gantry admin rotate-secret-key` re-encrypts them, then they can be removed.', default: '' },
   { key: 'GANTRY_WEBHOOK_ALLOWED_HOSTS', description: 'Hosts webhooks may be delivered to (external, private, loopback, *, CIDRs, host globs).', default: 'external' },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   { key: 'GANTRY_BODY_LIMIT', description: 'Largest accepted request body in bytes (larger: 413).', default: '1048576' },
@@ -104,6 +107,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (secretKey !== null && secretKey.length < 32) {
     throw new ConfigError('GANTRY_SECRET_KEY', 'must be at least 32 characters (e.g. `openssl rand -base64 32`)');
   }
+  const secretKeyPrevious = (read(env, 'GANTRY_SECRET_KEY_PREVIOUS') ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
+  if (secretKeyPrevious.some((k) => k.length < 32)) {
+    throw new ConfigError('GANTRY_SECRET_KEY_PREVIOUS', 'every key must be at least 32 characters');
+  }
   const logLevel = (read(env, 'GANTRY_LOG_LEVEL') ?? 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('GANTRY_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -120,6 +130,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     rootUrl: parseRootUrl(read(env, 'GANTRY_ROOT_URL'), httpPort),
     databaseUrl: parseDatabaseUrl(read(env, 'GANTRY_DATABASE_URL')),
     secretKey,
+    secretKeyPrevious: Object.freeze(secretKeyPrevious),
     webhookAllowedHosts: read(env, 'GANTRY_WEBHOOK_ALLOWED_HOSTS') ?? 'external',
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),

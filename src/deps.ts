@@ -7,8 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { systemClock } from './modules/clock.ts';
 import type { Clock } from './modules/clock.ts';
-import { loadOrCreateSecretKey } from './modules/crypto/key-file.ts';
-import { SecretCipher } from './modules/crypto/secret-cipher.ts';
+import { openKeyRing } from './modules/crypto/key-ring.ts';
 import { migrateToLatest, openDatabase } from './models/database.ts';
 import type { DatabaseHandle } from './models/database.ts';
 import { createServices } from './services/index.ts';
@@ -37,21 +36,30 @@ export interface CreateDepsOptions {
 // Headers that carry credentials never reach the log.
 const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-runner-token"]', 'req.headers.sudo'];
 
-export function createLogger(config: Config): Logger {
-  return pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } });
+/** The process logger: JSON lines to stdout, or to `destination` (tests capture it in a file). */
+export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
+  const options = { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? systemClock;
-  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const database = openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    onConnectionError: (error) => logger.warn({ err: error }, 'database connection dropped; the pool reconnects'),
+  });
   try {
     if (options.migrate !== false) {
       const report = await migrateToLatest(database.db);
       if (report.applied.length > 0) logger.info({ migrations: report.applied }, 'applied database migrations');
     }
-    const cipher = new SecretCipher(loadOrCreateSecretKey(config.dataDir, config.secretKey));
-    const services = createServices(config, database.db, clock, cipher);
+    const { ring } = openKeyRing(
+      { dataDir: config.dataDir, configuredKey: config.secretKey, previousKeys: config.secretKeyPrevious },
+      { onRefreshError: (error) => logger.warn({ err: error }, 'could not re-read the secret keys; the keys in memory stay in use') },
+    );
+    const services = createServices(config, database.db, clock, ring);
     return {
       config,
       version: GANTRY_VERSION,

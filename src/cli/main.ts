@@ -7,6 +7,7 @@ import { GANTRY_VERSION } from '../deps.ts';
 import { runServerUntilSignal } from '../main.ts';
 import { migrateCommand } from './migrate.ts';
 import { adminUserCreate, adminGenerateAccessToken } from './admin-user.ts';
+import { rotateSecretKey } from './rotate-secret-key.ts';
 
 /** Parses Forgejo-style boolean flags: `--flag`, `--flag=false`, `--flag true`. */
 export function parseBoolFlag(value: string | undefined): boolean {
@@ -15,6 +16,11 @@ export function parseBoolFlag(value: string | undefined): boolean {
   if (['true', '1', 'yes', 'on', 't'].includes(lower)) return true;
   if (['false', '0', 'no', 'off', 'f'].includes(lower)) return false;
   throw new InvalidArgumentError(`expected true or false, got "${value}"`);
+}
+
+function parsePositiveInt(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError(`expected a whole number of at least 1, got "${value}"`);
+  return Number(value);
 }
 
 function configWith(overrides: Record<string, string | undefined>): Config {
@@ -67,6 +73,17 @@ export function buildCli(): Command {
     .option('--scopes <scopes>', 'comma-separated scopes', 'all')
     .option('--raw', 'print only the token')
     .action(async (opts) => adminGenerateAccessToken(configWith(globalOverrides()), opts));
+
+  admin
+    .command('rotate-secret-key')
+    .description('encrypt secrets at rest with a new key and re-encrypt every stored secret with it (servers keep running)')
+    .option('--resume', 'finish an interrupted rotation: re-encrypt what still uses older keys, without creating a new key')
+    .option('--prune', 'afterwards, delete key files that no stored secret needs any more')
+    .option('--batch-size <n>', 'secrets re-encrypted per transaction', parsePositiveInt, 500)
+    .option('--max-batches <n>', 'stop after n batches (finish later with --resume)', parsePositiveInt)
+    .action(async (opts: { resume?: boolean; prune?: boolean; batchSize: number; maxBatches?: number }) => {
+      await rotateSecretKey(configWith(globalOverrides()), opts);
+    });
 
   return program;
 }

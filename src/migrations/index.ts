@@ -1,7 +1,9 @@
 // The ordered list of migrations. A landed migration is never edited: add a new one.
 import type { Migration } from 'kysely';
 import * as m0001 from './0001-accounts.ts';
+import * as m0002 from './0002-actions-secrets-variables.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
+  '0002-actions-secrets-variables': m0002,
 };

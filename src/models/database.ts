@@ -28,6 +28,8 @@ export interface OpenDatabaseOptions {
   dataDir: string;
   /** Pool size for PostgreSQL. */
   maxConnections?: number;
+  /** Told when PostgreSQL drops an idle connection (the pool replaces it). */
+  onConnectionError?: (error: Error) => void;
 }
 
 // pg returns int8 (ids, counts, bigint times) as strings by default; every such
@@ -46,8 +48,29 @@ export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
       max: options.maxConnections ?? 10,
       types: pgTypes as unknown as pg.CustomTypesConfig,
     });
+    // The server may close an idle connection (restart, failover, idle timeout,
+    // DROP DATABASE … WITH (FORCE)). pg reports it as an 'error' event on the
+    // pool, which crashes the process when nobody listens; the pool has already
+    // dropped that client and opens a new one for the next query.
+    pool.on('error', (error) => options.onConnectionError?.(error));
+    // pool.end() resolves before its connections are closed: destroy() waits for them.
+    const open = new Set<pg.PoolClient>();
+    let allClosed: (() => void) | null = null;
+    pool.on('connect', (client) => open.add(client));
+    pool.on('remove', (client) => {
+      open.delete(client);
+      if (open.size === 0) allClosed?.();
+    });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', sqlitePath: null, destroy: () => db.destroy() };
+    const destroy = async (): Promise<void> => {
+      const closed = open.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => (allClosed = resolve));
+      await db.destroy();
+      // Bounded: a connection whose socket already died may never report its end.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000).unref()))]);
+      clearTimeout(timer);
+    };
+    return { db, dialect: 'postgres', sqlitePath: null, destroy };
   }
   fs.mkdirSync(options.dataDir, { recursive: true });
   const sqlitePath = path.join(options.dataDir, 'gantry.db');

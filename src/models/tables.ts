@@ -108,6 +108,28 @@ export interface CollaborationTable {
   created_unix: number;
 }
 
+/** Actions secret: `data` is ciphertext. owner_id 0 for repository scope, repo_id 0 for user/org scope. */
+export interface SecretTable {
+  id: Generated<number>;
+  owner_id: number;
+  repo_id: number;
+  name: string;
+  data: string;
+  created_unix: number;
+  updated_unix: number;
+}
+
+/** Actions variable: readable value, same scope columns as `secret`. */
+export interface ActionVariableTable {
+  id: Generated<number>;
+  owner_id: number;
+  repo_id: number;
+  name: string;
+  data: string;
+  created_unix: number;
+  updated_unix: number;
+}
+
 export interface Database {
   user: UserTable;
   access_token: AccessTokenTable;
@@ -117,4 +139,6 @@ export interface Database {
   repository: RepositoryTable;
   team_repo: TeamRepoTable;
   collaboration: CollaborationTable;
+  secret: SecretTable;
+  action_variable: ActionVariableTable;
 }

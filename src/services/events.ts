@@ -7,7 +7,8 @@ import type { User } from '../models/users.ts';
 
 export type DomainEvent =
   | { type: 'repository.created'; repo: Repository; owner: User; doer: User }
-  | { type: 'repository.deleted'; repo: Repository; owner: User; doer: User };
+  | { type: 'repository.deleted'; repo: Repository; owner: User; doer: User }
+  | { type: 'account.deleted'; account: User };
 
 export type DomainEventHandler = (tx: Queryable, event: DomainEvent) => Promise<void>;
 

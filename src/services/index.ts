@@ -2,13 +2,17 @@
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import type { Clock } from '../modules/clock.ts';
-import type { SecretCipher } from '../modules/crypto/secret-cipher.ts';
+import type { KeyRing } from '../modules/crypto/key-ring.ts';
 import type { Db } from '../models/database.ts';
 import { AccessTokenService } from './access-tokens.ts';
 import { AccountService } from './accounts.ts';
+import { deleteActionsDataOnScopeDeletion } from './actions/cleanup.ts';
+import { SecretService } from './actions/secrets.ts';
+import { VariableService } from './actions/variables.ts';
 import { AuthenticationService } from './authentication.ts';
 import { CredentialCache } from './credential-cache.ts';
 import { DomainEvents } from './events.ts';
+import { KeyRotationService } from './key-rotation.ts';
 import { OrgService } from './orgs.ts';
 import { PermissionService } from './permissions.ts';
 import { RepoService } from './repos.ts';
@@ -20,21 +24,30 @@ export interface Services {
   permissions: PermissionService;
   orgs: OrgService;
   repos: RepoService;
+  secrets: SecretService;
+  variables: VariableService;
   events: DomainEvents;
-  cipher: SecretCipher;
+  /** Encrypts values at rest (secrets now, webhook secrets later). */
+  keys: KeyRing;
+  keyRotation: KeyRotationService;
 }
 
-export function createServices(config: Config, db: Db, clock: Clock, cipher: SecretCipher): Services {
+export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing): Services {
   const events = new DomainEvents();
   const credentialCache = new CredentialCache(clock);
+  events.subscribe(deleteActionsDataOnScopeDeletion);
+  const secrets = new SecretService(db, clock, keys);
   return {
     accounts: new AccountService(db, clock),
     accessTokens: new AccessTokenService(db, clock, credentialCache),
     authentication: new AuthenticationService(db, credentialCache),
     permissions: new PermissionService(db),
-    orgs: new OrgService(db, clock),
+    orgs: new OrgService(db, clock, events),
     repos: new RepoService(db, clock, path.join(config.dataDir, 'git', 'repositories'), events),
+    secrets,
+    variables: new VariableService(db, clock),
     events,
-    cipher,
+    keys,
+    keyRotation: new KeyRotationService(db, keys, [secrets.encryptedColumn]),
   };
 }

@@ -20,6 +20,7 @@ import type { Team } from '../models/orgs.ts';
 import { deleteAccount, findAccountByName, insertAccount } from '../models/users.ts';
 import type { User, Visibility } from '../models/users.ts';
 import { AccountService } from './accounts.ts';
+import type { DomainEvents } from './events.ts';
 
 export interface CreateOrgInput {
   username: string;
@@ -46,6 +47,7 @@ export class OrgService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    private readonly events: DomainEvents,
   ) {}
 
   /** Creates the organization with its Owners team, the creator its first member. */
@@ -92,6 +94,7 @@ export class OrgService {
       if ((await countOwnedRepositories(tx, org.id)) > 0) {
         throw AppError.conflict(`user still has ownership of repositories [uid: ${org.id}]; delete or transfer them first`);
       }
+      await this.events.record(tx, { type: 'account.deleted', account: org });
       await deleteAccount(tx, org.id);
     });
   }

@@ -6,7 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
 import { createClient, createConfig } from '@llamaduck/forgejo-ts/client';
+import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/deps.ts';
 import { startServer } from '../../src/main.ts';
 import type { RunningServer } from '../../src/main.ts';
 import type { User } from '../../src/models/users.ts';
@@ -60,7 +62,12 @@ export interface ApiResponse {
 
 let counter = 0;
 
-export async function startTestServer(dialect: TestDialect, env: Record<string, string> = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  /** Write the server's log (JSON lines) to this file instead of discarding it. */
+  logFile?: string;
+}
+
+export async function startTestServer(dialect: TestDialect, env: Record<string, string> = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-test-'));
   let scratch: { url: string; drop(): Promise<void> } | null = null;
   if (dialect === 'postgres') {
@@ -79,7 +86,7 @@ export async function startTestServer(dialect: TestDialect, env: Record<string, 
     ...(scratch ? { GANTRY_DATABASE_URL: scratch.url } : {}),
     ...env,
   });
-  const server = await startServer(config);
+  const server = await startServer(config, options.logFile ? { logger: createLogger(config, pino.destination({ dest: options.logFile, sync: true })) } : {});
   const rootUrl = config.rootUrl;
   const apiUrl = `${server.url}/api/v1`;
 

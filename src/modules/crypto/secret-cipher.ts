@@ -25,7 +25,7 @@ export class SecretCipher {
     cipher.setAAD(Buffer.from(associatedData, 'utf8'));
     const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     const sealed = Buffer.concat([nonce, body, cipher.getAuthTag()]);
-    return `v1:${this.keyId}:${sealed.toString('base64')}`;
+    return `${SecretCipher.storedPrefix(this.keyId)}${sealed.toString('base64')}`;
   }
 
   decrypt(stored: string, associatedData: string): string {
@@ -38,6 +38,11 @@ export class SecretCipher {
     decipher.setAAD(Buffer.from(associatedData, 'utf8'));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
     return Buffer.concat([decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+  }
+
+  /** How every value stored under key `keyId` begins (for finding values under other keys). */
+  static storedPrefix(keyId: string): string {
+    return `v1:${keyId}:`;
   }
 
   /** Which key encrypted a stored value (for rotation). */

@@ -1,5 +1,5 @@
 // What every route file receives from the app: services, guards, settings.
-import type { FastifyInstance, FastifyRequest, RawServerDefault, FastifyBaseLogger } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RawServerDefault, FastifyBaseLogger } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '../../../config.ts';
@@ -18,4 +18,10 @@ export interface RouteContext {
 
 export function viewerOf(req: FastifyRequest, services: Services): Viewer {
   return { doer: req.auth.doer, isSiteAdmin: services.permissions.isSiteAdmin(actorOf(req)) };
+}
+
+/** Every list sends its total, readable by browser clients too (Forgejo's SetTotalCountHeader). */
+export function setTotalCount(reply: FastifyReply, total: number): void {
+  reply.header('X-Total-Count', String(total));
+  reply.header('Access-Control-Expose-Headers', 'X-Total-Count');
 }

@@ -253,6 +253,43 @@ export const AddCollaboratorOption = Type.Object(
   { title: 'AddCollaboratorOption' },
 );
 
+export const Secret = Type.Object(
+  { name: Str('the secret\'s name, upper case'), created_at: Time('when the secret was created (an update does not change it)') },
+  { title: 'Secret', description: 'A secret: its value is write-only and never returned.' },
+);
+export type SecretJson = Static<typeof Secret>;
+
+export const ActionVariable = Type.Object(
+  {
+    owner_id: Type.Integer({ description: 'the user or organization the variable belongs to; 0 for a repository variable' }),
+    repo_id: Type.Integer({ description: 'the repository the variable belongs to; 0 for a user or organization variable' }),
+    name: Str('the name of the variable, upper case'),
+    data: Str('the value of the variable'),
+  },
+  { title: 'ActionVariable' },
+);
+export type ActionVariableJson = Static<typeof ActionVariable>;
+
+const VALUE_DESCRIPTION = 'Required, not empty, at most 65536 bytes. Line endings are normalized to LF; nothing else changes.';
+
+export const CreateOrUpdateSecretOption = Type.Object(
+  { data: Type.String({ minLength: 1, description: `Data of the secret. ${VALUE_DESCRIPTION}` }) },
+  { title: 'CreateOrUpdateSecretOption' },
+);
+
+export const CreateVariableOption = Type.Object(
+  { value: Type.String({ minLength: 1, description: `Value of the variable. ${VALUE_DESCRIPTION}` }) },
+  { title: 'CreateVariableOption' },
+);
+
+export const UpdateVariableOption = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: 'New name of the variable (upper-cased); empty keeps the current name.' })),
+    value: Type.String({ minLength: 1, description: `Value of the variable. ${VALUE_DESCRIPTION}` }),
+  },
+  { title: 'UpdateVariableOption' },
+);
+
 /** Documented query parameters of paginated lists (parsed leniently in code, like Forgejo). */
 export const PageQuery = Type.Object({
   page: Type.Optional(Type.Integer({ description: 'page number of results to return (1-based)' })),
@@ -266,4 +303,4 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
   return Object.fromEntries(statuses.map((s) => [s, ApiError]));
 }
 
-export const SHARED_SCHEMAS: readonly TSchema[] = [ApiError, ServerVersion, User, Organization, Team, Permission, Repository, AccessToken];
+export const SHARED_SCHEMAS: readonly TSchema[] = [ApiError, ServerVersion, User, Organization, Team, Permission, Repository, AccessToken, Secret, ActionVariable];

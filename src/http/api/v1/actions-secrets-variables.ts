@@ -1,0 +1,281 @@
+// Actions secrets and variables: one route set, registered for the user,
+// organization and repository scopes with each scope's guard chain (Forgejo:
+// addActionsRoutes in routers/api/v1/api.go, and the /user group; handlers in
+// routers/api/v1/{user,org,repo}/action.go). Handlers only turn the guarded
+// request into an ActionsScope; the rules live in the services.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Static, TSchema } from 'typebox';
+import { parsePage } from '../../../modules/pagination.ts';
+import type { ActionVariable as ActionVariableRow } from '../../../models/action-variables.ts';
+import type { ActionsScope } from '../../../services/actions/scope.ts';
+import { orgScope, repoScope, userScope } from '../../../services/actions/scope.ts';
+import type { Guard } from '../../guards.ts';
+import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
+import { apiTime } from './convert.ts';
+import type { ApiApp, RouteContext } from './route-context.ts';
+import { setTotalCount } from './route-context.ts';
+import {
+  ActionVariable,
+  CreateOrUpdateSecretOption,
+  CreateVariableOption,
+  NoContent,
+  PageQuery,
+  Secret,
+  UpdateVariableOption,
+  errorResponses,
+} from './schemas.ts';
+import type { ActionVariableJson } from './schemas.ts';
+
+interface OperationIds {
+  /** Forgejo has no GET /user/actions/secrets. */
+  listSecrets: string | null;
+  updateSecret: string;
+  deleteSecret: string;
+  listVariables: string;
+  getVariable: string;
+  createVariable: string;
+  updateVariable: string;
+  deleteVariable: string;
+}
+
+interface ScopeRoutes {
+  /** e.g. `/orgs/:org/actions` */
+  prefix: string;
+  params: Record<string, TSchema>;
+  tag: string;
+  guards: Guard[];
+  scopeOf(req: FastifyRequest): ActionsScope;
+  ops: OperationIds;
+}
+
+/**
+ * Binds like Go's decoder: a bodiless PUT/POST is an empty object and a `null`
+ * field is an absent one, so both answer `[Data]: Required`, not a type error.
+ */
+const bindLikeGo: Guard = async (req) => {
+  if (req.body === undefined || req.body === null) {
+    req.body = {};
+    return;
+  }
+  if (typeof req.body === 'object' && !Array.isArray(req.body)) {
+    const body = req.body as Record<string, unknown>;
+    for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
+  }
+};
+
+/** 201/204 answers have no body and no JSON content type (Forgejo's ctx.Status). */
+function noContent(reply: unknown, status: 201 | 204): FastifyReply {
+  return (reply as FastifyReply).status(status).send();
+}
+
+export function toApiVariable(variable: ActionVariableRow): ActionVariableJson {
+  return { owner_id: variable.ownerId, repo_id: variable.repoId, name: variable.name, data: variable.data };
+}
+
+function params(scope: ScopeRoutes, extra: Record<string, TSchema> = {}) {
+  return Type.Object({ ...scope.params, ...extra });
+}
+
+type Params = Record<string, string>;
+
+export function actionsSecretVariableRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
+  const scopes: ScopeRoutes[] = [
+    {
+      prefix: '/user/actions',
+      params: {},
+      tag: 'user',
+      guards: [g.scopes('user'), g.reqToken],
+      scopeOf: (req) => userScope(requireDoer(req)),
+      ops: {
+        listSecrets: null,
+        updateSecret: 'updateUserSecret',
+        deleteSecret: 'deleteUserSecret',
+        listVariables: 'getUserVariablesList',
+        getVariable: 'getUserVariable',
+        createVariable: 'createUserVariable',
+        updateVariable: 'updateUserVariable',
+        deleteVariable: 'deleteUserVariable',
+      },
+    },
+    {
+      prefix: '/orgs/:org/actions',
+      params: { org: Type.String({ description: 'name of the organization' }) },
+      tag: 'organization',
+      guards: [g.scopes('organization'), g.orgAssignment, g.publicOnly, g.reqToken, g.reqOrgOwnership],
+      scopeOf: (req) => orgScope(requireOrg(req)),
+      ops: {
+        listSecrets: 'orgListActionsSecrets',
+        updateSecret: 'updateOrgSecret',
+        deleteSecret: 'deleteOrgSecret',
+        listVariables: 'getOrgVariablesList',
+        getVariable: 'getOrgVariable',
+        createVariable: 'createOrgVariable',
+        updateVariable: 'updateOrgVariable',
+        deleteVariable: 'deleteOrgVariable',
+      },
+    },
+    {
+      prefix: '/repos/:owner/:repo/actions',
+      params: { owner: Type.String({ description: 'owner of the repository' }), repo: Type.String({ description: 'name of the repository' }) },
+      tag: 'repository',
+      // reqOwner: repository owner level (a collaborator with admin rights is not enough), and 404 when Actions is disabled.
+      guards: [g.scopes('repository'), g.repoAssignment, g.publicOnly, g.reqToken, g.reqOwner('actions')],
+      scopeOf: (req) => repoScope(requireRepo(req).repo),
+      ops: {
+        listSecrets: 'repoListActionsSecrets',
+        updateSecret: 'updateRepoSecret',
+        deleteSecret: 'deleteRepoSecret',
+        listVariables: 'getRepoVariablesList',
+        getVariable: 'getRepoVariable',
+        createVariable: 'createRepoVariable',
+        updateVariable: 'updateRepoVariable',
+        deleteVariable: 'deleteRepoVariable',
+      },
+    },
+  ];
+
+  for (const scope of scopes) registerScope(scope);
+
+  function registerScope(scope: ScopeRoutes): void {
+    const { prefix, tag, guards, ops } = scope;
+    const withBody = [...guards, bindLikeGo];
+    const secretParams = params(scope, { secretname: Type.String({ description: 'name of the secret' }) });
+    const variableParams = params(scope, { variablename: Type.String({ description: 'name of the variable' }) });
+
+    if (ops.listSecrets) {
+      app.get(
+        `${prefix}/secrets`,
+        {
+          schema: {
+            operationId: ops.listSecrets,
+            tags: [tag],
+            params: params(scope),
+            querystring: PageQuery,
+            response: { 200: Type.Array(Secret), ...errorResponses(401, 403, 404) },
+          },
+          preValidation: guards,
+        },
+        async (req, reply) => {
+          const page = parsePage(req.query as Record<string, unknown>, config);
+          const { secrets, total } = await services.secrets.list(scope.scopeOf(req), page);
+          setTotalCount(reply, total);
+          return secrets.map((s) => ({ name: s.name, created_at: apiTime(s.createdUnix) }));
+        },
+      );
+    }
+
+    app.put(
+      `${prefix}/secrets/:secretname`,
+      {
+        schema: {
+          operationId: ops.updateSecret,
+          tags: [tag],
+          description: 'Create (201) or replace (204) a secret; its value is never returned.',
+          params: secretParams,
+          body: CreateOrUpdateSecretOption,
+          response: { 201: NoContent, 204: NoContent, ...errorResponses(400, 401, 403, 404, 422) },
+        },
+        preValidation: withBody,
+      },
+      async (req, reply) => {
+        const body = req.body as Static<typeof CreateOrUpdateSecretOption>;
+        const result = await services.secrets.createOrUpdate(scope.scopeOf(req), (req.params as Params).secretname ?? '', body.data);
+        return noContent(reply, result === 'created' ? 201 : 204);
+      },
+    );
+
+    app.delete(
+      `${prefix}/secrets/:secretname`,
+      {
+        schema: { operationId: ops.deleteSecret, tags: [tag], params: secretParams, response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) } },
+        preValidation: guards,
+      },
+      async (req, reply) => {
+        await services.secrets.delete(scope.scopeOf(req), (req.params as Params).secretname ?? '');
+        return noContent(reply, 204);
+      },
+    );
+
+    app.get(
+      `${prefix}/variables`,
+      {
+        schema: {
+          operationId: ops.listVariables,
+          tags: [tag],
+          params: params(scope),
+          querystring: PageQuery,
+          response: { 200: Type.Array(ActionVariable), ...errorResponses(401, 403, 404) },
+        },
+        preValidation: guards,
+      },
+      async (req, reply) => {
+        const page = parsePage(req.query as Record<string, unknown>, config);
+        const { variables, total } = await services.variables.list(scope.scopeOf(req), page);
+        setTotalCount(reply, total);
+        return variables.map(toApiVariable);
+      },
+    );
+
+    app.get(
+      `${prefix}/variables/:variablename`,
+      {
+        schema: { operationId: ops.getVariable, tags: [tag], params: variableParams, response: { 200: ActionVariable, ...errorResponses(401, 403, 404) } },
+        preValidation: guards,
+      },
+      async (req) => toApiVariable(await services.variables.get(scope.scopeOf(req), (req.params as Params).variablename ?? '')),
+    );
+
+    app.post(
+      `${prefix}/variables/:variablename`,
+      {
+        schema: {
+          operationId: ops.createVariable,
+          tags: [tag],
+          description: 'Create a variable: 204 (as Forgejo), 409 when the name exists (in any case).',
+          params: variableParams,
+          body: CreateVariableOption,
+          response: { 204: NoContent, ...errorResponses(400, 401, 403, 404, 409, 422) },
+        },
+        preValidation: withBody,
+      },
+      async (req, reply) => {
+        const body = req.body as Static<typeof CreateVariableOption>;
+        await services.variables.create(scope.scopeOf(req), (req.params as Params).variablename ?? '', body.value);
+        return noContent(reply, 204);
+      },
+    );
+
+    app.put(
+      `${prefix}/variables/:variablename`,
+      {
+        schema: {
+          operationId: ops.updateVariable,
+          tags: [tag],
+          description: 'Update a variable, renaming it when `name` is set; renaming onto an existing name is 409.',
+          params: variableParams,
+          body: UpdateVariableOption,
+          response: { 204: NoContent, ...errorResponses(400, 401, 403, 404, 409, 422) },
+        },
+        preValidation: withBody,
+      },
+      async (req, reply) => {
+        const body = req.body as Static<typeof UpdateVariableOption>;
+        await services.variables.update(scope.scopeOf(req), (req.params as Params).variablename ?? '', { name: body.name, value: body.value });
+        return noContent(reply, 204);
+      },
+    );
+
+    app.delete(
+      `${prefix}/variables/:variablename`,
+      {
+        schema: { operationId: ops.deleteVariable, tags: [tag], params: variableParams, response: { 204: NoContent, ...errorResponses(401, 403, 404) } },
+        preValidation: guards,
+      },
+      async (req, reply) => {
+        await services.variables.delete(scope.scopeOf(req), (req.params as Params).variablename ?? '');
+        return noContent(reply, 204);
+      },
+    );
+  }
+}

@@ -1,0 +1,15 @@
+// Secrets and variables go with their scope: deleted in the transaction that
+// deletes the repository or the account (no foreign keys: owner_id/repo_id use
+// 0 for "none", which no foreign key could express).
+import type { Queryable } from '../../models/database.ts';
+import { deleteVariablesOfScope } from '../../models/action-variables.ts';
+import { deleteSecretsOfScope } from '../../models/secrets.ts';
+import type { DomainEvent } from '../events.ts';
+import { accountScope, repoScope } from './scope.ts';
+
+export async function deleteActionsDataOnScopeDeletion(tx: Queryable, event: DomainEvent): Promise<void> {
+  const scope = event.type === 'repository.deleted' ? repoScope(event.repo) : event.type === 'account.deleted' ? accountScope(event.account) : null;
+  if (!scope) return;
+  await deleteSecretsOfScope(tx, scope);
+  await deleteVariablesOfScope(tx, scope);
+}

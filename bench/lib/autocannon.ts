@@ -11,6 +11,9 @@ export interface MeasureOptions {
   durationSec: number;
   /** Concurrent connections (default 10). */
   connections?: number;
+  /** Default GET. */
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  body?: string;
   /** Called about every two seconds with the elapsed seconds, so a long run shows it is alive. */
   onProgress?: (elapsedSec: number, totalSec: number) => void;
 }
@@ -30,14 +33,14 @@ export class MeasurementError extends Error {}
 const PROGRESS_EVERY_SEC = 2;
 
 export async function measure(options: MeasureOptions): Promise<Measurement> {
-  const { url, headers = {}, durationSec, connections = 10, onProgress } = options;
+  const { url, headers = {}, durationSec, connections = 10, onProgress, method = 'GET', body } = options;
   const started = Date.now();
   const timer = onProgress
     ? setInterval(() => onProgress(Math.min(durationSec, Math.round((Date.now() - started) / 1000)), durationSec), PROGRESS_EVERY_SEC * 1000)
     : null;
   let result: Result;
   try {
-    result = await autocannon({ url, headers, duration: durationSec, connections, pipelining: 1, workers: 1 });
+    result = await autocannon({ url, headers, method, body, duration: durationSec, connections, pipelining: 1, workers: 1 });
   } finally {
     if (timer) clearInterval(timer);
   }
@@ -59,4 +62,18 @@ export async function measure(options: MeasureOptions): Promise<Measurement> {
     errors: result.errors,
     non2xx: result.non2xx,
   };
+}
+
+/** A short warm-up, then the measurement, with progress lines. */
+export async function measureWithWarmup(
+  ctx: { warmupSec: number; durationSec: number; log(message: string): void },
+  label: string,
+  options: Omit<MeasureOptions, 'durationSec' | 'onProgress'>,
+): Promise<Measurement> {
+  ctx.log(`warming up ${label} (${ctx.warmupSec} s)…`);
+  await measure({ ...options, durationSec: ctx.warmupSec });
+  ctx.log(`measuring ${label} (${ctx.durationSec} s)…`);
+  const result = await measure({ ...options, durationSec: ctx.durationSec, onProgress: (elapsed, total) => ctx.log(`measuring ${label}… ${elapsed}/${total} s`) });
+  ctx.log(`${label}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms`);
+  return result;
 }

@@ -8,11 +8,15 @@ export interface BareServer {
   close(): Promise<void>;
 }
 
-export async function startBareServer(body: Buffer, headers: Record<string, string>): Promise<BareServer> {
-  const responseHeaders: Record<string, string> = { ...headers, 'content-length': String(body.length) };
-  const server = http.createServer((_req, res) => {
-    res.writeHead(200, responseHeaders);
-    res.end(body);
+export async function startBareServer(body: Buffer, headers: Record<string, string>, status = 200): Promise<BareServer> {
+  const responseHeaders: Record<string, string> = status === 204 ? { ...headers } : { ...headers, 'content-length': String(body.length) };
+  const server = http.createServer((req, res) => {
+    // Read the request body (a PUT's) as a real endpoint must, then answer.
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(status, responseHeaders);
+      res.end(status === 204 ? undefined : body);
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

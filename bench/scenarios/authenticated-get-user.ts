@@ -4,8 +4,7 @@
 import { hashToken, generateTokenString } from '../../src/modules/crypto/tokens.ts';
 import { parseScopes, serializeScope } from '../../src/modules/scopes.ts';
 import type { Db } from '../../src/models/database.ts';
-import { measure } from '../lib/autocannon.ts';
-import type { Measurement } from '../lib/autocannon.ts';
+import { measureWithWarmup } from '../lib/autocannon.ts';
 import { startBareServer } from '../lib/bare-server.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
@@ -64,19 +63,6 @@ async function seedUsers(db: Db, ctx: ScenarioContext): Promise<SeededUser[]> {
   return seeded;
 }
 
-async function measureWithWarmup(ctx: ScenarioContext, label: string, url: string, headers: Record<string, string>): Promise<Measurement> {
-  ctx.log(`warming up ${label} (${ctx.warmupSec} s)…`);
-  await measure({ url, headers, durationSec: ctx.warmupSec });
-  ctx.log(`measuring ${label} (${ctx.durationSec} s)…`);
-  const result = await measure({
-    url,
-    headers,
-    durationSec: ctx.durationSec,
-    onProgress: (elapsed, total) => ctx.log(`measuring ${label}… ${elapsed}/${total} s`),
-  });
-  ctx.log(`${label}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms`);
-  return result;
-}
 
 export const authenticatedGetUser: Scenario = {
   name: 'authenticated-get-user',
@@ -105,8 +91,8 @@ export const authenticatedGetUser: Scenario = {
     const bare = await startBareServer(body, { 'content-type': contentType });
     ctx.defer(() => bare.close());
 
-    const baseline = await measureWithWarmup(ctx, 'bare node:http', `${bare.url}/api/v1/user`, headers);
-    const measured = await measureWithWarmup(ctx, 'Gantry', url, headers);
+    const baseline = await measureWithWarmup(ctx, 'bare node:http', { url: `${bare.url}/api/v1/user`, headers });
+    const measured = await measureWithWarmup(ctx, 'Gantry', { url, headers });
 
     const metrics: Metric[] = [
       {

@@ -2,5 +2,6 @@
 // bench/scenarios/<name>.ts exporting a Scenario, and list it here.
 import type { Scenario } from '../lib/scenario.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
+import { repoActionsData } from './repo-actions-data.ts';
 
-export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser];
+export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData];

@@ -2,12 +2,12 @@
 // folder (and the given PostgreSQL database, if any). stop() removes the folder.
 import { rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.ts';
 import { startServer } from '../../src/main.ts';
 import type { RunningServer } from '../../src/main.ts';
+import { freePort } from '../../test/support/free-port.ts';
 
 export interface GantryServer {
   url: string;
@@ -23,22 +23,6 @@ export interface StartGantryOptions {
   logLevel?: string;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.unref();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      if (address === null || typeof address === 'string') {
-        probe.close();
-        reject(new Error('could not determine a free port'));
-        return;
-      }
-      probe.close(() => resolve(address.port));
-    });
-  });
-}
 
 export async function startGantryServer(options: StartGantryOptions = {}): Promise<GantryServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-bench-'));

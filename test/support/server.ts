@@ -4,7 +4,6 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
 import { createClient, createConfig } from '@llamaduck/forgejo-ts/client';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
@@ -13,6 +12,7 @@ import { startServer } from '../../src/main.ts';
 import type { RunningServer } from '../../src/main.ts';
 import type { User } from '../../src/models/users.ts';
 import { createScratchPgDatabase } from './pg-database.ts';
+import { freePort } from './free-port.ts';
 
 export type TestDialect = 'sqlite' | 'postgres';
 
@@ -157,16 +157,4 @@ export async function startTestServer(dialect: TestDialect, env: Record<string, 
 
 export function basicAuth(name: string, password: string): string {
   return `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
 }

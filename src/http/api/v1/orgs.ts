@@ -5,6 +5,7 @@ import { actorOf, requireDoer, requireOrg, requireTeam } from '../../request-con
 import { toApiOrg, toApiRepo, toApiTeam } from './convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
+import { createRepoInput } from './repos.ts';
 import { CreateOrgOption, CreateRepoOption, CreateTeamOption, NoContent, Organization, Repository, Team, errorResponses } from './schemas.ts';
 
 const OrgParams = Type.Object({ org: Type.String() });
@@ -93,16 +94,7 @@ export function orgRoutes(app: ApiApp, { config, services, guards: g }: RouteCon
       if (!(await services.permissions.canCreateOrgRepo(actorOf(req), org))) {
         throw AppError.forbidden('User is not allowed to create repositories in this organization.');
       }
-      const b = req.body;
-      const repo = await services.repos.create(doer, org, {
-        name: b.name,
-        description: b.description,
-        private: b.private,
-        autoInit: b.auto_init,
-        defaultBranch: b.default_branch,
-        template: b.template,
-        objectFormatName: b.object_format_name,
-      });
+      const repo = await services.repos.create(doer, org, createRepoInput(req.body));
       const mode = await services.permissions.repoAccessMode(actorOf(req), repo, org);
       return reply.status(201).send(toApiRepo(repo, org, mode, viewerOf(req, services), config.rootUrl));
     },

@@ -1,5 +1,7 @@
 // Repositories: create, read, edit, delete; collaborators; team grants.
 import { Type } from 'typebox';
+import type { Static } from 'typebox';
+import type { CreateRepoInput } from '../../../services/repos.ts';
 import { AppError } from '../../../modules/errors.ts';
 import type { RepoUnit } from '../../../models/repos.ts';
 import { actorOf, requireDoer, requireRepo } from '../../request-context.ts';
@@ -22,16 +24,7 @@ export function repoRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
     },
     async (req, reply) => {
       const doer = requireDoer(req);
-      const b = req.body;
-      const repo = await services.repos.create(doer, doer, {
-        name: b.name,
-        description: b.description,
-        private: b.private,
-        autoInit: b.auto_init,
-        defaultBranch: b.default_branch,
-        template: b.template,
-        objectFormatName: b.object_format_name,
-      });
+      const repo = await services.repos.create(doer, doer, createRepoInput(req.body));
       const mode = await services.permissions.repoAccessMode(actorOf(req), repo, doer);
       return reply.status(201).send(toApiRepo(repo, doer, mode, viewerOf(req, services), config.rootUrl));
     },
@@ -125,4 +118,17 @@ export function repoRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
       },
     });
   }
+}
+
+/** CreateRepoOption → the service's input (POST /user/repos and POST /orgs/{org}/repos). */
+export function createRepoInput(b: Static<typeof CreateRepoOption>): CreateRepoInput {
+  return {
+    name: b.name,
+    description: b.description,
+    private: b.private,
+    autoInit: b.auto_init,
+    defaultBranch: b.default_branch,
+    template: b.template,
+    objectFormatName: b.object_format_name,
+  };
 }

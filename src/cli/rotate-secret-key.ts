@@ -72,10 +72,10 @@ export async function rotateSecretKey(config: Config, opts: RotateOptions = {}):
     }
 
     const target = keys.currentKeyId();
-    const toDo = await keyRotation.countRemaining();
-    if (toDo === 0) print(`every secret is already encrypted with the current key ${target}`);
-    if (toDo === 0 && configured) print(ENV_GUIDANCE);
-    if (toDo > 0) print(`re-encrypting ${toDo} secret(s) with key ${target}`);
+    const remaining = await keyRotation.countRemaining();
+    if (remaining === 0) print(`every secret is already encrypted with the current key ${target}`);
+    if (remaining === 0 && configured) print(ENV_GUIDANCE);
+    if (remaining > 0) print(`re-encrypting ${remaining} secret(s) with key ${target}`);
 
     const report = await keyRotation.reencryptAll({
       batchSize: opts.batchSize,
@@ -88,7 +88,7 @@ export async function rotateSecretKey(config: Config, opts: RotateOptions = {}):
     if (report.stopped) {
       print(`stopped: ${report.remaining} secret(s) still use older keys (which stay available); finish with: gantry admin rotate-secret-key --resume`);
     } else if (report.remaining === 0) {
-      if (toDo > 0) print(`done: ${report.reencrypted} secret(s) re-encrypted; every secret is now encrypted with key ${report.keyId}`);
+      if (remaining > 0) print(`done: ${report.reencrypted} secret(s) re-encrypted; every secret is now encrypted with key ${report.keyId}`);
     } else {
       print(`${report.remaining} secret(s) still use older keys (written meanwhile, or not decryptable); run again with --resume`);
     }

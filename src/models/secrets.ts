@@ -1,42 +1,13 @@
 // Actions secrets (Forgejo's `secret` table). `data` is always ciphertext; the
 // service encrypts before and decrypts after. Names arrive upper-cased.
 import { sql } from 'kysely';
-import type { Selectable } from 'kysely';
 import type { Queryable } from './database.ts';
-import type { SecretTable } from './tables.ts';
-
-/** The scope columns of a row: (user/org id, 0) or (0, repository id). */
-export interface ScopeKey {
-  ownerId: number;
-  repoId: number;
-}
-
-export interface SecretRow {
-  id: number;
-  ownerId: number;
-  repoId: number;
-  name: string;
-  /** Ciphertext as stored. */
-  data: string;
-  createdUnix: number;
-  updatedUnix: number;
-}
+import { scopedValueFromRow } from './scoped-values.ts';
+import type { ScopeKey, ScopedValue } from './scoped-values.ts';
 
 export interface SecretListItem {
   name: string;
   createdUnix: number;
-}
-
-function secretFromRow(row: Selectable<SecretTable>): SecretRow {
-  return {
-    id: row.id,
-    ownerId: row.owner_id,
-    repoId: row.repo_id,
-    name: row.name,
-    data: row.data,
-    createdUnix: row.created_unix,
-    updatedUnix: row.updated_unix,
-  };
 }
 
 /**
@@ -66,26 +37,6 @@ export async function updateSecretData(db: Queryable, key: ScopeKey, name: strin
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function deleteSecret(db: Queryable, key: ScopeKey, name: string): Promise<boolean> {
-  const result = await db.deleteFrom('secret').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).where('name', '=', name).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
-}
-
-export async function findSecret(db: Queryable, key: ScopeKey, name: string): Promise<SecretRow | null> {
-  const row = await db.selectFrom('secret').selectAll().where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).where('name', '=', name).executeTakeFirst();
-  return row ? secretFromRow(row) : null;
-}
-
-export async function countSecrets(db: Queryable, key: ScopeKey): Promise<number> {
-  const row = await db
-    .selectFrom('secret')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('owner_id', '=', key.ownerId)
-    .where('repo_id', '=', key.repoId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 /** One page of a scope's secrets in creation (id) order; the values are not read. */
 export async function listSecrets(db: Queryable, key: ScopeKey, limit: number, offset: number): Promise<SecretListItem[]> {
   const rows = await db
@@ -98,27 +49,6 @@ export async function listSecrets(db: Queryable, key: ScopeKey, limit: number, o
     .offset(offset)
     .execute();
   return rows.map((r) => ({ name: r.name, createdUnix: r.created_unix }));
-}
-
-/** The secrets a repository's jobs see: its own and its owner's (user or organization). */
-export async function listSecretsForRepository(db: Queryable, ownerId: number, repoId: number): Promise<SecretRow[]> {
-  const rows = await db
-    .selectFrom('secret')
-    .selectAll()
-    .where((eb) =>
-      eb.or([
-        eb.and([eb('owner_id', '=', ownerId), eb('repo_id', '=', 0)]),
-        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', repoId)]),
-      ]),
-    )
-    .orderBy('id')
-    .execute();
-  return rows.map(secretFromRow);
-}
-
-/** Removes every secret of a scope (the scope itself is being deleted). */
-export async function deleteSecretsOfScope(db: Queryable, key: ScopeKey): Promise<void> {
-  await db.deleteFrom('secret').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
 }
 
 // Key rotation. `prefix` is the stored prefix of the target key ("v1:<id>:"),
@@ -134,7 +64,7 @@ export async function countSecretsNotUnderPrefix(db: Queryable, prefix: string):
 }
 
 /** The next batch, by id after `afterId`, of secrets whose value is not under the target key. */
-export async function listSecretsNotUnderPrefix(db: Queryable, prefix: string, afterId: number, limit: number): Promise<SecretRow[]> {
+export async function listSecretsNotUnderPrefix(db: Queryable, prefix: string, afterId: number, limit: number): Promise<ScopedValue[]> {
   const rows = await db
     .selectFrom('secret')
     .selectAll()
@@ -143,7 +73,7 @@ export async function listSecretsNotUnderPrefix(db: Queryable, prefix: string, a
     .orderBy('id')
     .limit(limit)
     .execute();
-  return rows.map(secretFromRow);
+  return rows.map(scopedValueFromRow);
 }
 
 /**

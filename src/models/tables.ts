@@ -108,19 +108,12 @@ export interface CollaborationTable {
   created_unix: number;
 }
 
-/** Actions secret: `data` is ciphertext. owner_id 0 for repository scope, repo_id 0 for user/org scope. */
-export interface SecretTable {
-  id: Generated<number>;
-  owner_id: number;
-  repo_id: number;
-  name: string;
-  data: string;
-  created_unix: number;
-  updated_unix: number;
-}
-
-/** Actions variable: readable value, same scope columns as `secret`. */
-export interface ActionVariableTable {
+/**
+ * A named value of one Actions scope: (owner_id, 0) for a user or organization,
+ * (0, repo_id) for a repository. Both `secret` (data is ciphertext) and
+ * `action_variable` (data is readable) have this shape.
+ */
+export interface ScopedValueTable {
   id: Generated<number>;
   owner_id: number;
   repo_id: number;
@@ -139,6 +132,6 @@ export interface Database {
   repository: RepositoryTable;
   team_repo: TeamRepoTable;
   collaboration: CollaborationTable;
-  secret: SecretTable;
-  action_variable: ActionVariableTable;
+  secret: ScopedValueTable;
+  action_variable: ScopedValueTable;
 }

@@ -8,14 +8,11 @@ import { MAX_VALUE_BYTES, normalizeLineBreaks, normalizeName, secretNameProblem,
 import type { KeyRing } from '../../modules/crypto/key-ring.ts';
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
+import { countScopedValues, deleteScopedValue, findScopedValue, listScopedValuesForRepository } from '../../models/scoped-values.ts';
 import {
-  countSecrets,
   countSecretsNotUnderPrefix,
-  deleteSecret,
-  findSecret,
   insertSecretIfAbsent,
   listSecrets,
-  listSecretsForRepository,
   listSecretsNotUnderPrefix,
   secretDataPrefixesInUse,
   swapSecretData,
@@ -44,7 +41,7 @@ export class SecretService {
   ) {}
 
   async list(scope: ActionsScope, page: { limit: number; offset: number }): Promise<{ secrets: SecretListItem[]; total: number }> {
-    const [secrets, total] = await Promise.all([listSecrets(this.db, scope, page.limit, page.offset), countSecrets(this.db, scope)]);
+    const [secrets, total] = await Promise.all([listSecrets(this.db, scope, page.limit, page.offset), countScopedValues(this.db, 'secret', scope)]);
     return { secrets, total };
   }
 
@@ -72,19 +69,19 @@ export class SecretService {
 
   /** Forgejo does not validate the name here, so a stored name that breaks today's rules can still be deleted. */
   async delete(scope: ActionsScope, name: string): Promise<void> {
-    if (!(await deleteSecret(this.db, scope, normalizeName(name)))) throw AppError.notFoundMessage('secret was not found [name: ]');
+    if (!(await deleteScopedValue(this.db, 'secret', scope, normalizeName(name)))) throw AppError.notFoundMessage('secret was not found [name: ]');
   }
 
   /** The plaintext of one secret, or null. For jobs and tests; never for an API answer. */
   async readValue(scope: ActionsScope, name: string): Promise<string | null> {
     const upper = normalizeName(name);
-    const row = await findSecret(this.db, scope, upper);
+    const row = await findScopedValue(this.db, 'secret', scope, upper);
     return row ? this.keys.decrypt(row.data, secretAssociatedData(row.ownerId, row.repoId, row.name)) : null;
   }
 
   /** What a job of `repo` sees: the owner's (user or organization) secrets, overridden by the repository's own. */
   async secretsForRepo(repo: Repository): Promise<Map<string, string>> {
-    const rows = await listSecretsForRepository(this.db, repo.ownerId, repo.id);
+    const rows = await listScopedValuesForRepository(this.db, 'secret', repo.ownerId, repo.id);
     const values = new Map<string, string>();
     for (const level of [rows.filter((r) => r.repoId === 0), rows.filter((r) => r.repoId !== 0)]) {
       for (const row of level) values.set(row.name, this.keys.decrypt(row.data, secretAssociatedData(row.ownerId, row.repoId, row.name)));

@@ -7,16 +7,9 @@ import type { Clock } from '../../modules/clock.ts';
 import { normalizeName, variableNameProblem } from '../../modules/actions-names.ts';
 import type { Db } from '../../models/database.ts';
 import { isUniqueViolation } from '../../models/database.ts';
-import {
-  countVariables,
-  deleteVariable,
-  findVariable,
-  insertVariable,
-  listVariables,
-  listVariablesForRepository,
-  updateVariable,
-} from '../../models/action-variables.ts';
-import type { ActionVariable } from '../../models/action-variables.ts';
+import { insertVariable, listVariables, updateVariable } from '../../models/action-variables.ts';
+import { countScopedValues, deleteScopedValue, findScopedValue, listScopedValuesForRepository } from '../../models/scoped-values.ts';
+import type { ScopedValue } from '../../models/scoped-values.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { ActionsScope } from './scope.ts';
 import { checkedValue } from './secrets.ts';
@@ -45,13 +38,13 @@ export class VariableService {
     private readonly clock: Clock,
   ) {}
 
-  async list(scope: ActionsScope, page: { limit: number; offset: number }): Promise<{ variables: ActionVariable[]; total: number }> {
-    const [variables, total] = await Promise.all([listVariables(this.db, scope, page.limit, page.offset), countVariables(this.db, scope)]);
+  async list(scope: ActionsScope, page: { limit: number; offset: number }): Promise<{ variables: ScopedValue[]; total: number }> {
+    const [variables, total] = await Promise.all([listVariables(this.db, scope, page.limit, page.offset), countScopedValues(this.db, 'action_variable', scope)]);
     return { variables, total };
   }
 
-  async get(scope: ActionsScope, name: string): Promise<ActionVariable> {
-    const variable = await findVariable(this.db, scope, normalizeName(name));
+  async get(scope: ActionsScope, name: string): Promise<ScopedValue> {
+    const variable = await findScopedValue(this.db, 'action_variable', scope, normalizeName(name));
     if (!variable) throw AppError.notFoundMessage(NOT_FOUND);
     return variable;
   }
@@ -60,7 +53,7 @@ export class VariableService {
   async create(scope: ActionsScope, name: string, rawValue: string): Promise<void> {
     const value = checkedValue('Value', rawValue);
     const upper = normalizeName(name);
-    if (await findVariable(this.db, scope, upper)) throw alreadyExists(name);
+    if (await findScopedValue(this.db, 'action_variable', scope, upper)) throw alreadyExists(name);
     checkName(name);
     try {
       await insertVariable(this.db, scope, upper, value, this.clock.nowSec());
@@ -74,12 +67,12 @@ export class VariableService {
   /** Renaming onto a name the scope already has is 409 (a Gantry departure: Forgejo answers 500). */
   async update(scope: ActionsScope, pathName: string, input: UpdateVariableInput): Promise<void> {
     const value = checkedValue('Value', input.value);
-    const existing = await findVariable(this.db, scope, normalizeName(pathName));
+    const existing = await findScopedValue(this.db, 'action_variable', scope, normalizeName(pathName));
     if (!existing) throw AppError.notFoundMessage(NOT_FOUND);
     const newName = input.name || pathName;
     checkName(newName);
     const upper = normalizeName(newName);
-    if (upper !== existing.name && (await findVariable(this.db, scope, upper))) throw alreadyExists(newName);
+    if (upper !== existing.name && (await findScopedValue(this.db, 'action_variable', scope, upper))) throw alreadyExists(newName);
     try {
       if (!(await updateVariable(this.db, existing.id, upper, value, this.clock.nowSec()))) throw AppError.notFoundMessage(NOT_FOUND);
     } catch (error) {
@@ -89,12 +82,12 @@ export class VariableService {
   }
 
   async delete(scope: ActionsScope, name: string): Promise<void> {
-    if (!(await deleteVariable(this.db, scope, normalizeName(name)))) throw AppError.notFoundMessage(NOT_FOUND);
+    if (!(await deleteScopedValue(this.db, 'action_variable', scope, normalizeName(name)))) throw AppError.notFoundMessage(NOT_FOUND);
   }
 
   /** What a job of `repo` sees: the owner's variables, overridden by the repository's own. */
   async variablesForRepo(repo: Repository): Promise<Map<string, string>> {
-    const rows = await listVariablesForRepository(this.db, repo.ownerId, repo.id);
+    const rows = await listScopedValuesForRepository(this.db, 'action_variable', repo.ownerId, repo.id);
     const values = new Map<string, string>();
     for (const row of rows.filter((r) => r.repoId === 0)) values.set(row.name, row.data);
     for (const row of rows.filter((r) => r.repoId !== 0)) values.set(row.name, row.data);

@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Static, TSchema } from 'typebox';
 import { parsePage } from '../../../modules/pagination.ts';
-import type { ActionVariable as ActionVariableRow } from '../../../models/action-variables.ts';
+import type { ScopedValue } from '../../../models/scoped-values.ts';
 import type { ActionsScope } from '../../../services/actions/scope.ts';
 import { orgScope, repoScope, userScope } from '../../../services/actions/scope.ts';
 import type { Guard } from '../../guards.ts';
@@ -69,7 +69,7 @@ function noContent(reply: unknown, status: 201 | 204): FastifyReply {
   return (reply as FastifyReply).status(status).send();
 }
 
-export function toApiVariable(variable: ActionVariableRow): ActionVariableJson {
+export function toApiVariable(variable: ScopedValue): ActionVariableJson {
   return { owner_id: variable.ownerId, repo_id: variable.repoId, name: variable.name, data: variable.data };
 }
 

@@ -1,0 +1,94 @@
+// Queries shared by the two tables of Actions scope values, `secret` and
+// `action_variable`: same columns, same unique (owner_id, repo_id, name) index.
+import type { Selectable } from 'kysely';
+import type { Queryable } from './database.ts';
+import type { ScopedValueTable } from './tables.ts';
+
+export type ScopedValueTableName = 'secret' | 'action_variable';
+
+/** The scope columns of a row: (user/org id, 0) or (0, repository id). */
+export interface ScopeKey {
+  ownerId: number;
+  repoId: number;
+}
+
+export interface ScopedValue {
+  id: number;
+  ownerId: number;
+  repoId: number;
+  name: string;
+  /** As stored: ciphertext for secrets, the value for variables. */
+  data: string;
+  createdUnix: number;
+  updatedUnix: number;
+}
+
+export function scopedValueFromRow(row: Selectable<ScopedValueTable>): ScopedValue {
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    repoId: row.repo_id,
+    name: row.name,
+    data: row.data,
+    createdUnix: row.created_unix,
+    updatedUnix: row.updated_unix,
+  };
+}
+
+// Both names resolve to ScopedValueTable; naming one of them lets Kysely type
+// the query once for either table.
+function table(name: ScopedValueTableName): 'secret' {
+  return name as 'secret';
+}
+
+export async function findScopedValue(db: Queryable, name: ScopedValueTableName, key: ScopeKey, valueName: string): Promise<ScopedValue | null> {
+  const row = await db
+    .selectFrom(table(name))
+    .selectAll()
+    .where('owner_id', '=', key.ownerId)
+    .where('repo_id', '=', key.repoId)
+    .where('name', '=', valueName)
+    .executeTakeFirst();
+  return row ? scopedValueFromRow(row) : null;
+}
+
+export async function deleteScopedValue(db: Queryable, name: ScopedValueTableName, key: ScopeKey, valueName: string): Promise<boolean> {
+  const result = await db
+    .deleteFrom(table(name))
+    .where('owner_id', '=', key.ownerId)
+    .where('repo_id', '=', key.repoId)
+    .where('name', '=', valueName)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+export async function countScopedValues(db: Queryable, name: ScopedValueTableName, key: ScopeKey): Promise<number> {
+  const row = await db
+    .selectFrom(table(name))
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('owner_id', '=', key.ownerId)
+    .where('repo_id', '=', key.repoId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** What a repository's jobs see: its own values and its owner's (user or organization), by id. */
+export async function listScopedValuesForRepository(db: Queryable, name: ScopedValueTableName, ownerId: number, repoId: number): Promise<ScopedValue[]> {
+  const rows = await db
+    .selectFrom(table(name))
+    .selectAll()
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('owner_id', '=', ownerId), eb('repo_id', '=', 0)]),
+        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', repoId)]),
+      ]),
+    )
+    .orderBy('id')
+    .execute();
+  return rows.map(scopedValueFromRow);
+}
+
+/** Removes every value of a scope (the scope itself is being deleted). */
+export async function deleteScopedValuesOfScope(db: Queryable, name: ScopedValueTableName, key: ScopeKey): Promise<void> {
+  await db.deleteFrom(table(name)).where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
+}

@@ -1,5 +1,5 @@
 // Public surface of the git module: the rest of Gantry imports from here only.
-export { runGit, GitCommandError } from './run-git.ts';
+export { runGit, GitCommandError, gitEnvironment } from './run-git.ts';
 export type { RunGitOptions } from './run-git.ts';
 export { isValidBranchName, MAX_BRANCH_NAME_BYTES } from './ref-name.ts';
 export {

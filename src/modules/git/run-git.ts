@@ -69,7 +69,12 @@ export class GitCommandError extends Error {
   }
 }
 
-function buildEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv {
+/**
+ * The environment every git child gets: the caller's extras, then the hardening
+ * on top. Exported for the modules that must spawn long-lived or streaming git
+ * processes themselves (cat-file pool, smart HTTP) instead of runGit.
+ */
+export function gitEnvironment(extra?: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     // Inherited GIT_* variables (GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_PARAMETERS,
@@ -96,7 +101,7 @@ export async function runGit(args: string[], opts: RunGitOptions = {}): Promise<
   return new Promise<Buffer>((resolve, reject) => {
     const child = spawn('git', fullArgs, {
       cwd: opts.cwd,
-      env: buildEnv(opts.env),
+      env: gitEnvironment(opts.env),
       stdio: [hasInput ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       shell: false,
       // Own process group, so a timeout can kill git's helpers too

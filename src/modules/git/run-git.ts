@@ -36,6 +36,8 @@ const HARDENED_ENV: Readonly<Record<string, string>> = {
   // should exist; a path that does not exist is the most harmless choice.
   HOME: '/nonexistent',
   XDG_CONFIG_HOME: '/nonexistent',
+  // A pushed refs/replace/<oid> must never change what an object id reads as.
+  GIT_NO_REPLACE_OBJECTS: '1',
   // Stable, untranslated output and messages that we parse or show.
   LC_ALL: 'C',
   LANG: 'C',

@@ -14,7 +14,9 @@ import { AppError } from './modules/errors.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
+import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
+import { gitHttpRoutes } from './http/git-http.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
 import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
@@ -112,9 +114,13 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       orgRoutes(typed, ctx);
       repoRoutes(typed, ctx);
       actionsSecretVariableRoutes(typed, ctx);
+      actionsRunRoutes(typed, ctx);
     },
     { prefix: '/api/v1' },
   );
+
+  // Git over HTTP lives beside the API, at the repositories' clone URLs.
+  await app.register(async (git) => gitHttpRoutes(git, services));
 
   return app as unknown as FastifyInstance;
 }

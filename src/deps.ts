@@ -59,7 +59,8 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       { dataDir: config.dataDir, configuredKey: config.secretKey, previousKeys: config.secretKeyPrevious },
       { onRefreshError: (error) => logger.warn({ err: error }, 'could not re-read the secret keys; the keys in memory stay in use') },
     );
-    const services = createServices(config, database.db, clock, ring);
+    const services = createServices(config, database.db, clock, ring, logger);
+    await services.gitRepositories.prepare();
     return {
       config,
       version: GANTRY_VERSION,
@@ -70,7 +71,10 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       checkDatabase: async () => {
         await sql`select 1`.execute(database.db);
       },
-      close: () => database.destroy(),
+      close: async () => {
+        await services.gitRepositories.close();
+        await database.destroy();
+      },
     };
   } catch (error) {
     await database.destroy();

@@ -123,6 +123,96 @@ export interface ScopedValueTable {
   updated_unix: number;
 }
 
+export interface ActionRunTable {
+  id: Generated<number>;
+  repo_id: number;
+  owner_id: number;
+  index_in_repo: number;
+  title: string;
+  workflow_id: string;
+  workflow_directory: Generated<string>;
+  trigger_user_id: number;
+  schedule_id: Generated<number>;
+  ref: string;
+  commit_sha: string;
+  is_fork_pull_request: Generated<number>;
+  need_approval: Generated<number>;
+  approved_by: Generated<number>;
+  event: string;
+  event_payload: string;
+  trigger_event: string;
+  status: number;
+  pre_execution_error: Generated<string>;
+  started: Generated<number>;
+  stopped: Generated<number>;
+  previous_duration: Generated<number>;
+  created: number;
+  updated: number;
+}
+
+export interface ActionRunIndexTable {
+  repo_id: number;
+  max_index: number;
+}
+
+export interface ActionRunCountTable {
+  id: Generated<number>;
+  repo_id: number;
+  workflow_id: string;
+  ref: string;
+  event: string;
+  status: number;
+  count: number;
+}
+
+export interface ActionRunJobTable {
+  id: Generated<number>;
+  run_id: number;
+  repo_id: number;
+  owner_id: number;
+  commit_sha: string;
+  is_fork_pull_request: Generated<number>;
+  name: string;
+  attempt: Generated<number>;
+  handle: string;
+  workflow_payload: string;
+  job_id: string;
+  /** JSON array of job ids. */
+  needs: string;
+  /** JSON array of labels. */
+  runs_on: string;
+  has_if: Generated<number>;
+  task_id: Generated<number>;
+  status: number;
+  started: Generated<number>;
+  stopped: Generated<number>;
+  created: number;
+  updated: number;
+}
+
+export interface ActionTaskTable {
+  id: Generated<number>;
+  job_id: number;
+  attempt: number;
+  runner_id: number;
+  status: number;
+  started: Generated<number>;
+  stopped: Generated<number>;
+  repo_id: number;
+  owner_id: number;
+  commit_sha: string;
+  is_fork_pull_request: Generated<number>;
+  token_hash: string | null;
+  token_last_eight: Generated<string>;
+  log_filename: Generated<string>;
+  log_in_storage: Generated<number>;
+  log_length: Generated<number>;
+  log_size: Generated<number>;
+  log_expired: Generated<number>;
+  created: number;
+  updated: number;
+}
+
 export interface Database {
   user: UserTable;
   access_token: AccessTokenTable;
@@ -134,4 +224,9 @@ export interface Database {
   collaboration: CollaborationTable;
   secret: ScopedValueTable;
   action_variable: ScopedValueTable;
+  action_run: ActionRunTable;
+  action_run_index: ActionRunIndexTable;
+  action_run_count: ActionRunCountTable;
+  action_run_job: ActionRunJobTable;
+  action_task: ActionTaskTable;
 }

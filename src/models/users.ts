@@ -153,3 +153,44 @@ export async function setPasswordHash(db: Queryable, userId: number, passwordHas
 export async function deleteAccount(db: Queryable, id: number): Promise<void> {
   await db.deleteFrom('user').where('id', '=', id).execute();
 }
+
+/** Accounts by id, for lists that show the user of each row; missing ids are absent from the map. */
+export async function findAccountsByIds(db: Queryable, ids: readonly number[]): Promise<Map<number, User>> {
+  const unique = [...new Set(ids)].filter((id) => id > 0);
+  if (unique.length === 0) return new Map();
+  const rows = await db.selectFrom('user').selectAll().where('id', 'in', unique).execute();
+  return new Map(rows.map((row) => [row.id, userFromRow(row)]));
+}
+
+/**
+ * Forgejo's ghost: who a run or comment shows when its user has been deleted
+ * (models/user GhostUserID = -1).
+ */
+export function ghostUser(): User {
+  return {
+    id: -1,
+    name: 'Ghost',
+    lowerName: 'ghost',
+    fullName: '',
+    email: '',
+    passwordHash: '',
+    loginName: '',
+    sourceId: 0,
+    isOrganization: false,
+    visibility: 'public',
+    isAdmin: false,
+    isActive: false,
+    prohibitLogin: false,
+    mustChangePassword: false,
+    restricted: false,
+    description: '',
+    website: '',
+    location: '',
+    language: '',
+    pronouns: '',
+    repoAdminChangeTeamAccess: false,
+    createdUnix: 0,
+    updatedUnix: 0,
+    lastLoginUnix: 0,
+  };
+}

@@ -1,6 +1,7 @@
 // Domain events recorded inside the transaction of the change that causes them.
 // Subscribers (the webhook outbox, later) write their rows in that same
 // transaction, so an event is durable exactly when the change is.
+import type { ActionRun, ActionRunJob } from '../models/action-runs.ts';
 import type { Queryable } from '../models/database.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
@@ -8,7 +9,16 @@ import type { User } from '../models/users.ts';
 export type DomainEvent =
   | { type: 'repository.created'; repo: Repository; owner: User; doer: User }
   | { type: 'repository.deleted'; repo: Repository; owner: User; doer: User }
-  | { type: 'account.deleted'; account: User };
+  | { type: 'account.deleted'; account: User }
+  /** Refs a `git push` changed; an all-zero oid on one side means created or deleted. */
+  | { type: 'repository.pushed'; repo: Repository; owner: User; pusher: User; updates: readonly PushedRef[] }
+  | { type: 'actions.run.created'; repo: Repository; owner: User; run: ActionRun; jobs: readonly ActionRunJob[]; triggerUser: User };
+
+export interface PushedRef {
+  ref: string;
+  oldOid: string;
+  newOid: string;
+}
 
 export type DomainEventHandler = (tx: Queryable, event: DomainEvent) => Promise<void>;
 

@@ -1,5 +1,6 @@
 // The services of the domain, built once by the composition root.
 import path from 'node:path';
+import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Clock } from '../modules/clock.ts';
 import type { KeyRing } from '../modules/crypto/key-ring.ts';
@@ -7,14 +8,21 @@ import type { Db } from '../models/database.ts';
 import { AccessTokenService } from './access-tokens.ts';
 import { AccountService } from './accounts.ts';
 import { deleteActionsDataOnScopeDeletion } from './actions/cleanup.ts';
+import { DispatchService } from './actions/dispatch.ts';
+import { PushTriggers } from './actions/push-triggers.ts';
+import { RunCreator } from './actions/run-creator.ts';
+import { RunQueryService } from './actions/runs.ts';
 import { SecretService } from './actions/secrets.ts';
 import { VariableService } from './actions/variables.ts';
+import { WorkflowCatalog } from './actions/workflow-catalog.ts';
 import { AuthenticationService } from './authentication.ts';
 import { CredentialCache } from './credential-cache.ts';
 import { DomainEvents } from './events.ts';
+import { GitRepositories } from './git-repositories.ts';
 import { KeyRotationService } from './key-rotation.ts';
 import { OrgService } from './orgs.ts';
 import { PermissionService } from './permissions.ts';
+import { PushService } from './pushes.ts';
 import { RepoService } from './repos.ts';
 
 export interface Services {
@@ -26,26 +34,41 @@ export interface Services {
   repos: RepoService;
   secrets: SecretService;
   variables: VariableService;
+  gitRepositories: GitRepositories;
+  pushes: PushService;
+  dispatch: DispatchService;
+  runs: RunQueryService;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;
   keyRotation: KeyRotationService;
 }
 
-export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing): Services {
+export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, logger: Logger): Services {
   const events = new DomainEvents();
   const credentialCache = new CredentialCache(clock);
   events.subscribe(deleteActionsDataOnScopeDeletion);
   const secrets = new SecretService(db, clock, keys);
+  const variables = new VariableService(db, clock);
+  const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir);
+  const repos = new RepoService(db, clock, gitRepositories, events);
+  const catalog = new WorkflowCatalog();
+  // ROOT_URL without its trailing slash: the github.server_url runners see.
+  const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''));
+  const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
   return {
     accounts: new AccountService(db, clock),
     accessTokens: new AccessTokenService(db, clock, credentialCache),
     authentication: new AuthenticationService(db, credentialCache),
     permissions: new PermissionService(db),
     orgs: new OrgService(db, clock, events),
-    repos: new RepoService(db, clock, path.join(config.dataDir, 'git', 'repositories'), events),
+    repos,
     secrets,
-    variables: new VariableService(db, clock),
+    variables,
+    gitRepositories,
+    pushes: new PushService(repos, gitRepositories, pushTriggers),
+    dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
+    runs: new RunQueryService(db),
     events,
     keys,
     keyRotation: new KeyRotationService(db, keys, [secrets.encryptedColumn]),

@@ -2,7 +2,6 @@
 // The row and the directory are created and removed together; a failure on
 // either side undoes the other.
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { AppError } from '../modules/errors.ts';
 import type { Clock } from '../modules/clock.ts';
 import { accessModeFromName, AccessMode } from '../modules/access-mode.ts';
@@ -29,7 +28,8 @@ import {
 } from '../models/repos.ts';
 import type { RepoUnit, Repository, RepositoryChanges } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
-import type { DomainEvents } from './events.ts';
+import type { DomainEvents, PushedRef } from './events.ts';
+import type { GitRepositories } from './git-repositories.ts';
 
 export const DEFAULT_BRANCH = 'main';
 const EXISTS_MESSAGE = 'The repository with the same name already exists.';
@@ -59,13 +59,13 @@ export class RepoService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    private readonly repositoriesRoot: string,
+    private readonly git: GitRepositories,
     private readonly events: DomainEvents,
   ) {}
 
   /** Where a repository's bare git directory lives. */
   gitPath(ownerName: string, repoName: string): string {
-    return path.join(this.repositoriesRoot, ownerName.toLowerCase(), `${repoName.toLowerCase()}.git`);
+    return this.git.gitDir({ ownerName, name: repoName });
   }
 
   async find(owner: User, name: string): Promise<Repository | null> {
@@ -163,6 +163,7 @@ export class RepoService {
         }
         await updateRepository(tx, repo.id, changes, this.clock.nowSec());
         if (renamed && repo.lowerName !== (input.name as string).toLowerCase()) {
+          this.git.forget(repo);
           await moveRepository(this.gitPath(owner.name, repo.name), this.gitPath(owner.name, input.name as string));
         }
       });
@@ -178,7 +179,28 @@ export class RepoService {
       await deleteRepository(tx, repo.id);
       await this.events.record(tx, { type: 'repository.deleted', repo, owner, doer });
     });
+    this.git.forget(repo);
     await removeRepository(this.gitPath(owner.name, repo.name));
+  }
+
+  /**
+   * Keeps the row in step with what a push did to the git data: the first
+   * branch pushed into an empty repository makes it non-empty, and becomes the
+   * default branch when the configured one was not pushed (as Forgejo does).
+   */
+  async recordPush(repo: Repository, updates: readonly PushedRef[]): Promise<Repository> {
+    if (!repo.isEmpty) return repo;
+    const branches = updates.filter((u) => u.ref.startsWith('refs/heads/') && !/^0+$/.test(u.newOid)).map((u) => u.ref.slice('refs/heads/'.length));
+    if (branches.length === 0) return repo;
+    const gitPath = this.gitPath(repo.ownerName, repo.name);
+    const changes: RepositoryChanges = { isEmpty: false };
+    if (!branches.includes(repo.defaultBranch) && !(await branchExists(gitPath, repo.defaultBranch))) {
+      const branch = branches[0] as string;
+      await setHeadBranch(gitPath, branch);
+      changes.defaultBranch = branch;
+    }
+    await updateRepository(this.db, repo.id, changes, this.clock.nowSec());
+    return (await findRepositoryById(this.db, repo.id)) ?? repo;
   }
 
   async addCollaborator(repo: Repository, owner: User, user: User, permission: string | undefined): Promise<void> {

@@ -12,7 +12,7 @@ import type { ActionsScope } from '../../../services/actions/scope.ts';
 import { orgScope, repoScope, userScope } from '../../../services/actions/scope.ts';
 import type { Guard } from '../../guards.ts';
 import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
-import { apiTime } from './convert.ts';
+import { apiTime } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
 import {

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { AppError } from '../../../modules/errors.ts';
 import { actorOf, requireDoer, requireOrg, requireTeam } from '../../request-context.ts';
-import { toApiOrg, toApiRepo, toApiTeam } from './convert.ts';
+import { toApiOrg, toApiRepo, toApiTeam } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
 import { createRepoInput } from './repos.ts';

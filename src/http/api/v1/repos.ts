@@ -5,7 +5,7 @@ import type { CreateRepoInput } from '../../../services/repos.ts';
 import { AppError } from '../../../modules/errors.ts';
 import type { RepoUnit } from '../../../models/repos.ts';
 import { actorOf, requireDoer, requireRepo } from '../../request-context.ts';
-import { toApiRepo } from './convert.ts';
+import { toApiRepo } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
 import { AddCollaboratorOption, CreateRepoOption, EditRepoOption, NoContent, Repository, errorResponses } from './schemas.ts';

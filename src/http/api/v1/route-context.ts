@@ -6,7 +6,7 @@ import type { Config } from '../../../config.ts';
 import type { Services } from '../../../services/index.ts';
 import type { Guards } from '../../guards.ts';
 import { actorOf } from '../../request-context.ts';
-import type { Viewer } from './convert.ts';
+import type { Viewer } from '../../../services/convert.ts';
 
 export type ApiApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 

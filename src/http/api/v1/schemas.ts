@@ -291,6 +291,88 @@ export const UpdateVariableOption = Type.Object(
 );
 
 /** Documented query parameters of paginated lists (parsed leniently in code, like Forgejo). */
+export const ActionRun = Type.Object(
+  {
+    id: Type.Integer(),
+    title: Str(),
+    repository: Repository,
+    workflow_id: Str('the workflow file name, e.g. build.yml'),
+    index_in_repo: Type.Integer({ description: 'the run number in its repository' }),
+    trigger_user: User,
+    // Forgejo's struct field has no JSON tag, so its key is the Go field name.
+    ScheduleID: Type.Integer(),
+    prettyref: Str(),
+    is_ref_deleted: Type.Boolean(),
+    commit_sha: Str(),
+    is_fork_pull_request: Type.Boolean(),
+    need_approval: Type.Boolean(),
+    approved_by: Type.Integer(),
+    event: Str('the stored event; empty for workflow_dispatch and schedule runs, as in Forgejo'),
+    event_payload: Str('the triggering payload as JSON text'),
+    trigger_event: Str('the `on:` key that matched'),
+    status: Str(),
+    started: Time(),
+    stopped: Time(),
+    created: Time(),
+    updated: Time(),
+    duration: Type.Optional(Type.Integer({ description: 'nanoseconds; absent when the run never started' })),
+    html_url: Str(),
+    pre_execution_error: Type.Optional(Str('Gantry: why the run failed before any job started (an invalid workflow file)')),
+  },
+  { title: 'ActionRun' },
+);
+export type ActionRunJson = Static<typeof ActionRun>;
+
+export const ListActionRunResponse = Type.Object(
+  { workflow_runs: Type.Array(ActionRun), total_count: Type.Integer() },
+  { title: 'ListActionRunResponse' },
+);
+
+export const ActionTask = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Str(),
+    head_branch: Str(),
+    head_sha: Str(),
+    run_number: Type.Integer(),
+    event: Str(),
+    display_title: Str(),
+    status: Str(),
+    workflow_id: Str(),
+    url: Str(),
+    created_at: Time(),
+    updated_at: Time(),
+    run_started_at: Time(),
+  },
+  { title: 'ActionTask' },
+);
+export type ActionTaskJson = Static<typeof ActionTask>;
+
+export const ActionTaskResponse = Type.Object(
+  { workflow_runs: Type.Array(ActionTask), total_count: Type.Integer() },
+  { title: 'ActionTaskResponse' },
+);
+
+export const DispatchWorkflowOption = Type.Object(
+  {
+    ref: Type.Optional(Str('git reference: a branch or tag name, `refs/…`, or a commit id')),
+    inputs: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'input keys and values configured in the workflow file' })),
+    return_run_info: Type.Optional(Type.Boolean({ description: 'answer 201 with the run (Forgejo)' })),
+    return_run_details: Type.Optional(Type.Boolean({ description: 'answer 200 with RunDetails (Gitea; also accepted as a query parameter)' })),
+  },
+  { title: 'DispatchWorkflowOption' },
+);
+
+export const DispatchWorkflowRun = Type.Object(
+  { id: Type.Integer(), run_number: Type.Integer(), jobs: Type.Array(Str()) },
+  { title: 'DispatchWorkflowRun' },
+);
+
+export const RunDetails = Type.Object(
+  { workflow_run_id: Type.Integer(), run_url: Str(), html_url: Str() },
+  { title: 'RunDetails' },
+);
+
 export const PageQuery = Type.Object({
   page: Type.Optional(Type.Integer({ description: 'page number of results to return (1-based)' })),
   limit: Type.Optional(Type.Integer({ description: 'page size of results' })),

@@ -1,7 +1,7 @@
 // The signed-in user, admin user creation, and personal access tokens.
 import { parsePage } from '../../../modules/pagination.ts';
 import { requireContextUser, requireDoer } from '../../request-context.ts';
-import { toApiToken, toApiUser } from './convert.ts';
+import { toApiToken, toApiUser } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
 import { AccessToken, CreateAccessTokenOption, CreateUserOption, NoContent, PageQuery, User, errorResponses } from './schemas.ts';

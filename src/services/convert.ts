@@ -1,11 +1,11 @@
 // Domain objects → Forgejo's JSON (services/convert in Forgejo).
-import { AccessMode, accessModeName } from '../../../modules/access-mode.ts';
-import type { AccessToken } from '../../../models/access-tokens.ts';
-import type { Team } from '../../../models/orgs.ts';
-import type { Repository } from '../../../models/repos.ts';
-import type { User } from '../../../models/users.ts';
-import { scopeToList, parseScopes } from '../../../modules/scopes.ts';
-import type { AccessTokenJson, OrganizationJson, RepositoryJson, TeamJson, UserJson } from './schemas.ts';
+import { AccessMode, accessModeName } from '../modules/access-mode.ts';
+import type { AccessToken } from '../models/access-tokens.ts';
+import type { Team } from '../models/orgs.ts';
+import type { Repository } from '../models/repos.ts';
+import type { User } from '../models/users.ts';
+import { scopeToList, parseScopes } from '../modules/scopes.ts';
+import type { AccessTokenJson, OrganizationJson, RepositoryJson, TeamJson, UserJson } from '../http/api/v1/schemas.ts';
 
 const recentTimes = new Map<number, string>();
 

@@ -1,0 +1,146 @@
+// Git's smart HTTP at `{ROOT_URL}{owner}/{repo}.git`: clone and fetch need
+// read access (none for public repositories), push needs write. Answers are
+// plain text, because a git client shows those to the user as `remote: …`,
+// and every refusal of an anonymous client is a 401 challenge, so git asks
+// for credentials instead of failing.
+import { PassThrough } from 'node:stream';
+import type { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AccessMode } from '../modules/access-mode.ts';
+import { AppError } from '../modules/errors.ts';
+import { advertiseRefs, decodeRequestBody, parseGitService, serviceRpc, UnsupportedContentEncodingError } from '../modules/git/smart-http.ts';
+import type { GitResponse, GitService } from '../modules/git/smart-http.ts';
+import { scopeAllows } from '../modules/scopes.ts';
+import type { Repository } from '../models/repos.ts';
+import type { User } from '../models/users.ts';
+import type { Authentication } from '../services/authentication.ts';
+import type { Services } from '../services/index.ts';
+
+const CHALLENGE = 'Basic realm="Gantry"';
+
+class GitHttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface GitTarget {
+  repo: Repository;
+  owner: User;
+  auth: Authentication;
+}
+
+function refuse(status: number, message: string): GitHttpError {
+  return new GitHttpError(status, message);
+}
+
+export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
+  // The request body is git's pack stream: hand it over unread (and without
+  // the JSON body limit; a push may be large and is streamed to git).
+  app.addContentTypeParser(['application/x-git-upload-pack-request', 'application/x-git-receive-pack-request'], (_req, payload, done) => {
+    done(null, payload);
+  });
+
+  app.setErrorHandler(async (error, req, reply) => {
+    if (error instanceof GitHttpError) {
+      if (error.status === 401) reply.header('WWW-Authenticate', CHALLENGE);
+      return reply.status(error.status).type('text/plain; charset=utf-8').send(`${error.message}\n`);
+    }
+    if (error instanceof AppError && error.kind === 'unauthorized') {
+      return reply.status(401).header('WWW-Authenticate', CHALLENGE).type('text/plain; charset=utf-8').send(`${error.message}\n`);
+    }
+    if (error instanceof AppError && error.kind === 'forbidden') return reply.status(403).type('text/plain; charset=utf-8').send(`${error.message}\n`);
+    req.log.error({ err: error }, 'git request failed');
+    return reply.status(500).type('text/plain; charset=utf-8').send('internal error; see the server log\n');
+  });
+
+  /** Who may do what: a missing or invisible repository is 404 for a signed-in user, a challenge for anyone else. */
+  async function resolveTarget(req: FastifyRequest, service: GitService): Promise<GitTarget> {
+    const { owner: ownerName, repo: rawRepoName } = req.params as { owner: string; repo: string };
+    const repoName = rawRepoName.endsWith('.git') ? rawRepoName.slice(0, -'.git'.length) : rawRepoName;
+    const auth = await services.authentication.authenticate(req.headers.authorization);
+    const doer = auth.doer;
+    if (doer && (!doer.isActive || doer.prohibitLogin)) throw refuse(403, 'This account cannot sign in; ask your site administrator.');
+    const write = service === 'git-receive-pack';
+    const owner = await services.accounts.findByName(ownerName);
+    const repo = owner ? await services.repos.find(owner, repoName) : null;
+    const mode = repo && owner ? await services.permissions.repoAccessMode({ doer, allowAdminOverride: !auth.token?.scope.publicOnly }, repo, owner) : AccessMode.none;
+    const canRead = repo !== null && (mode >= AccessMode.read || (!repo.isPrivate && owner?.visibility === 'public'));
+    if (!repo || !owner || !canRead) {
+      if (!doer) throw refuse(401, 'Authentication required');
+      throw refuse(404, `Repository ${ownerName}/${repoName} not found`);
+    }
+    if (auth.token) {
+      const level = write ? 'write' : 'read';
+      if (!scopeAllows(auth.token.scope, 'repository', level)) throw refuse(403, `token does not have the ${level}:repository scope`);
+      if (auth.token.scope.publicOnly && (repo.isPrivate || owner.visibility !== 'public')) throw refuse(403, 'token scope is limited to public repos');
+    }
+    if (write) {
+      if (!doer) throw refuse(401, 'Authentication required to push');
+      if (mode < AccessMode.write) throw refuse(403, `User ${doer.name} may not push to ${owner.name}/${repo.name}`);
+      if (repo.isArchived) throw refuse(403, `Repository ${owner.name}/${repo.name} is archived; unarchive it to push.`);
+    }
+    return { repo, owner, auth };
+  }
+
+  /** Sends git's output once git has produced its first byte, so a git failure can still be a 500. */
+  async function sendGit(reply: FastifyReply, response: GitResponse, body: Readable = response.body): Promise<FastifyReply> {
+    await response.started;
+    return reply.header('Cache-Control', 'no-cache, max-age=0, must-revalidate').header('Expires', 'Fri, 01 Jan 1980 00:00:00 GMT').type(response.contentType).send(body);
+  }
+
+  app.get('/:owner/:repo/info/refs', { schema: { hide: true } }, async (req, reply) => {
+    const service = parseGitService((req.query as Record<string, unknown>).service);
+    if (service === null) throw refuse(403, 'Gantry serves the smart HTTP protocol only: use git 1.6.6 or later');
+    const { repo, owner } = await resolveTarget(req, service);
+    const gitProtocol = req.headers['git-protocol'];
+    const response = advertiseRefs({
+      gitDir: services.gitRepositories.gitDir(repo, owner),
+      service,
+      ...(typeof gitProtocol === 'string' ? { gitProtocol } : {}),
+    });
+    return sendGit(reply, response);
+  });
+
+  for (const service of ['git-upload-pack', 'git-receive-pack'] as const) {
+    app.post(`/:owner/:repo/${service}`, { schema: { hide: true } }, async (req, reply) => {
+      const target = await resolveTarget(req, service);
+      if (req.headers['content-type'] !== `application/x-${service}-request`) throw refuse(415, `Content-Type must be application/x-${service}-request`);
+      let input: Readable;
+      try {
+        input = decodeRequestBody(req.body as Readable, req.headers['content-encoding']);
+      } catch (error) {
+        if (error instanceof UnsupportedContentEncodingError) throw refuse(415, error.message);
+        throw error;
+      }
+      const gitProtocol = req.headers['git-protocol'];
+      const response = serviceRpc({
+        gitDir: services.gitRepositories.gitDir(target.repo, target.owner),
+        service,
+        input,
+        hooksDir: services.gitRepositories.hooksDir,
+        ...(typeof gitProtocol === 'string' ? { gitProtocol } : {}),
+      });
+      response.done.then((exit) => {
+        if (exit.exitCode !== 0 && exit.killedBy !== 'client') req.log.warn({ service, exit }, 'git exited with an error');
+      }, () => {});
+      if (service === 'git-upload-pack') return sendGit(reply, response);
+
+      // The push is answered only after its runs exist: the client's `git
+      // push` returning means the workflows it triggered are recorded.
+      const body = new PassThrough();
+      response.body.on('error', (error) => body.destroy(error));
+      response.body.pipe(body, { end: false });
+      response.body.on('end', () => {
+        void response.updates
+          .then((updates) => services.pushes.afterPush(target.repo, target.owner, target.auth.doer as User, updates))
+          .catch((error: unknown) => req.log.error({ err: error }, 'could not process a push'))
+          .finally(() => body.end());
+      });
+      return sendGit(reply, response, body);
+    });
+  }
+}

@@ -1,0 +1,339 @@
+// Workflow runs and their jobs: insertion with the per-repository run number,
+// the filtered runs list, and the run counts kept beside them.
+import type { Selectable } from 'kysely';
+import { sql } from 'kysely';
+import type { Queryable } from './database.ts';
+import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
+
+export interface ActionRun {
+  id: number;
+  repoId: number;
+  ownerId: number;
+  /** The per-repository run number (Forgejo's `index`). */
+  index: number;
+  title: string;
+  workflowId: string;
+  workflowDirectory: string;
+  triggerUserId: number;
+  scheduleId: number;
+  ref: string;
+  commitSha: string;
+  isForkPullRequest: boolean;
+  needApproval: boolean;
+  approvedBy: number;
+  event: string;
+  eventPayload: string;
+  triggerEvent: string;
+  status: number;
+  preExecutionError: string;
+  started: number;
+  stopped: number;
+  previousDuration: number;
+  created: number;
+  updated: number;
+}
+
+export interface ActionRunJob {
+  id: number;
+  runId: number;
+  repoId: number;
+  ownerId: number;
+  commitSha: string;
+  name: string;
+  attempt: number;
+  handle: string;
+  workflowPayload: string;
+  jobId: string;
+  needs: string[];
+  runsOn: string[];
+  hasIf: boolean;
+  taskId: number;
+  status: number;
+  started: number;
+  stopped: number;
+  created: number;
+  updated: number;
+}
+
+export function runFromRow(row: Selectable<ActionRunTable>): ActionRun {
+  return {
+    id: row.id,
+    repoId: row.repo_id,
+    ownerId: row.owner_id,
+    index: row.index_in_repo,
+    title: row.title,
+    workflowId: row.workflow_id,
+    workflowDirectory: row.workflow_directory,
+    triggerUserId: row.trigger_user_id,
+    scheduleId: row.schedule_id,
+    ref: row.ref,
+    commitSha: row.commit_sha,
+    isForkPullRequest: row.is_fork_pull_request === 1,
+    needApproval: row.need_approval === 1,
+    approvedBy: row.approved_by,
+    event: row.event,
+    eventPayload: row.event_payload,
+    triggerEvent: row.trigger_event,
+    status: row.status,
+    preExecutionError: row.pre_execution_error,
+    started: row.started,
+    stopped: row.stopped,
+    previousDuration: row.previous_duration,
+    created: row.created,
+    updated: row.updated,
+  };
+}
+
+function parseList(json: string): string[] {
+  const value: unknown = JSON.parse(json);
+  return Array.isArray(value) ? value.map(String) : [];
+}
+
+export function jobFromRow(row: Selectable<ActionRunJobTable>): ActionRunJob {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    repoId: row.repo_id,
+    ownerId: row.owner_id,
+    commitSha: row.commit_sha,
+    name: row.name,
+    attempt: row.attempt,
+    handle: row.handle,
+    workflowPayload: row.workflow_payload,
+    jobId: row.job_id,
+    needs: parseList(row.needs),
+    runsOn: parseList(row.runs_on),
+    hasIf: row.has_if === 1,
+    taskId: row.task_id,
+    status: row.status,
+    started: row.started,
+    stopped: row.stopped,
+    created: row.created,
+    updated: row.updated,
+  };
+}
+
+export interface NewRun {
+  repoId: number;
+  ownerId: number;
+  title: string;
+  workflowId: string;
+  workflowDirectory: string;
+  triggerUserId: number;
+  ref: string;
+  commitSha: string;
+  event: string;
+  eventPayload: string;
+  triggerEvent: string;
+  status: number;
+  preExecutionError?: string;
+  /** Set when the run is created already finished (a workflow that does not parse). */
+  stopped?: number;
+}
+
+export interface NewJob {
+  name: string;
+  jobId: string;
+  handle: string;
+  needs: readonly string[];
+  runsOn: readonly string[];
+  hasIf: boolean;
+  workflowPayload: string;
+  status: number;
+}
+
+/**
+ * Takes the repository's next run number. Must run inside the transaction
+ * that inserts the run: the upsert locks the counter row until commit, so
+ * concurrent inserts queue behind it and a rollback returns the number.
+ */
+async function nextRunIndex(tx: Queryable, repoId: number): Promise<number> {
+  const row = await tx
+    .insertInto('action_run_index')
+    .values({ repo_id: repoId, max_index: 1 })
+    .onConflict((oc) => oc.column('repo_id').doUpdateSet({ max_index: sql<number>`action_run_index.max_index + 1` }))
+    .returning('max_index')
+    .executeTakeFirstOrThrow();
+  return Number(row.max_index);
+}
+
+interface CountKey {
+  repoId: number;
+  workflowId: string;
+  ref: string;
+  event: string;
+  status: number;
+}
+
+async function adjustRunCount(tx: Queryable, key: CountKey, delta: number): Promise<void> {
+  await tx
+    .insertInto('action_run_count')
+    .values({ repo_id: key.repoId, workflow_id: key.workflowId, ref: key.ref, event: key.event, status: key.status, count: delta })
+    .onConflict((oc) =>
+      oc.columns(['repo_id', 'workflow_id', 'ref', 'event', 'status']).doUpdateSet({ count: sql<number>`action_run_count.count + ${delta}` }),
+    )
+    .execute();
+}
+
+/** Inserts a run and its jobs. Call inside a transaction. */
+export async function insertRunWithJobs(tx: Queryable, run: NewRun, jobs: readonly NewJob[], now: number): Promise<{ run: ActionRun; jobs: ActionRunJob[] }> {
+  const index = await nextRunIndex(tx, run.repoId);
+  const runRow = await tx
+    .insertInto('action_run')
+    .values({
+      repo_id: run.repoId,
+      owner_id: run.ownerId,
+      index_in_repo: index,
+      title: run.title,
+      workflow_id: run.workflowId,
+      workflow_directory: run.workflowDirectory,
+      trigger_user_id: run.triggerUserId,
+      ref: run.ref,
+      commit_sha: run.commitSha,
+      event: run.event,
+      event_payload: run.eventPayload,
+      trigger_event: run.triggerEvent,
+      status: run.status,
+      pre_execution_error: run.preExecutionError ?? '',
+      stopped: run.stopped ?? 0,
+      created: now,
+      updated: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await adjustRunCount(tx, { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event, status: run.status }, 1);
+  if (jobs.length === 0) return { run: runFromRow(runRow), jobs: [] };
+  const jobRows = await tx
+    .insertInto('action_run_job')
+    .values(
+      jobs.map((job) => ({
+        run_id: runRow.id,
+        repo_id: run.repoId,
+        owner_id: run.ownerId,
+        commit_sha: run.commitSha,
+        name: job.name,
+        handle: job.handle,
+        workflow_payload: job.workflowPayload,
+        job_id: job.jobId,
+        needs: JSON.stringify(job.needs),
+        runs_on: JSON.stringify(job.runsOn),
+        has_if: job.hasIf ? 1 : 0,
+        status: job.status,
+        created: now,
+        updated: now,
+      })),
+    )
+    .returningAll()
+    .execute();
+  jobRows.sort((a, b) => a.id - b.id);
+  return { run: runFromRow(runRow), jobs: jobRows.map(jobFromRow) };
+}
+
+export interface RunStatusChange {
+  status: number;
+  started?: number;
+  stopped?: number;
+}
+
+/** Writes a run's new status (and timers) and moves it between the run counts. */
+export async function updateRunStatus(tx: Queryable, run: ActionRun, change: RunStatusChange, now: number): Promise<ActionRun> {
+  const updated = await tx
+    .updateTable('action_run')
+    .set({
+      status: change.status,
+      ...(change.started !== undefined ? { started: change.started } : {}),
+      ...(change.stopped !== undefined ? { stopped: change.stopped } : {}),
+      updated: now,
+    })
+    .where('id', '=', run.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  if (updated.status !== run.status) {
+    const key = { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event };
+    await adjustRunCount(tx, { ...key, status: run.status }, -1);
+    await adjustRunCount(tx, { ...key, status: updated.status }, 1);
+  }
+  return runFromRow(updated);
+}
+
+export async function findRunById(db: Queryable, id: number): Promise<ActionRun | undefined> {
+  const row = await db.selectFrom('action_run').selectAll().where('id', '=', id).executeTakeFirst();
+  return row === undefined ? undefined : runFromRow(row);
+}
+
+export async function findRunByIndex(db: Queryable, repoId: number, index: number): Promise<ActionRun | undefined> {
+  const row = await db.selectFrom('action_run').selectAll().where('repo_id', '=', repoId).where('index_in_repo', '=', index).executeTakeFirst();
+  return row === undefined ? undefined : runFromRow(row);
+}
+
+export async function listJobsOfRun(db: Queryable, runId: number): Promise<ActionRunJob[]> {
+  const rows = await db.selectFrom('action_run_job').selectAll().where('run_id', '=', runId).orderBy('id').execute();
+  return rows.map(jobFromRow);
+}
+
+/** The filters of Forgejo's runs list, all combined with AND; lists are OR within. */
+export interface RunFilter {
+  events?: readonly string[];
+  statuses?: readonly number[];
+  runNumber?: number;
+  headSha?: string;
+  ref?: string;
+  workflowId?: string;
+}
+
+export interface Slice {
+  limit: number;
+  offset: number;
+}
+
+/** Newest first. Each filter has an index ending in `id`, so a page reads an index range. */
+export async function listRuns(db: Queryable, repoId: number, filter: RunFilter, slice: Slice): Promise<ActionRun[]> {
+  let query = db.selectFrom('action_run').selectAll().where('repo_id', '=', repoId);
+  if (filter.events !== undefined) query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
+  if (filter.statuses !== undefined && filter.statuses.length > 0) query = query.where('status', 'in', [...filter.statuses]);
+  if (filter.runNumber !== undefined) query = query.where('index_in_repo', '=', filter.runNumber);
+  if (filter.headSha !== undefined) query = query.where('commit_sha', '=', filter.headSha);
+  if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
+  if (filter.workflowId !== undefined) query = query.where('workflow_id', '=', filter.workflowId);
+  const rows = await query.orderBy('id', 'desc').limit(slice.limit).offset(slice.offset).execute();
+  return rows.map(runFromRow);
+}
+
+/**
+ * The number of runs `listRuns` would list without paging. Filters on the
+ * counted columns sum rows of action_run_count (a few per workflow, ref,
+ * event and status); a run number or commit filter selects few runs and is
+ * counted on its index.
+ */
+export async function countRuns(db: Queryable, repoId: number, filter: RunFilter): Promise<number> {
+  if (filter.runNumber !== undefined || filter.headSha !== undefined) {
+    let query = db.selectFrom('action_run').select(db.fn.countAll<number>().as('n')).where('repo_id', '=', repoId);
+    if (filter.runNumber !== undefined) query = query.where('index_in_repo', '=', filter.runNumber);
+    if (filter.headSha !== undefined) query = query.where('commit_sha', '=', filter.headSha);
+    if (filter.events !== undefined) query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
+    if (filter.statuses !== undefined && filter.statuses.length > 0) query = query.where('status', 'in', [...filter.statuses]);
+    if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
+    if (filter.workflowId !== undefined) query = query.where('workflow_id', '=', filter.workflowId);
+    const row = await query.executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+  let query = db
+    .selectFrom('action_run_count')
+    .select(sql<number | string | null>`sum(count)`.as('n'))
+    .where('repo_id', '=', repoId);
+  if (filter.events !== undefined) query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
+  if (filter.statuses !== undefined && filter.statuses.length > 0) query = query.where('status', 'in', [...filter.statuses]);
+  if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
+  if (filter.workflowId !== undefined) query = query.where('workflow_id', '=', filter.workflowId);
+  const row = await query.executeTakeFirstOrThrow();
+  return Number(row.n ?? 0);
+}
+
+/** Removes every run, job, task and count of a repository (the repository is being deleted). */
+export async function deleteRunsOfRepo(tx: Queryable, repoId: number): Promise<void> {
+  await tx.deleteFrom('action_task').where('repo_id', '=', repoId).execute();
+  await tx.deleteFrom('action_run_job').where('repo_id', '=', repoId).execute();
+  await tx.deleteFrom('action_run').where('repo_id', '=', repoId).execute();
+  await tx.deleteFrom('action_run_count').where('repo_id', '=', repoId).execute();
+  await tx.deleteFrom('action_run_index').where('repo_id', '=', repoId).execute();
+}

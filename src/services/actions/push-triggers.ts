@@ -1,0 +1,160 @@
+// What a `git push` sets off: the push domain event (webhooks deliver it) and
+// the workflow runs whose `on:` matches each updated ref (Forgejo's
+// notifier_helper for push, create and delete).
+import type { Logger } from 'pino';
+import { AccessMode } from '../../modules/access-mode.ts';
+import { commitsBetween } from '../../modules/git/commit-log.ts';
+import type { CommitSummary } from '../../modules/git/commit-log.ts';
+import { changedPaths } from '../../modules/git/workflow-files.ts';
+import type { RepositoryReader } from '../../modules/git/repository-reader.ts';
+import { eventsForRefUpdate, workflowMatchesEvent } from '../../modules/workflows/triggers.ts';
+import type { EventFacts, RefUpdateKind } from '../../modules/workflows/triggers.ts';
+import type { Db } from '../../models/database.ts';
+import type { Repository } from '../../models/repos.ts';
+import type { User } from '../../models/users.ts';
+import { toApiRepo, toApiUser } from '../convert.ts';
+import type { DomainEvents, PushedRef } from '../events.ts';
+import type { RunCreator } from './run-creator.ts';
+import type { WorkflowCatalog, WorkflowFile } from './workflow-catalog.ts';
+
+export interface PushContext {
+  repo: Repository;
+  owner: User;
+  pusher: User;
+  gitDir: string;
+  reader: RepositoryReader;
+}
+
+/** Commits listed in a push payload (Forgejo caps webhook commit lists too). */
+const MAX_PAYLOAD_COMMITS = 20;
+
+function isZeroOid(oid: string): boolean {
+  return /^0+$/.test(oid);
+}
+
+function kindOf(update: PushedRef): RefUpdateKind {
+  if (isZeroOid(update.oldOid)) return 'created';
+  if (isZeroOid(update.newOid)) return 'deleted';
+  return 'updated';
+}
+
+function shortRef(ref: string): string {
+  for (const prefix of ['refs/heads/', 'refs/tags/']) if (ref.startsWith(prefix)) return ref.slice(prefix.length);
+  return ref;
+}
+
+function firstLine(message: string): string {
+  return message.split('\n', 1)[0]?.trim() ?? '';
+}
+
+export class PushTriggers {
+  constructor(
+    private readonly db: Db,
+    private readonly events: DomainEvents,
+    private readonly catalog: WorkflowCatalog,
+    private readonly runs: RunCreator,
+    private readonly rootUrl: string,
+    private readonly logger: Logger,
+  ) {}
+
+  async onPush(ctx: PushContext, updates: readonly PushedRef[]): Promise<void> {
+    if (updates.length === 0) return;
+    await this.db.transaction().execute((tx) =>
+      this.events.record(tx, { type: 'repository.pushed', repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, updates }),
+    );
+    if (!ctx.repo.units.actions || ctx.repo.isArchived) return;
+    for (const update of updates) {
+      try {
+        await this.triggerWorkflows(ctx, update);
+      } catch (error) {
+        // One broken ref must not stop the others; the push itself has succeeded.
+        this.logger.error({ err: error, repo: `${ctx.owner.name}/${ctx.repo.name}`, ref: update.ref }, 'could not start the workflows of a push');
+      }
+    }
+  }
+
+  private async triggerWorkflows(ctx: PushContext, update: PushedRef): Promise<void> {
+    const kind = kindOf(update);
+    // A deleted ref has no commit of its own: `delete` workflows are read from
+    // the default branch, as Forgejo does for events that run there.
+    const commitSha = kind === 'deleted' ? await ctx.reader.resolveCommit(`refs/heads/${ctx.repo.defaultBranch}`) : update.newOid;
+    if (commitSha === null) return;
+    const workflows = await this.catalog.workflowsAt(ctx.reader, commitSha);
+    if (workflows.length === 0) return;
+
+    const log = kind === 'deleted' ? { commits: [], total: 0 } : await commitsBetween(ctx.gitDir, kind === 'created' ? null : update.oldOid, update.newOid, MAX_PAYLOAD_COMMITS);
+    const headCommit = log.commits[0] ?? null;
+    let changed: Promise<string[] | null> | undefined;
+    // A new ref is compared with its head commit's parent, as Forgejo does
+    // when `before` is zero: the files of that commit.
+    const lazyChangedPaths = (): Promise<string[] | null> =>
+      (changed ??= (async () => {
+        const base = kind === 'created' ? ((await ctx.reader.readCommit(update.newOid))?.parents[0] ?? null) : update.oldOid;
+        return changedPaths(ctx.gitDir, base, update.newOid);
+      })());
+
+    for (const event of eventsForRefUpdate(kind, update.ref)) {
+      const facts: EventFacts =
+        event === 'push' ? { event, ref: update.ref, commitMessage: headCommit?.message ?? '', changedPaths: lazyChangedPaths } : { event, ref: update.ref };
+      const payload = this.payloadFor(event, ctx, update, log.commits, log.total);
+      for (const workflow of workflows) {
+        if (!(await this.matches(workflow, facts))) continue;
+        await this.runs.create({
+          repo: ctx.repo,
+          owner: ctx.owner,
+          triggerUser: ctx.pusher,
+          workflow,
+          event,
+          triggerEvent: event,
+          ref: update.ref,
+          commitSha,
+          payload,
+          defaultTitle: headCommit ? firstLine(headCommit.message) : `${event} ${shortRef(update.ref)}`,
+        });
+      }
+    }
+  }
+
+  /**
+   * A workflow that does not parse has no trustworthy `on:`; it still gets a
+   * (failed) run for pushes, once, so its author sees the error.
+   */
+  private async matches(workflow: WorkflowFile, facts: EventFacts): Promise<boolean> {
+    if (workflow.parsed.errors.length > 0 && Object.keys(workflow.parsed.events).length === 0) return facts.event === 'push';
+    return workflowMatchesEvent(workflow.parsed.events, facts);
+  }
+
+  private payloadFor(event: 'push' | 'create' | 'delete', ctx: PushContext, update: PushedRef, commits: CommitSummary[], total: number): Record<string, unknown> {
+    const anonymous = { doer: null, isSiteAdmin: false };
+    const repository = toApiRepo(ctx.repo, ctx.owner, AccessMode.none, anonymous, this.rootUrl);
+    const sender = toApiUser(ctx.pusher, anonymous, this.rootUrl);
+    const refType = update.ref.startsWith('refs/tags/') ? 'tag' : 'branch';
+    if (event === 'create') return { ref: shortRef(update.ref), ref_type: refType, sha: update.newOid, repository, sender };
+    if (event === 'delete') return { ref: shortRef(update.ref), ref_type: refType, pusher_type: 'user', repository, sender };
+    const htmlUrl = repository.html_url;
+    const payloadCommits = commits.map((commit) => ({
+      id: commit.oid,
+      message: commit.message,
+      url: `${htmlUrl}/commit/${commit.oid}`,
+      author: { name: commit.author.name, email: commit.author.email, username: '' },
+      committer: { name: commit.committer.name, email: commit.committer.email, username: '' },
+      verification: null,
+      timestamp: commit.author.date,
+      added: [],
+      removed: [],
+      modified: [],
+    }));
+    return {
+      ref: update.ref,
+      before: update.oldOid,
+      after: update.newOid,
+      compare_url: isZeroOid(update.oldOid) ? '' : `${htmlUrl}/compare/${update.oldOid}...${update.newOid}`,
+      commits: payloadCommits,
+      total_commits: total,
+      head_commit: payloadCommits[0] ?? null,
+      repository,
+      pusher: sender,
+      sender,
+    };
+  }
+}

@@ -1,0 +1,139 @@
+// Turns one triggered workflow into a run with its jobs, in one transaction.
+// Shared by every trigger (push, dispatch, and later ones), so the rules for
+// titles, job states and invalid workflows live in one place.
+import { randomUUID } from 'node:crypto';
+import { ActionStatus, aggregateJobStatus } from '../../modules/actions-status.ts';
+import type { Clock } from '../../modules/clock.ts';
+import { expandJobs, evaluateRunTitle } from '../../modules/workflows/expand-jobs.ts';
+import type { ExpansionContext } from '../../modules/workflows/expand-jobs.ts';
+import { insertRunWithJobs } from '../../models/action-runs.ts';
+import type { ActionRun, ActionRunJob, NewJob } from '../../models/action-runs.ts';
+import type { Db } from '../../models/database.ts';
+import type { Repository } from '../../models/repos.ts';
+import type { User } from '../../models/users.ts';
+import type { DomainEvents } from '../events.ts';
+import type { VariableService } from './variables.ts';
+import type { WorkflowFile } from './workflow-catalog.ts';
+
+export interface RunTrigger {
+  repo: Repository;
+  owner: User;
+  /** Who caused the run: the pusher, or the caller of a dispatch. */
+  triggerUser: User;
+  workflow: WorkflowFile;
+  /** The stored event type (`push`, `workflow_dispatch`…). */
+  event: string;
+  /** The `on:` key that matched. */
+  triggerEvent: string;
+  ref: string;
+  commitSha: string;
+  /** The event payload: the runner's `github.event`. */
+  payload: Record<string, unknown>;
+  inputs?: Record<string, string>;
+  /** Used when the workflow has no `run-name`. */
+  defaultTitle: string;
+}
+
+export interface CreatedRun {
+  run: ActionRun;
+  jobs: ActionRunJob[];
+}
+
+const MAX_TITLE_CHARS = 255;
+
+function refName(ref: string): string {
+  for (const prefix of ['refs/heads/', 'refs/tags/']) if (ref.startsWith(prefix)) return ref.slice(prefix.length);
+  return ref;
+}
+
+function refType(ref: string): string {
+  if (ref.startsWith('refs/tags/')) return 'tag';
+  if (ref.startsWith('refs/heads/')) return 'branch';
+  return '';
+}
+
+export class RunCreator {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly variables: VariableService,
+    private readonly events: DomainEvents,
+    private readonly serverUrl: string,
+  ) {}
+
+  async create(trigger: RunTrigger): Promise<CreatedRun> {
+    const { repo, owner, workflow } = trigger;
+    const context: ExpansionContext = {
+      github: this.githubContext(trigger),
+      vars: Object.fromEntries(await this.variables.variablesForRepo(repo)),
+      inputs: trigger.inputs ?? {},
+    };
+    const errors = [...workflow.parsed.errors];
+    let jobs: NewJob[] = [];
+    if (errors.length === 0) {
+      const expanded = expandJobs(workflow.parsed, context);
+      errors.push(...expanded.errors);
+      jobs = expanded.jobs.map((job) => ({
+        name: job.name,
+        jobId: job.jobId,
+        handle: randomUUID(),
+        needs: job.needs,
+        runsOn: job.runsOn,
+        hasIf: job.hasIf,
+        workflowPayload: job.workflowPayload,
+        // Jobs whose needs are not done yet wait in `blocked` (Forgejo's job emitter unblocks them).
+        status: job.needs.length > 0 ? ActionStatus.blocked : ActionStatus.waiting,
+      }));
+    }
+    const title = (errors.length === 0 ? evaluateRunTitle(workflow.parsed, context) : undefined) ?? trigger.defaultTitle;
+    const now = this.clock.nowSec();
+    // A workflow that cannot run still gets a run: failed, without jobs, with
+    // the reason, so the author sees why nothing happened.
+    const invalid = errors.length > 0;
+    return this.db.transaction().execute(async (tx) => {
+      const created = await insertRunWithJobs(
+        tx,
+        {
+          repoId: repo.id,
+          ownerId: owner.id,
+          title: title.slice(0, MAX_TITLE_CHARS),
+          workflowId: workflow.name,
+          workflowDirectory: workflow.dir,
+          triggerUserId: trigger.triggerUser.id,
+          ref: trigger.ref,
+          commitSha: trigger.commitSha,
+          event: trigger.event,
+          eventPayload: JSON.stringify(trigger.payload),
+          triggerEvent: trigger.triggerEvent,
+          status: invalid ? ActionStatus.failure : aggregateJobStatus(jobs.map((j) => j.status)),
+          ...(invalid ? { preExecutionError: errors.join('\n'), stopped: now } : {}),
+        },
+        invalid ? [] : jobs,
+        now,
+      );
+      await this.events.record(tx, { type: 'actions.run.created', repo, owner, run: created.run, jobs: created.jobs, triggerUser: trigger.triggerUser });
+      return created;
+    });
+  }
+
+  private githubContext(trigger: RunTrigger): Record<string, unknown> {
+    const fullName = `${trigger.owner.name}/${trigger.repo.name}`;
+    return {
+      event_name: trigger.triggerEvent,
+      event: trigger.payload,
+      ref: trigger.ref,
+      ref_name: refName(trigger.ref),
+      ref_type: refType(trigger.ref),
+      sha: trigger.commitSha,
+      repository: fullName,
+      repository_owner: trigger.owner.name,
+      actor: trigger.triggerUser.name,
+      triggering_actor: trigger.triggerUser.name,
+      workflow: trigger.workflow.parsed.name ?? `${trigger.workflow.dir}/${trigger.workflow.name}`,
+      server_url: this.serverUrl,
+      api_url: `${this.serverUrl}/api/v1`,
+      head_ref: '',
+      base_ref: '',
+    };
+  }
+}

@@ -1,0 +1,45 @@
+// Reading runs and tasks of a repository (Forgejo's ListActionRuns,
+// GetActionRun, ListActionTasks).
+import { AppError } from '../../modules/errors.ts';
+import { countRuns, findRunById, listRuns } from '../../models/action-runs.ts';
+import type { ActionRun, RunFilter, Slice } from '../../models/action-runs.ts';
+import { countTasksOfRepo, listTasksOfRepo } from '../../models/action-tasks.ts';
+import type { TaskListEntry } from '../../models/action-tasks.ts';
+import type { Db } from '../../models/database.ts';
+import type { Repository } from '../../models/repos.ts';
+import { findAccountsByIds, ghostUser } from '../../models/users.ts';
+import type { User } from '../../models/users.ts';
+
+export interface RunWithUser {
+  run: ActionRun;
+  /** The ghost user when the trigger user has been deleted. */
+  triggerUser: User;
+}
+
+export class RunQueryService {
+  constructor(private readonly db: Db) {}
+
+  async list(repo: Repository, filter: RunFilter, slice: Slice): Promise<{ runs: RunWithUser[]; total: number }> {
+    const [runs, total] = await Promise.all([listRuns(this.db, repo.id, filter, slice), countRuns(this.db, repo.id, filter)]);
+    return { runs: await this.withUsers(runs), total };
+  }
+
+  /** A run by its global id; 404 with Forgejo's two messages for unknown ids and other repositories' runs. */
+  async get(repo: Repository, runId: number): Promise<RunWithUser> {
+    const run = await findRunById(this.db, runId);
+    if (run === undefined) throw AppError.notFoundMessage(`run with id ${runId}: resource does not exist`);
+    if (run.repoId !== repo.id) throw AppError.notFoundMessage('resource does not exist');
+    const [withUser] = await this.withUsers([run]);
+    return withUser as RunWithUser;
+  }
+
+  async tasks(repo: Repository, statuses: readonly number[], slice: Slice): Promise<{ tasks: TaskListEntry[]; total: number }> {
+    const [tasks, total] = await Promise.all([listTasksOfRepo(this.db, repo.id, statuses, slice), countTasksOfRepo(this.db, repo.id, statuses)]);
+    return { tasks, total };
+  }
+
+  private async withUsers(runs: ActionRun[]): Promise<RunWithUser[]> {
+    const users = await findAccountsByIds(this.db, runs.map((run) => run.triggerUserId));
+    return runs.map((run) => ({ run, triggerUser: users.get(run.triggerUserId) ?? ghostUser() }));
+  }
+}

@@ -1,7 +1,8 @@
 // Every scenario `npm run bench` runs, in order. To add one: write
 // bench/scenarios/<name>.ts exporting a Scenario, and list it here.
 import type { Scenario } from '../lib/scenario.ts';
+import { actionsRuns } from './actions-runs.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
 import { repoActionsData } from './repo-actions-data.ts';
 
-export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData];
+export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns];

@@ -78,10 +78,11 @@ export class DispatchService {
       : given.startsWith('heads/') || given.startsWith('tags/')
         ? [`refs/${given}`]
         : [`refs/tags/${given}`, `refs/heads/${given}`];
-    for (const ref of candidates) {
-      if (!(await reader.refExists(ref))) continue;
-      const commitSha = await reader.resolveCommit(ref);
-      if (commitSha !== null) return { ref, commitSha };
+    // Both candidates in one round trip to cat-file; the first that resolves wins.
+    const resolved = await Promise.all(candidates.map((ref) => reader.resolveCommit(ref)));
+    for (const [i, ref] of candidates.entries()) {
+      const commitSha = resolved[i];
+      if (commitSha !== undefined && commitSha !== null) return { ref, commitSha };
     }
     if (given.startsWith('refs/')) throw AppError.notFoundMessage(`object does not exist [id: ${given}, rel_path: ]`);
     if (/^[0-9a-f]{4,64}$/i.test(given) || given === 'HEAD') {

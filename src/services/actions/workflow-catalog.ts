@@ -1,6 +1,7 @@
 // The workflow files of a commit, parsed. Reading goes through the long-lived
 // cat-file processes; parsing is cached by blob id, so a workflow file that did
-// not change between pushes (or across a thousand dispatches) is parsed once.
+// not change between pushes (or across a thousand dispatches) is parsed once,
+// and the listing is cached by commit id (a commit's tree never changes).
 import { listWorkflowFiles } from '../../modules/git/workflow-files.ts';
 import type { RepositoryReader } from '../../modules/git/repository-reader.ts';
 import { parseWorkflow } from '../../modules/workflows/parse.ts';
@@ -17,16 +18,44 @@ export interface WorkflowFile {
 
 const DEFAULT_CACHE_ENTRIES = 1000;
 
-export class WorkflowCatalog {
-  // Map iteration order is insertion order: re-inserting on a hit makes the
-  // first key the least recently used one.
-  private readonly parsed = new Map<string, ParsedWorkflow>();
+type Listing = Awaited<ReturnType<typeof listWorkflowFiles>>;
 
-  constructor(private readonly maxEntries = DEFAULT_CACHE_ENTRIES) {}
+/** A small LRU map: Map iteration order is insertion order, so re-inserting on a hit keeps the first key the least recently used. */
+class Lru<V> {
+  private readonly entries = new Map<string, V>();
+
+  constructor(private readonly max: number) {}
+
+  get(key: string): V | undefined {
+    const value = this.entries.get(key);
+    if (value !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: V): void {
+    this.entries.set(key, value);
+    if (this.entries.size > this.max) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+}
+
+export class WorkflowCatalog {
+  private readonly parsed: Lru<ParsedWorkflow>;
+  private readonly listings: Lru<Listing>;
+
+  constructor(maxEntries = DEFAULT_CACHE_ENTRIES) {
+    this.parsed = new Lru(maxEntries);
+    this.listings = new Lru(maxEntries);
+  }
 
   /** Every workflow of the commit, or [] when it has no workflows directory. */
   async workflowsAt(reader: RepositoryReader, commitOid: string): Promise<WorkflowFile[]> {
-    const listing = await listWorkflowFiles(reader, commitOid);
+    const listing = await this.listing(reader, commitOid);
     if (listing === null) return [];
     const files: WorkflowFile[] = [];
     for (const file of listing.files) {
@@ -37,26 +66,28 @@ export class WorkflowCatalog {
 
   /** One workflow by its name relative to the workflows directory (exact, case-sensitive). */
   async workflowAt(reader: RepositoryReader, commitOid: string, name: string): Promise<WorkflowFile | null> {
-    const listing = await listWorkflowFiles(reader, commitOid);
+    const listing = await this.listing(reader, commitOid);
     const file = listing?.files.find((f) => f.name === name);
     if (listing === null || file === undefined) return null;
     return { dir: listing.dir, name: file.name, blobOid: file.blobOid, parsed: await this.parse(reader, file.blobOid, file.name) };
   }
 
+  private async listing(reader: RepositoryReader, commitOid: string): Promise<Listing> {
+    // Keyed by repository too: the same commit may exist in several repositories.
+    const key = `${reader.gitDir}\0${commitOid}`;
+    const cached = this.listings.get(key);
+    if (cached !== undefined) return cached;
+    const listing = await listWorkflowFiles(reader, commitOid);
+    this.listings.set(key, listing);
+    return listing;
+  }
+
   private async parse(reader: RepositoryReader, blobOid: string, name: string): Promise<ParsedWorkflow> {
     const cached = this.parsed.get(blobOid);
-    if (cached !== undefined) {
-      this.parsed.delete(blobOid);
-      this.parsed.set(blobOid, cached);
-      return cached;
-    }
+    if (cached !== undefined) return cached;
     const blob = await reader.readBlob(blobOid);
     const parsed = parseWorkflow(name, blob === null ? '' : blob.toString('utf8'));
     this.parsed.set(blobOid, parsed);
-    if (this.parsed.size > this.maxEntries) {
-      const oldest = this.parsed.keys().next().value;
-      if (oldest !== undefined) this.parsed.delete(oldest);
-    }
     return parsed;
   }
 }

@@ -2,6 +2,7 @@
 // the filtered runs list, and the run counts kept beside them.
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
+import { ActionStatus } from '../modules/actions-status.ts';
 import type { Queryable } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 
@@ -336,4 +337,23 @@ export async function deleteRunsOfRepo(tx: Queryable, repoId: number): Promise<v
   await tx.deleteFrom('action_run').where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('action_run_count').where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('action_run_index').where('repo_id', '=', repoId).execute();
+}
+
+/**
+ * Moves blocked jobs to their new status. Only rows still blocked change, so
+ * a concurrent cancel is never overwritten; returns the ids that changed.
+ */
+export async function unblockJobs(tx: Queryable, changes: ReadonlyMap<number, number>, now: number): Promise<number[]> {
+  const changed: number[] = [];
+  for (const [id, status] of changes) {
+    const done = status === ActionStatus.skipped;
+    const result = await tx
+      .updateTable('action_run_job')
+      .set({ status, updated: now, ...(done ? { stopped: now } : {}) })
+      .where('id', '=', id)
+      .where('status', '=', ActionStatus.blocked)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) > 0) changed.push(id);
+  }
+  return changed;
 }

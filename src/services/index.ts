@@ -11,6 +11,7 @@ import { deleteActionsDataOnScopeDeletion } from './actions/cleanup.ts';
 import { DispatchService } from './actions/dispatch.ts';
 import { PushTriggers } from './actions/push-triggers.ts';
 import { RunCreator } from './actions/run-creator.ts';
+import { RunProgress } from './actions/run-progress.ts';
 import { RunQueryService } from './actions/runs.ts';
 import { SecretService } from './actions/secrets.ts';
 import { VariableService } from './actions/variables.ts';
@@ -38,6 +39,8 @@ export interface Services {
   pushes: PushService;
   dispatch: DispatchService;
   runs: RunQueryService;
+  /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
+  runProgress: RunProgress;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;
@@ -69,6 +72,7 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
     pushes: new PushService(repos, gitRepositories, pushTriggers),
     dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
     runs: new RunQueryService(db),
+    runProgress: new RunProgress(clock),
     events,
     keys,
     keyRotation: new KeyRotationService(db, keys, [secrets.encryptedColumn]),

@@ -178,6 +178,35 @@ for (const dialect of testDialects()) {
       );
     });
 
+    test('as jobs finish, needs unblock dependants, a failure skips them, and the run status follows', async () => {
+      // Stand-in for runners (the runner protocol drives this for real): set
+      // job results, then let the run settle as UpdateTask does.
+      const db = s.server.deps.database.db;
+      const [run] = (await runs()).workflow_runs;
+      const runId = run?.id ?? 0;
+      const finish = async (jobName: string, status: number) => {
+        await db.transaction().execute(async (tx) => {
+          await tx.updateTable('action_run_job').set({ status }).where('run_id', '=', runId).where('name', '=', jobName).execute();
+          await s.server.deps.services.runProgress.settle(tx, runId);
+        });
+        const res = await s.api('GET', `/repos/alice/app/actions/runs/${runId}`, { token: alice.token });
+        return (res.json as RunJson).status;
+      };
+      const jobStatuses = async () =>
+        (await db.selectFrom('action_run_job').select(['name', 'status']).where('run_id', '=', runId).orderBy('id').execute()).map((j) => [j.name, j.status]);
+      assert.equal(await finish('build', 6), 'running');
+      assert.equal(await finish('build', 1), 'waiting', 'build done: both test legs are waiting');
+      assert.deepEqual(await jobStatuses(), [['build', 1], ['test (linux)', 5], ['test (macos)', 5]]);
+      await finish('test (linux)', 1);
+      assert.equal(await finish('test (macos)', 2), 'failure');
+      // Put the run back as the other tests expect it (waiting, jobs waiting).
+      await db.transaction().execute(async (tx) => {
+        await tx.updateTable('action_run_job').set({ status: 5 }).where('run_id', '=', runId).execute();
+        await s.server.deps.services.runProgress.settle(tx, runId);
+      });
+      assert.equal(((await s.api('GET', `/repos/alice/app/actions/runs/${runId}`, { token: alice.token })).json as RunJson).status, 'waiting');
+    });
+
     test('pushes that do not match the filters create no run', async () => {
       await work.commit({ 'docs/guide.md': 'docs only\n' }, 'Docs only');
       assert.equal((await work.push('main')).code, 0);

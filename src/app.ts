@@ -14,9 +14,11 @@ import { AppError } from './modules/errors.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
+import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
 import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
+import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
 import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
@@ -115,12 +117,15 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       repoRoutes(typed, ctx);
       actionsSecretVariableRoutes(typed, ctx);
       actionsRunRoutes(typed, ctx);
+      actionsRunnerRoutes(typed, ctx);
     },
     { prefix: '/api/v1' },
   );
 
   // Git over HTTP lives beside the API, at the repositories' clone URLs.
   await app.register(async (git) => gitHttpRoutes(git, services));
+  // The runner protocol (Connect RPC) that forgejo-runner and act_runner speak.
+  await app.register(async (rpc) => runnerRpcRoutes(rpc, services), { prefix: '/api/actions' });
 
   return app as unknown as FastifyInstance;
 }

@@ -5,6 +5,10 @@ import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps } from './deps.ts';
 import type { CreateDepsOptions, Deps } from './deps.ts';
+import { ActionsHousekeeping } from './services/actions/housekeeping.ts';
+
+/** How often each process looks for stuck tasks and abandoned jobs; every process does, safely (conditional updates). */
+const HOUSEKEEPING_INTERVAL_MS = 60_000;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -24,6 +28,11 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
     await deps.close();
     throw error;
   }
+  // Started only by the server: CLI commands build deps too and must not run it.
+  const housekeeping = new ActionsHousekeeping(deps.database.db, deps.clock, deps.services.taskReports, {
+    onError: (error) => deps.logger.warn({ err: error }, 'actions housekeeping failed; it retries on its next pass'),
+  });
+  housekeeping.start(HOUSEKEEPING_INTERVAL_MS);
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.httpPort;
   const host = config.httpAddr === '0.0.0.0' || config.httpAddr === '::' ? '127.0.0.1' : config.httpAddr;
@@ -31,6 +40,7 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       await app.close();
+      await housekeeping.stop();
       await deps.close();
     })();
     return stopping;

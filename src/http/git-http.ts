@@ -67,7 +67,7 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
     const write = service === 'git-receive-pack';
     const owner = await services.accounts.findByName(ownerName);
     const repo = owner ? await services.repos.find(owner, repoName) : null;
-    const mode = repo && owner ? await services.permissions.repoAccessMode({ doer, allowAdminOverride: !auth.token?.scope.publicOnly }, repo, owner) : AccessMode.none;
+    const mode = repo && owner ? await services.permissions.repoAccessMode({ doer, allowAdminOverride: !auth.token?.scope.publicOnly, ...(auth.task ? { taskRepoId: auth.task.repoId } : {}) }, repo, owner) : AccessMode.none;
     const canRead = repo !== null && (mode >= AccessMode.read || (!repo.isPrivate && owner?.visibility === 'public'));
     if (!repo || !owner || !canRead) {
       if (!doer) throw refuse(401, 'Authentication required');

@@ -3,6 +3,7 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
+import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 
@@ -356,4 +357,15 @@ export async function unblockJobs(tx: Queryable, changes: ReadonlyMap<number, nu
     if (Number(result.numUpdatedRows) > 0) changed.push(id);
   }
   return changed;
+}
+
+/**
+ * Locks the run row (PostgreSQL) before its status is recomputed, so two
+ * transactions changing jobs of one run recompute it one after the other,
+ * each from the other's committed result, instead of both moving it from
+ * the same old status (which would also skew action_run_count).
+ */
+export async function lockRun(tx: Queryable, runId: number): Promise<void> {
+  if (!isPostgres(tx)) return;
+  await tx.selectFrom('action_run').select('id').where('id', '=', runId).forUpdate().execute();
 }

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Migration, MigrationProvider, MigrationResult, Transaction } from 'kysely';
 import { MIGRATIONS } from '../migrations/index.ts';
 import type { Database } from './tables.ts';
@@ -136,4 +136,9 @@ export function isUniqueViolation(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** Row locks (FOR UPDATE, SKIP LOCKED) exist on PostgreSQL only; SQLite serialises writers anyway. */
+export function isPostgres(db: Queryable): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
 }

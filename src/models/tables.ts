@@ -213,6 +213,68 @@ export interface ActionTaskTable {
   updated: number;
 }
 
+export interface ActionRunnerTable {
+  id: Generated<number>;
+  uuid: string;
+  name: string;
+  version: Generated<string>;
+  owner_id: Generated<number>;
+  repo_id: Generated<number>;
+  description: Generated<string>;
+  token_hash: string;
+  token_last_eight: string;
+  /** JSON array of label names; null until declared. */
+  agent_labels: string | null;
+  ephemeral: Generated<number>;
+  last_online: Generated<number>;
+  last_active: Generated<number>;
+  created: number;
+  updated: number;
+}
+
+export interface ActionRunnerTokenTable {
+  id: Generated<number>;
+  owner_id: Generated<number>;
+  repo_id: Generated<number>;
+  token_hash: string;
+  /** Key-ring ciphertext: the API shows the active token again. */
+  token_encrypted: string;
+  is_active: number;
+  created: number;
+  updated: number;
+}
+
+export interface ActionTasksVersionTable {
+  id: Generated<number>;
+  owner_id: number;
+  repo_id: number;
+  version: number;
+  created: number;
+  updated: number;
+}
+
+export interface ActionTaskStepTable {
+  id: Generated<number>;
+  task_id: number;
+  name: string;
+  step_index: number;
+  repo_id: number;
+  status: number;
+  log_index: Generated<number>;
+  log_length: Generated<number>;
+  started: Generated<number>;
+  stopped: Generated<number>;
+  created: number;
+  updated: number;
+}
+
+export interface ActionTaskOutputTable {
+  id: Generated<number>;
+  task_id: number;
+  output_key: string;
+  output_value: string;
+}
+
 export interface Database {
   user: UserTable;
   access_token: AccessTokenTable;
@@ -229,4 +291,9 @@ export interface Database {
   action_run_count: ActionRunCountTable;
   action_run_job: ActionRunJobTable;
   action_task: ActionTaskTable;
+  action_runner: ActionRunnerTable;
+  action_runner_token: ActionRunnerTokenTable;
+  action_tasks_version: ActionTasksVersionTable;
+  action_task_step: ActionTaskStepTable;
+  action_task_output: ActionTaskOutputTable;
 }

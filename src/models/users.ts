@@ -167,10 +167,19 @@ export async function findAccountsByIds(db: Queryable, ids: readonly number[]): 
  * (models/user GhostUserID = -1).
  */
 export function ghostUser(): User {
+  return systemUser(-1, 'Ghost');
+}
+
+/** Forgejo's Actions bot (ActionsUserID = -2): the doer behind a task token. */
+export function actionsUser(): User {
+  return { ...systemUser(-2, 'forgejo-actions'), fullName: 'Forgejo Actions', isActive: true, email: 'noreply@forgejo.org' };
+}
+
+function systemUser(id: number, name: string): User {
   return {
-    id: -1,
-    name: 'Ghost',
-    lowerName: 'ghost',
+    id,
+    name,
+    lowerName: name.toLowerCase(),
     fullName: '',
     email: '',
     passwordHash: '',

@@ -8,7 +8,8 @@ import { parseScopes } from '../modules/scopes.ts';
 import type { TokenScope } from '../modules/scopes.ts';
 import type { Db } from '../models/database.ts';
 import { findAccessTokenWithOwner } from '../models/access-tokens.ts';
-import { findAccountByName } from '../models/users.ts';
+import { findRunningTaskByTokenHash } from '../models/task-tokens.ts';
+import { actionsUser, findAccountByName } from '../models/users.ts';
 import type { User } from '../models/users.ts';
 import type { CredentialCache, VerifiedToken } from './credential-cache.ts';
 
@@ -19,11 +20,21 @@ export interface Authentication {
   method: AuthMethod;
   /** Present when a token authenticated the request; its scope limits what it may do. */
   token: { id: number; scope: TokenScope } | null;
+  /**
+   * Set when a running task's token authenticated the request: the doer is the
+   * Actions bot, with write access to this repository and nothing private elsewhere.
+   */
+  task?: { id: number; repoId: number };
 }
 
 export const ANONYMOUS: Authentication = Object.freeze({ doer: null, method: 'anonymous', token: null });
 
 const INVALID = 'invalid username, password or token';
+
+// What a task token may touch is decided by its repository (see
+// PermissionService.repoAccessMode); its scope only keeps it away from
+// account and admin endpoints.
+const TASK_TOKEN_SCOPE = parseScopes(['write:repository', 'read:user', 'read:organization', 'read:package', 'write:issue']);
 
 export class AuthenticationService {
   constructor(
@@ -59,8 +70,17 @@ export class AuthenticationService {
     const found = await this.lookupToken(digest);
     // The lookup is by digest through an index; the constant-time comparison
     // guards against any collation or prefix surprise in the database.
-    if (!found || !digestsEqual(found.token.tokenHash, digest)) throw AppError.unauthorized(INVALID);
-    return { doer: found.owner, method, token: { id: found.token.id, scope: found.scope } };
+    if (found && digestsEqual(found.token.tokenHash, digest)) return { doer: found.owner, method, token: { id: found.token.id, scope: found.scope } };
+    const task = await this.byTaskToken(digest, method);
+    if (task) return task;
+    throw AppError.unauthorized(INVALID);
+  }
+
+  /** A running task's GITHUB_TOKEN: valid exactly while the task runs, never cached. */
+  private async byTaskToken(digest: string, method: AuthMethod): Promise<Authentication | null> {
+    const task = await findRunningTaskByTokenHash(this.db, digest);
+    if (!task || !digestsEqual(task.tokenHash, digest)) return null;
+    return { doer: actionsUser(), method, token: { id: 0, scope: TASK_TOKEN_SCOPE }, task: { id: task.taskId, repoId: task.repoId } };
   }
 
   private async byBasic(encoded: string): Promise<Authentication> {
@@ -75,8 +95,11 @@ export class AuthenticationService {
     }
     // A token as the password (any user name).
     if (looksLikeAccessToken(password)) {
-      const found = await this.lookupToken(hashToken(password));
+      const digest = hashToken(password);
+      const found = await this.lookupToken(digest);
       if (found) return { doer: found.owner, method: 'basic', token: { id: found.token.id, scope: found.scope } };
+      const task = await this.byTaskToken(digest, 'basic');
+      if (task) return task;
     }
     const user = await findAccountByName(this.db, username);
     if (!user || user.isOrganization || user.passwordHash === '' || !(await verifyPassword(password, user.passwordHash))) {

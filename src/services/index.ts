@@ -12,8 +12,11 @@ import { DispatchService } from './actions/dispatch.ts';
 import { PushTriggers } from './actions/push-triggers.ts';
 import { RunCreator } from './actions/run-creator.ts';
 import { RunProgress } from './actions/run-progress.ts';
+import { RunnerProtocolService } from './actions/runner-protocol.ts';
+import { RunnerService } from './actions/runners.ts';
 import { RunQueryService } from './actions/runs.ts';
 import { SecretService } from './actions/secrets.ts';
+import { TaskReportService } from './actions/task-reports.ts';
 import { VariableService } from './actions/variables.ts';
 import { WorkflowCatalog } from './actions/workflow-catalog.ts';
 import { AuthenticationService } from './authentication.ts';
@@ -41,6 +44,12 @@ export interface Services {
   runs: RunQueryService;
   /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
   runProgress: RunProgress;
+  /** Registration tokens and the runners REST API. */
+  runners: RunnerService;
+  /** The runner protocol: registration, declaration, fetching tasks. */
+  runnerProtocol: RunnerProtocolService;
+  /** The runner protocol: task state and log reports, and housekeeping of stuck work. */
+  taskReports: TaskReportService;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;
@@ -52,6 +61,8 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   const credentialCache = new CredentialCache(clock);
   events.subscribe(deleteActionsDataOnScopeDeletion);
   const secrets = new SecretService(db, clock, keys);
+  const runners = new RunnerService(db, clock, keys);
+  const runProgress = new RunProgress(clock);
   const variables = new VariableService(db, clock);
   const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir);
   const repos = new RepoService(db, clock, gitRepositories, events);
@@ -59,6 +70,8 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   // ROOT_URL without its trailing slash: the github.server_url runners see.
   const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''));
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
+  const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir);
+  repos.onDeleted((repo) => taskReports.logs.removeRepository(repo.id));
   return {
     accounts: new AccountService(db, clock),
     accessTokens: new AccessTokenService(db, clock, credentialCache),
@@ -72,9 +85,12 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
     pushes: new PushService(repos, gitRepositories, pushTriggers),
     dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
     runs: new RunQueryService(db),
-    runProgress: new RunProgress(clock),
+    runProgress,
+    runners,
+    runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),
+    taskReports,
     events,
     keys,
-    keyRotation: new KeyRotationService(db, keys, [secrets.encryptedColumn]),
+    keyRotation: new KeyRotationService(db, keys, [secrets.encryptedColumn, runners.encryptedColumn]),
   };
 }

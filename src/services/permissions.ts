@@ -12,6 +12,8 @@ export interface Actor {
   doer: User | null;
   /** False for tokens that must not use site-admin powers (public-only). */
   allowAdminOverride: boolean;
+  /** A running task's token: write access to this repository only. */
+  taskRepoId?: number;
 }
 
 export class PermissionService {
@@ -48,6 +50,10 @@ export class PermissionService {
 
   /** The actor's access mode on a repository (none means: may not know it exists). */
   async repoAccessMode(actor: Actor, repo: Repository, owner: User): Promise<number> {
+    if (actor.taskRepoId !== undefined) {
+      if (actor.taskRepoId === repo.id) return AccessMode.write;
+      return !repo.isPrivate && owner.visibility === 'public' ? AccessMode.read : AccessMode.none;
+    }
     const doer = actor.doer;
     if (this.isSiteAdmin(actor)) return AccessMode.owner;
     if (doer && doer.id === repo.ownerId) return AccessMode.owner;

@@ -56,6 +56,8 @@ export interface EditRepoInput {
 }
 
 export class RepoService {
+  private readonly deletedHandlers: Array<(repo: Repository) => Promise<void>> = [];
+
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
@@ -181,6 +183,12 @@ export class RepoService {
     });
     this.git.forget(repo);
     await removeRepository(this.gitPath(owner.name, repo.name));
+    for (const handler of this.deletedHandlers) await handler(repo);
+  }
+
+  /** Files a repository leaves outside its git directory (task logs) are removed after its deletion commits. */
+  onDeleted(handler: (repo: Repository) => Promise<void>): void {
+    this.deletedHandlers.push(handler);
   }
 
   /**

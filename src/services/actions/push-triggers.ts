@@ -89,8 +89,15 @@ export class PushTriggers {
     // when `before` is zero: the files of that commit.
     const lazyChangedPaths = (): Promise<string[] | null> =>
       (changed ??= (async () => {
-        const base = kind === 'created' ? ((await ctx.reader.readCommit(update.newOid))?.parents[0] ?? null) : update.oldOid;
-        return changedPaths(ctx.gitDir, base, update.newOid);
+        try {
+          const base = kind === 'created' ? ((await ctx.reader.readCommit(update.newOid))?.parents[0] ?? null) : update.oldOid;
+          return await changedPaths(ctx.gitDir, base, update.newOid);
+        } catch (error) {
+          // Unknown changes (e.g. a force push whose old commit is gone) must not
+          // hide the push: paths filters then do not exclude, as on GitHub.
+          this.logger.warn({ err: error, ref: update.ref }, 'could not list the files a push changed; paths filters will not exclude it');
+          return null;
+        }
       })());
 
     for (const event of eventsForRefUpdate(kind, update.ref)) {

@@ -9,6 +9,7 @@ import type { ExpansionContext } from '../../modules/workflows/expand-jobs.ts';
 import { insertRunWithJobs } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, NewJob } from '../../models/action-runs.ts';
 import type { Db } from '../../models/database.ts';
+import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
 import type { DomainEvents } from '../events.ts';
@@ -111,6 +112,7 @@ export class RunCreator {
         invalid ? [] : jobs,
         now,
       );
+      if (created.jobs.some((job) => job.status === ActionStatus.waiting)) await bumpTasksVersionsForRepo(tx, owner.id, repo.id, now);
       await this.events.record(tx, { type: 'actions.run.created', repo, owner, run: created.run, jobs: created.jobs, triggerUser: trigger.triggerUser });
       return created;
     });

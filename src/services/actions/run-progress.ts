@@ -5,22 +5,25 @@
 import { ActionStatus, aggregateJobStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { unblockedJobs } from '../../modules/job-graph.ts';
-import { findRunById, listJobsOfRun, unblockJobs, updateRunStatus } from '../../models/action-runs.ts';
+import { findRunById, listJobsOfRun, lockRun, unblockJobs, updateRunStatus } from '../../models/action-runs.ts';
 import type { ActionRun, RunStatusChange } from '../../models/action-runs.ts';
 import type { Queryable } from '../../models/database.ts';
+import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 
 export class RunProgress {
   constructor(private readonly clock: Clock) {}
 
   /** Call inside the transaction that changed the jobs; returns the run as it now is. */
   async settle(tx: Queryable, runId: number): Promise<ActionRun | undefined> {
+    await lockRun(tx, runId);
     const run = await findRunById(tx, runId);
     if (run === undefined) return undefined;
     const now = this.clock.nowSec();
     let jobs = await listJobsOfRun(tx, runId);
     const changes = unblockedJobs(jobs);
     if (changes.size > 0) {
-      await unblockJobs(tx, changes, now);
+      const changed = await unblockJobs(tx, changes, now);
+      if (changed.some((id) => changes.get(id) === ActionStatus.waiting)) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
       jobs = await listJobsOfRun(tx, runId);
     }
     const status = aggregateJobStatus(jobs.map((job) => job.status));

@@ -13,6 +13,8 @@ import { orgScope, repoScope, userScope } from '../../../services/actions/scope.
 import type { Guard } from '../../guards.ts';
 import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
 import { apiTime } from '../../../services/convert.ts';
+import { actionsRouteScopes } from './actions-scopes.ts';
+import type { ActionsRouteScope } from './actions-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
 import {
@@ -39,12 +41,7 @@ interface OperationIds {
   deleteVariable: string;
 }
 
-interface ScopeRoutes {
-  /** e.g. `/orgs/:org/actions` */
-  prefix: string;
-  params: Record<string, TSchema>;
-  tag: string;
-  guards: Guard[];
+interface ScopeRoutes extends ActionsRouteScope {
   scopeOf(req: FastifyRequest): ActionsScope;
   ops: OperationIds;
 }
@@ -80,12 +77,10 @@ function params(scope: ScopeRoutes, extra: Record<string, TSchema> = {}) {
 type Params = Record<string, string>;
 
 export function actionsSecretVariableRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
+  const where = actionsRouteScopes(g);
   const scopes: ScopeRoutes[] = [
     {
-      prefix: '/user/actions',
-      params: {},
-      tag: 'user',
-      guards: [g.scopes('user'), g.reqToken],
+      ...where.user,
       scopeOf: (req) => userScope(requireDoer(req)),
       ops: {
         listSecrets: null,
@@ -99,10 +94,7 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
       },
     },
     {
-      prefix: '/orgs/:org/actions',
-      params: { org: Type.String({ description: 'name of the organization' }) },
-      tag: 'organization',
-      guards: [g.scopes('organization'), g.orgAssignment, g.publicOnly, g.reqToken, g.reqOrgOwnership],
+      ...where.org,
       scopeOf: (req) => orgScope(requireOrg(req)),
       ops: {
         listSecrets: 'orgListActionsSecrets',
@@ -116,11 +108,7 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
       },
     },
     {
-      prefix: '/repos/:owner/:repo/actions',
-      params: { owner: Type.String({ description: 'owner of the repository' }), repo: Type.String({ description: 'name of the repository' }) },
-      tag: 'repository',
-      // reqOwner: repository owner level (a collaborator with admin rights is not enough), and 404 when Actions is disabled.
-      guards: [g.scopes('repository'), g.repoAssignment, g.publicOnly, g.reqToken, g.reqOwner('actions')],
+      ...where.repo,
       scopeOf: (req) => repoScope(requireRepo(req).repo),
       ops: {
         listSecrets: 'repoListActionsSecrets',

@@ -1,0 +1,336 @@
+// Runners: registration token, register, list, get, delete and the jobs search
+// (Forgejo: routers/api/v1/shared/runners.go, wrapped by {user,org,repo,admin}
+// handlers; routes in routers/api/v1/api.go). One route set, registered for the
+// user, organization, repository and instance (admin) scopes with each scope's
+// guard chain; handlers only turn the guarded request into a RunnerApiScope.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { TSchema } from 'typebox';
+import { statusName } from '../../../modules/actions-status.ts';
+import { linkHeader, parseIdParam, parsePage } from '../../../modules/pagination.ts';
+import type { ActionRunJob as RunJob } from '../../../models/action-runs.ts';
+import type { Runner } from '../../../models/runners.ts';
+import type { RunnerApiScope, RunnerStatusName } from '../../../services/actions/runners.ts';
+import { INSTANCE_RUNNER_SCOPE, accountRunnerScope, ownScope, repoRunnerScope } from '../../../services/actions/runners.ts';
+import type { Guard } from '../../guards.ts';
+import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
+import { actionsRouteScopes } from './actions-scopes.ts';
+import type { ActionsRouteScope } from './actions-scopes.ts';
+import type { ApiApp, RouteContext } from './route-context.ts';
+import { setTotalCount } from './route-context.ts';
+import {
+  ActionRunJobList,
+  ActionRunner,
+  RegisterRunnerOptions,
+  RegisterRunnerResponse,
+  RegistrationToken,
+  RunnerJobsQuery,
+  RunnerListQuery,
+} from './runner-schemas.ts';
+import type { ActionRunJobJson, ActionRunnerJson, RegisterRunnerOptionsJson } from './runner-schemas.ts';
+import { NoContent, errorResponses } from './schemas.ts';
+
+interface OperationIds {
+  getToken: string;
+  /** Gitea's POST variant (Forgejo has GET only); Gantry answers both with the active token. */
+  createToken: string;
+  list: string;
+  register: string;
+  get: string;
+  delete: string;
+  searchJobs: string;
+}
+
+interface ScopeRoutes extends ActionsRouteScope {
+  scopeOf(req: FastifyRequest): RunnerApiScope;
+  ops: OperationIds;
+}
+
+type Query = Record<string, string | string[] | undefined>;
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Forgejo's ctx.FormBool: strconv.ParseBool, or `on` in any case; anything else is false. */
+export function formBool(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  return ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value) || value.toLowerCase() === 'on';
+}
+
+/**
+ * The `labels` of a jobs search: null when the parameter is absent; else the
+ * first value, trimmed as a whole and split on commas (items are not trimmed,
+ * so `labels=` is `[""]`), as Forgejo's GetActionRunJobs.
+ */
+export function parseLabels(query: Query): string[] | null {
+  if (!Object.hasOwn(query, 'labels')) return null;
+  return (first(query.labels) ?? '').trim().split(',');
+}
+
+/** Binds like Go's decoder: a bodiless POST is an empty object and a `null` field an absent one. */
+const bindLikeGo: Guard = async (req) => {
+  if (req.body === undefined || req.body === null) {
+    req.body = {};
+    return;
+  }
+  if (typeof req.body === 'object' && !Array.isArray(req.body)) {
+    const body = req.body as Record<string, unknown>;
+    for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
+  }
+};
+
+export function toApiRunner(runner: Runner, status: RunnerStatusName): ActionRunnerJson {
+  return {
+    id: runner.id,
+    uuid: runner.uuid,
+    owner_id: runner.ownerId,
+    repo_id: runner.repoId,
+    name: runner.name,
+    status,
+    version: runner.version,
+    labels: runner.labels === null ? null : [...runner.labels],
+    description: runner.description,
+    ephemeral: runner.ephemeral,
+  };
+}
+
+/** Empty `needs`/`runs-on` are null: Forgejo stores a job without them as a nil slice. */
+export function toApiRunJob(job: RunJob): ActionRunJobJson {
+  return {
+    id: job.id,
+    attempt: job.attempt,
+    handle: job.handle,
+    repo_id: job.repoId,
+    owner_id: job.ownerId,
+    name: job.name,
+    needs: job.needs.length > 0 ? [...job.needs] : null,
+    runs_on: job.runsOn.length > 0 ? [...job.runsOn] : null,
+    task_id: job.taskId,
+    status: statusName(job.status),
+  };
+}
+
+function params(scope: ScopeRoutes, extra: Record<string, TSchema> = {}) {
+  return Type.Object({ ...scope.params, ...extra });
+}
+
+export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
+  const where = actionsRouteScopes(g);
+  const { runners } = services;
+
+  // The instance (Forgejo's admin routes): global runners, (0, 0).
+  const instance: ScopeRoutes = {
+    prefix: '/admin/actions',
+    params: {},
+    tag: 'admin',
+    guards: [g.scopes('admin'), g.reqToken, g.reqSiteAdmin],
+    scopeOf: () => INSTANCE_RUNNER_SCOPE,
+    ops: {
+      getToken: 'adminGetRunnerRegistrationToken',
+      createToken: 'adminCreateRunnerRegistrationToken',
+      list: 'getAdminRunners',
+      register: 'registerAdminRunner',
+      get: 'getAdminRunner',
+      delete: 'deleteAdminRunner',
+      searchJobs: 'adminGetActionRunJobs',
+    },
+  };
+
+  const scopes: ScopeRoutes[] = [
+    {
+      ...where.user,
+      scopeOf: (req) => accountRunnerScope(requireDoer(req)),
+      ops: {
+        getToken: 'userGetRunnerRegistrationToken',
+        createToken: 'userCreateRunnerRegistrationToken',
+        list: 'getUserRunners',
+        register: 'registerUserRunner',
+        get: 'getUserRunner',
+        delete: 'deleteUserRunner',
+        searchJobs: 'userSearchRunJobs',
+      },
+    },
+    {
+      ...where.org,
+      scopeOf: (req) => accountRunnerScope(requireOrg(req)),
+      ops: {
+        getToken: 'orgGetRunnerRegistrationToken',
+        createToken: 'orgCreateRunnerRegistrationToken',
+        list: 'getOrgRunners',
+        register: 'registerOrgRunner',
+        get: 'getOrgRunner',
+        delete: 'deleteOrgRunner',
+        searchJobs: 'orgSearchRunJobs',
+      },
+    },
+    {
+      ...where.repo,
+      scopeOf: (req) => repoRunnerScope(requireRepo(req).repo),
+      ops: {
+        getToken: 'repoGetRunnerRegistrationToken',
+        createToken: 'repoCreateRunnerRegistrationToken',
+        list: 'getRepoRunners',
+        register: 'registerRepoRunner',
+        get: 'getRepoRunner',
+        delete: 'deleteRepoRunner',
+        searchJobs: 'repoSearchRunJobs',
+      },
+    },
+    instance,
+  ];
+
+  const tokenHandler = (scope: ScopeRoutes) => async (req: FastifyRequest) => ({
+    token: await runners.registrationToken(ownScope(scope.scopeOf(req))),
+  });
+  const jobsHandler = (scope: ScopeRoutes) => async (req: FastifyRequest) => {
+    const jobs = await runners.searchJobs(scope.scopeOf(req), parseLabels(req.query as Query));
+    return jobs.length > 0 ? jobs.map(toApiRunJob) : null;
+  };
+
+  for (const scope of scopes) registerScope(scope);
+
+  // Forgejo's deprecated instance paths (before /admin/actions/runners existed).
+  app.get(
+    '/admin/runners/registration-token',
+    {
+      schema: {
+        operationId: 'adminGetRegistrationToken',
+        tags: ['admin'],
+        deprecated: true,
+        response: { 200: RegistrationToken, ...errorResponses(401, 403) },
+      },
+      preValidation: instance.guards,
+    },
+    tokenHandler(instance),
+  );
+  app.get(
+    '/admin/runners/jobs',
+    {
+      schema: {
+        operationId: 'adminSearchRunJobs',
+        tags: ['admin'],
+        deprecated: true,
+        querystring: RunnerJobsQuery,
+        response: { 200: ActionRunJobList, ...errorResponses(401, 403) },
+      },
+      preValidation: instance.guards,
+    },
+    jobsHandler(instance),
+  );
+
+  function registerScope(scope: ScopeRoutes): void {
+    const { prefix, tag, guards, ops } = scope;
+    const runnerParams = params(scope, { runner_id: Type.String({ description: 'id of the runner' }) });
+    const tokenSchema = (operationId: string, description: string) => ({
+      operationId,
+      tags: [tag],
+      description,
+      params: params(scope),
+      response: { 200: RegistrationToken, ...errorResponses(401, 403, 404) },
+    });
+
+    // Static segments (`registration-token`, `jobs`) win over `:runner_id` in the router.
+    app.get(
+      `${prefix}/runners/registration-token`,
+      { schema: tokenSchema(ops.getToken, "The scope's active registration token, created when there is none."), preValidation: guards },
+      tokenHandler(scope),
+    );
+    app.post(
+      `${prefix}/runners/registration-token`,
+      { schema: tokenSchema(ops.createToken, 'Same as GET (Gitea has POST): the active token, created when there is none.'), preValidation: guards },
+      tokenHandler(scope),
+    );
+
+    app.get(
+      `${prefix}/runners/jobs`,
+      {
+        schema: {
+          operationId: ops.searchJobs,
+          tags: [tag],
+          description: 'Waiting and running jobs of the scope, newest first; not paginated; null when none match.',
+          params: params(scope),
+          querystring: RunnerJobsQuery,
+          response: { 200: ActionRunJobList, ...errorResponses(401, 403, 404) },
+        },
+        preValidation: guards,
+      },
+      jobsHandler(scope),
+    );
+
+    app.get(
+      `${prefix}/runners`,
+      {
+        schema: {
+          operationId: ops.list,
+          tags: [tag],
+          description: 'Runners, most recently online first, with X-Total-Count and Link.',
+          params: params(scope),
+          querystring: RunnerListQuery,
+          response: { 200: Type.Array(ActionRunner), ...errorResponses(400, 401, 403, 404) },
+        },
+        preValidation: guards,
+      },
+      async (req, reply) => {
+        const query = req.query as Query;
+        const page = parsePage(query, config);
+        const { runners: list, total } = await runners.list(scope.scopeOf(req), { visible: formBool(first(query.visible)), page });
+        setTotalCount(reply, total);
+        const link = linkHeader(new URL(`${config.rootUrl}${req.url.slice(1)}`), page, total);
+        if (link !== null) {
+          reply.header('Link', link);
+          reply.header('Access-Control-Expose-Headers', 'Link, X-Total-Count');
+        }
+        return list.map((runner) => toApiRunner(runner, runners.status(runner)));
+      },
+    );
+
+    app.post(
+      `${prefix}/runners`,
+      {
+        schema: {
+          operationId: ops.register,
+          tags: [tag],
+          description: "Registers a runner in this scope; the answer holds the runner's secret, shown only here.",
+          params: params(scope),
+          body: RegisterRunnerOptions,
+          response: { 201: RegisterRunnerResponse, ...errorResponses(400, 401, 403, 404, 422) },
+        },
+        preValidation: [...guards, bindLikeGo],
+      },
+      async (req, reply: FastifyReply) => {
+        const body = req.body as RegisterRunnerOptionsJson;
+        const { runner, token } = await runners.registerRunner(ownScope(scope.scopeOf(req)), {
+          name: body.name,
+          description: body.description ?? '',
+          ephemeral: body.ephemeral ?? false,
+        });
+        return reply.status(201).send({ id: runner.id, uuid: runner.uuid, token });
+      },
+    );
+
+    app.get(
+      `${prefix}/runners/:runner_id`,
+      {
+        schema: { operationId: ops.get, tags: [tag], params: runnerParams, response: { 200: ActionRunner, ...errorResponses(400, 401, 403, 404) } },
+        preValidation: guards,
+      },
+      async (req) => {
+        const runner = await runners.get(scope.scopeOf(req), parseIdParam((req.params as Record<string, string>).runner_id));
+        return toApiRunner(runner, runners.status(runner));
+      },
+    );
+
+    app.delete(
+      `${prefix}/runners/:runner_id`,
+      {
+        schema: { operationId: ops.delete, tags: [tag], params: runnerParams, response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) } },
+        preValidation: guards,
+      },
+      async (req, reply: FastifyReply) => {
+        await runners.delete(scope.scopeOf(req), parseIdParam((req.params as Record<string, string>).runner_id));
+        return reply.status(204).send();
+      },
+    );
+  }
+}

@@ -1,0 +1,124 @@
+// The Connect services runners call, under /api/actions (Forgejo:
+// routers/api/actions/{ping,runner}): binary and JSON codecs, gzip answers from
+// 1 KiB on (connect.WithCompressMinBytes(1024)), runner authentication on
+// everything but Ping and Register. Handlers only translate between protocol
+// messages and the services.
+import { fastifyConnectPlugin } from '@connectrpc/connect-fastify';
+import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { Code, ConnectError } from '@connectrpc/connect';
+import type { FastifyInstance } from 'fastify';
+import { PingService } from '../../gen/ping/v1/services_pb.ts';
+import type { Result } from '../../gen/runner/v1/messages_pb.ts';
+import { RunnerService } from '../../gen/runner/v1/services_pb.ts';
+import type { Services } from '../../services/index.ts';
+import { truncateUtf8 } from '../../services/actions/runners.ts';
+import { REQUEST_KEY_HEADER, runnerAuthInterceptor, runnerOf } from './auth.ts';
+import { toConnectError } from './errors.ts';
+import { fromProtoLogRequest, fromProtoTaskState, toNumber, toProtoRunner, toProtoTask } from './mapping.ts';
+
+/** Runners send whole log batches; larger bodies are refused before they are read whole. */
+const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** Answer a little before the caller's Connect deadline rather than after it. */
+const DEADLINE_MARGIN_MS = 500;
+
+/** Forgejo's FetchTask answers an unusable key like no key; only a well-formed one is used. */
+function requestKeyOf(ctx: HandlerContext): string | undefined {
+  const key = ctx.requestHeader.get(REQUEST_KEY_HEADER)?.trim();
+  return key === undefined || key === '' || key.length > 64 ? undefined : key;
+}
+
+function maxWaitOf(ctx: HandlerContext): number | undefined {
+  const timeout = ctx.timeoutMs();
+  return timeout === undefined ? undefined : Math.max(0, timeout - DEADLINE_MARGIN_MS);
+}
+
+function runnerService(services: Services): ServiceImpl<typeof RunnerService> {
+  const protocol = services.runnerProtocol;
+  return {
+    async register(req) {
+      if (req.token === '' || req.name === '') throw new ConnectError('missing runner token, name', Code.InvalidArgument);
+      const found = await services.runners.findActiveRegistrationToken(req.token);
+      if (found === null) throw new ConnectError('runner registration token not found', Code.InvalidArgument);
+      if (found === 'inactive') throw new ConnectError('runner registration token has been invalidated, please use the latest one', Code.InvalidArgument);
+      // act_runner before 0.2 sent labels as agent_labels only.
+      const labels = req.labels.length > 0 ? req.labels : req.agentLabels;
+      const { runner, token } = await services.runners.registerRunner(found.scope, {
+        name: truncateUtf8(req.name, 255),
+        version: req.version,
+        labels,
+        ephemeral: req.ephemeral,
+      });
+      return { runner: toProtoRunner(runner, token) };
+    },
+
+    async declare(req, ctx) {
+      const runner = await protocol.declare(runnerOf(ctx), req.version, req.labels);
+      return { runner: toProtoRunner(runner) };
+    },
+
+    async fetchTask(req, ctx) {
+      const result = await protocol.fetchTasks(runnerOf(ctx), {
+        tasksVersion: toNumber(req.tasksVersion),
+        ...(req.taskCapacity !== undefined ? { capacity: toNumber(req.taskCapacity) } : {}),
+        requestKey: requestKeyOf(ctx),
+        signal: ctx.signal,
+        maxWaitMs: maxWaitOf(ctx),
+      });
+      const [first, ...rest] = result.tasks.map(toProtoTask);
+      return { task: first, additionalTasks: rest, tasksVersion: BigInt(result.tasksVersion) };
+    },
+
+    async fetchSingleTask(req, ctx) {
+      const handle = req.handle === undefined || req.handle === '' ? undefined : req.handle;
+      const result = await protocol.fetchTasks(runnerOf(ctx), {
+        tasksVersion: toNumber(req.tasksVersion),
+        capacity: 1,
+        handle,
+        requestKey: requestKeyOf(ctx),
+        signal: ctx.signal,
+        maxWaitMs: maxWaitOf(ctx),
+      });
+      const task = result.tasks[0];
+      return { task: task === undefined ? undefined : toProtoTask(task), tasksVersion: BigInt(result.tasksVersion) };
+    },
+
+    async updateTask(req, ctx) {
+      const state = fromProtoTaskState(req.state);
+      const result = await services.taskReports.updateTask(runnerOf(ctx), state, req.outputs);
+      return { state: { id: BigInt(state.id), result: result.result as Result }, sentOutputs: result.sentOutputs };
+    },
+
+    async updateLog(req, ctx) {
+      const result = await services.taskReports.updateLog(runnerOf(ctx), fromProtoLogRequest(req));
+      return { ackIndex: BigInt(result.ackIndex) };
+    },
+  };
+}
+
+export async function runnerRpcRoutes(app: FastifyInstance, services: Services): Promise<void> {
+  // Connect reads the bodies itself: drop the API's parsers (JSON, forms, the
+  // 415 catch-all) in this context only, so the plugin can register its own.
+  app.removeAllContentTypeParsers();
+  // A closing server ends the long polls at once instead of holding shutdown for their bound.
+  app.addHook('preClose', async () => services.runnerProtocol.interruptWaits());
+  const log = app.log;
+  await app.register(fastifyConnectPlugin, {
+    compressMinBytes: 1024,
+    readMaxBytes: MAX_REQUEST_BYTES,
+    // The first interceptor is the outermost: every failure, authentication's included, is mapped once.
+    interceptors: [
+      (next) => async (req) => {
+        try {
+          return await next(req);
+        } catch (error) {
+          throw toConnectError(error, log, req.method.name);
+        }
+      },
+      runnerAuthInterceptor(services.runnerProtocol),
+    ],
+    routes: (router: ConnectRouter) => {
+      router.service(PingService, { ping: (req) => ({ data: `Hello, ${req.data}!` }) });
+      router.service(RunnerService, runnerService(services));
+    },
+  });
+}

@@ -1,0 +1,167 @@
+// Runners, their registration tokens, and the per-scope tasks version.
+import type { Selectable } from 'kysely';
+import { sql } from 'kysely';
+import type { Queryable } from './database.ts';
+import type { ActionRunnerTable } from './tables.ts';
+
+/** (0, 0) global; (owner, 0) a user or organization; (0, repo) a repository. */
+export interface RunnerScope {
+  ownerId: number;
+  repoId: number;
+}
+
+export interface Runner {
+  id: number;
+  uuid: string;
+  name: string;
+  version: string;
+  ownerId: number;
+  repoId: number;
+  description: string;
+  tokenHash: string;
+  tokenLastEight: string;
+  /** null until the runner declared labels. */
+  labels: string[] | null;
+  ephemeral: boolean;
+  lastOnline: number;
+  lastActive: number;
+  created: number;
+  updated: number;
+}
+
+export function runnerFromRow(row: Selectable<ActionRunnerTable>): Runner {
+  let labels: string[] | null = null;
+  if (row.agent_labels !== null) {
+    const parsed: unknown = JSON.parse(row.agent_labels);
+    labels = Array.isArray(parsed) ? parsed.map(String) : [];
+  }
+  return {
+    id: row.id,
+    uuid: row.uuid,
+    name: row.name,
+    version: row.version,
+    ownerId: row.owner_id,
+    repoId: row.repo_id,
+    description: row.description,
+    tokenHash: row.token_hash,
+    tokenLastEight: row.token_last_eight,
+    labels,
+    ephemeral: row.ephemeral === 1,
+    lastOnline: row.last_online,
+    lastActive: row.last_active,
+    created: row.created,
+    updated: row.updated,
+  };
+}
+
+export interface NewRunner {
+  uuid: string;
+  name: string;
+  scope: RunnerScope;
+  description?: string;
+  version?: string;
+  labels?: readonly string[] | null;
+  ephemeral: boolean;
+  tokenHash: string;
+  tokenLastEight: string;
+}
+
+export async function insertRunner(db: Queryable, runner: NewRunner, now: number): Promise<Runner> {
+  const row = await db
+    .insertInto('action_runner')
+    .values({
+      uuid: runner.uuid,
+      name: runner.name,
+      version: runner.version ?? '',
+      owner_id: runner.scope.ownerId,
+      repo_id: runner.scope.repoId,
+      description: runner.description ?? '',
+      token_hash: runner.tokenHash,
+      token_last_eight: runner.tokenLastEight,
+      agent_labels: runner.labels === undefined || runner.labels === null ? null : JSON.stringify(runner.labels),
+      ephemeral: runner.ephemeral ? 1 : 0,
+      created: now,
+      updated: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return runnerFromRow(row);
+}
+
+export async function findRunnerByUuid(db: Queryable, uuid: string): Promise<Runner | null> {
+  const row = await db.selectFrom('action_runner').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+  return row ? runnerFromRow(row) : null;
+}
+
+export async function findRunnerById(db: Queryable, id: number): Promise<Runner | null> {
+  const row = await db.selectFrom('action_runner').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? runnerFromRow(row) : null;
+}
+
+/** Declare: the runner's labels and version as it starts. */
+export async function updateRunnerDeclaration(db: Queryable, id: number, version: string, labels: readonly string[], now: number): Promise<Runner> {
+  const row = await db
+    .updateTable('action_runner')
+    .set({ version, agent_labels: JSON.stringify(labels), updated: now })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return runnerFromRow(row);
+}
+
+/** Liveness: every authenticated call is `online`; reports (UpdateTask/UpdateLog) are also `active`. */
+export async function touchRunner(db: Queryable, id: number, now: number, active: boolean): Promise<void> {
+  await db
+    .updateTable('action_runner')
+    .set(active ? { last_online: now, last_active: now } : { last_online: now })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function deleteRunner(db: Queryable, id: number): Promise<boolean> {
+  const result = await db.deleteFrom('action_runner').where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/**
+ * The tasks version of one scope, created at 1 when missing: runners compare
+ * it with the version they saw last and skip the job search when equal. Never 0,
+ * which act_runner reads as "old server, always search".
+ */
+export async function tasksVersion(db: Queryable, scope: RunnerScope, now: number): Promise<number> {
+  const version = await readTasksVersion(db, scope);
+  return version !== 0 ? version : bumpTasksVersion(db, scope, now);
+}
+
+/** The scope's tasks version without creating it (0 when missing): the long poll reads it often. */
+export async function readTasksVersion(db: Queryable, scope: RunnerScope): Promise<number> {
+  const row = await db
+    .selectFrom('action_tasks_version')
+    .select('version')
+    .where('owner_id', '=', scope.ownerId)
+    .where('repo_id', '=', scope.repoId)
+    .executeTakeFirst();
+  return row === undefined ? 0 : Number(row.version);
+}
+
+/** A job of `scope` became waiting: the scope's version moves on. */
+export async function bumpTasksVersion(db: Queryable, scope: RunnerScope, now: number): Promise<number> {
+  const row = await db
+    .insertInto('action_tasks_version')
+    .values({ owner_id: scope.ownerId, repo_id: scope.repoId, version: 1, created: now, updated: now })
+    .onConflict((oc) => oc.columns(['owner_id', 'repo_id']).doUpdateSet({ version: sql<number>`action_tasks_version.version + 1`, updated: now }))
+    .returning('version')
+    .executeTakeFirstOrThrow();
+  return Number(row.version);
+}
+
+/** Every scope whose runners might take a new waiting job of this repository: global, owner, repository. */
+export async function bumpTasksVersionsForRepo(db: Queryable, ownerId: number, repoId: number, now: number): Promise<void> {
+  for (const scope of [
+    { ownerId: 0, repoId: 0 },
+    { ownerId, repoId: 0 },
+    { ownerId: 0, repoId },
+  ]) {
+    await bumpTasksVersion(db, scope, now);
+  }
+}

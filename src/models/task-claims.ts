@@ -1,0 +1,237 @@
+// Claiming waiting jobs for runners: the queries behind FetchTask. Several
+// Gantry processes may share one PostgreSQL database, so nothing here trusts a
+// value it read earlier: the conditional UPDATE of the job row (task_id = 0 AND
+// status = waiting) decides who gets a job, and on PostgreSQL candidates are
+// locked with FOR UPDATE SKIP LOCKED so that racing runners spread over the
+// queue instead of queueing behind one row (graphile-worker's pattern).
+// Forgejo: models/actions/task.go (CreateTaskForRunner).
+import { sql } from 'kysely';
+import { ActionStatus } from '../modules/actions-status.ts';
+import { jobFromRow } from './action-runs.ts';
+import type { ActionRunJob } from './action-runs.ts';
+import { isPostgres } from './database.ts';
+import type { Queryable } from './database.ts';
+import type { RunnerScope } from './runners.ts';
+
+
+/** A waiting, unassigned job as the candidate scan sees it (not locked). */
+export interface ClaimCandidate {
+  id: number;
+  runsOn: string[];
+}
+
+function parseLabels(json: string): string[] {
+  const value: unknown = JSON.parse(json);
+  return Array.isArray(value) ? value.map(String) : [];
+}
+
+/**
+ * Serialises the claims of one runner (an ephemeral runner polling twice at
+ * once still gets one task) with the runner's row lock on PostgreSQL. On
+ * SQLite a no-op write takes the database write lock first, so the claim's
+ * reads see the newest data and no other process interleaves (a deferred
+ * transaction that read first could fail with SQLITE_BUSY when it later
+ * writes). False when the runner is gone.
+ */
+export async function lockRunnerForClaim(tx: Queryable, runnerId: number): Promise<boolean> {
+  if (isPostgres(tx)) {
+    const row = await tx.selectFrom('action_runner').select('id').where('id', '=', runnerId).forUpdate().executeTakeFirst();
+    return row !== undefined;
+  }
+  const result = await tx
+    .updateTable('action_runner')
+    .set({ updated: sql<number>`updated` })
+    .where('id', '=', runnerId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Whether the runner was ever given a task (an ephemeral runner gets one at most). */
+export async function runnerHasAnyTask(db: Queryable, runnerId: number): Promise<boolean> {
+  const row = await db.selectFrom('action_task').select('id').where('runner_id', '=', runnerId).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * One page of waiting, unassigned jobs in `scope`, oldest first, after job id
+ * `afterId`. A repository runner sees its repository, an owner runner the
+ * repositories of its owner, a global runner everything. `handle` narrows the
+ * scan to one job (Forgejo's FetchSingleTask).
+ */
+export async function waitingJobsPage(db: Queryable, scope: RunnerScope, afterId: number, limit: number, handle?: string): Promise<ClaimCandidate[]> {
+  let query = db
+    .selectFrom('action_run_job')
+    .select(['id', 'runs_on'])
+    .where('status', '=', ActionStatus.waiting)
+    .where('task_id', '=', 0)
+    .where('id', '>', afterId);
+  if (scope.repoId !== 0) query = query.where('repo_id', '=', scope.repoId);
+  else if (scope.ownerId !== 0) query = query.where('owner_id', '=', scope.ownerId);
+  if (handle !== undefined) query = query.where('handle', '=', handle);
+  const rows = await query.orderBy('id').limit(limit).execute();
+  return rows.map((row) => ({ id: row.id, runsOn: parseLabels(row.runs_on) }));
+}
+
+/**
+ * The oldest of `ids` still waiting and unassigned, locked for this
+ * transaction on PostgreSQL. Rows another transaction holds are skipped, not
+ * waited for: that transaction is claiming them.
+ */
+export async function lockFirstClaimable(tx: Queryable, ids: readonly number[]): Promise<ActionRunJob | null> {
+  if (ids.length === 0) return null;
+  const query = tx
+    .selectFrom('action_run_job')
+    .selectAll()
+    .where('id', 'in', [...ids])
+    .where('status', '=', ActionStatus.waiting)
+    .where('task_id', '=', 0)
+    .orderBy('id')
+    .limit(1);
+  const row = await (isPostgres(tx) ? query.forUpdate().skipLocked() : query).executeTakeFirst();
+  return row === undefined ? null : jobFromRow(row);
+}
+
+export interface NewTaskToken {
+  hash: string;
+  lastEight: string;
+}
+
+export interface ClaimedJob {
+  taskId: number;
+  /** The job as it is after the claim: running, attempt counted, task_id set. */
+  job: ActionRunJob;
+}
+
+/**
+ * Gives `job` to the runner: inserts the task (running, with the token's
+ * digest), then moves the job to running only if it is still waiting and
+ * unassigned. When that conditional update changes nothing another runner won,
+ * the task row is removed again and null is returned. Call inside the claim's
+ * transaction.
+ */
+export async function claimJob(tx: Queryable, job: ActionRunJob, runnerId: number, token: NewTaskToken, now: number): Promise<ClaimedJob | null> {
+  const task = await tx
+    .insertInto('action_task')
+    .values({
+      job_id: job.id,
+      attempt: job.attempt + 1,
+      runner_id: runnerId,
+      status: ActionStatus.running,
+      started: now,
+      repo_id: job.repoId,
+      owner_id: job.ownerId,
+      commit_sha: job.commitSha,
+      is_fork_pull_request: 0,
+      token_hash: token.hash,
+      token_last_eight: token.lastEight,
+      created: now,
+      updated: now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const updated = await tx
+    .updateTable('action_run_job')
+    .set({
+      task_id: task.id,
+      status: ActionStatus.running,
+      attempt: sql<number>`attempt + 1`,
+      started: now,
+      updated: now,
+    })
+    .where('id', '=', job.id)
+    .where('task_id', '=', 0)
+    .where('status', '=', ActionStatus.waiting)
+    .returningAll()
+    .executeTakeFirst();
+  if (updated === undefined) {
+    await tx.deleteFrom('action_task').where('id', '=', task.id).execute();
+    return null;
+  }
+  // The fork flag lives on the job; copy it now that the row is ours.
+  if (updated.is_fork_pull_request !== 0) {
+    await tx.updateTable('action_task').set({ is_fork_pull_request: updated.is_fork_pull_request }).where('id', '=', task.id).execute();
+  }
+  return { taskId: task.id, job: jobFromRow(updated) };
+}
+
+/** One row per step of the job, in order, all waiting. */
+export async function insertTaskSteps(tx: Queryable, taskId: number, repoId: number, names: readonly string[], now: number): Promise<void> {
+  if (names.length === 0) return;
+  await tx
+    .insertInto('action_task_step')
+    .values(names.map((name, index) => ({ task_id: taskId, name, step_index: index, repo_id: repoId, status: ActionStatus.waiting, created: now, updated: now })))
+    .execute();
+}
+
+/**
+ * Undoes a claim whose answer never reached the runner: the job waits again
+ * for the next runner (it keeps its attempt count, as a retried attempt). Only
+ * while the task is still running and still the job's; true when undone.
+ */
+export async function releaseClaim(tx: Queryable, taskId: number, jobId: number, now: number): Promise<boolean> {
+  const job = await tx
+    .updateTable('action_run_job')
+    .set({ task_id: 0, status: ActionStatus.waiting, started: 0, updated: now })
+    .where('id', '=', jobId)
+    .where('task_id', '=', taskId)
+    .where('status', '=', ActionStatus.running)
+    .executeTakeFirst();
+  if (Number(job.numUpdatedRows) === 0) return false;
+  await tx.deleteFrom('action_task_step').where('task_id', '=', taskId).execute();
+  await tx.deleteFrom('action_task_output').where('task_id', '=', taskId).execute();
+  await tx.deleteFrom('action_task').where('id', '=', taskId).execute();
+  return true;
+}
+
+/** A task as FetchTask needs it to answer again (request-key recovery). */
+export interface ClaimedTaskRow {
+  id: number;
+  jobId: number;
+  runnerId: number;
+  status: number;
+}
+
+export async function findTaskForRunner(db: Queryable, taskId: number, runnerId: number): Promise<ClaimedTaskRow | null> {
+  const row = await db
+    .selectFrom('action_task')
+    .select(['id', 'job_id', 'runner_id', 'status'])
+    .where('id', '=', taskId)
+    .where('runner_id', '=', runnerId)
+    .executeTakeFirst();
+  return row === undefined ? null : { id: row.id, jobId: row.job_id, runnerId: row.runner_id, status: row.status };
+}
+
+/** A recovered task gets a new token: only the digest of the old one was kept. */
+export async function replaceTaskToken(db: Queryable, taskId: number, token: NewTaskToken, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('action_task')
+    .set({ token_hash: token.hash, token_last_eight: token.lastEight, updated: now })
+    .where('id', '=', taskId)
+    .where('status', '=', ActionStatus.running)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function findJobById(db: Queryable, jobId: number): Promise<ActionRunJob | null> {
+  const row = await db.selectFrom('action_run_job').selectAll().where('id', '=', jobId).executeTakeFirst();
+  return row === undefined ? null : jobFromRow(row);
+}
+
+/** The outputs each task stored, keyed by task id. */
+export async function outputsOfTasks(db: Queryable, taskIds: readonly number[]): Promise<Map<number, Map<string, string>>> {
+  const outputs = new Map<number, Map<string, string>>();
+  if (taskIds.length === 0) return outputs;
+  const rows = await db
+    .selectFrom('action_task_output')
+    .select(['task_id', 'output_key', 'output_value'])
+    .where('task_id', 'in', [...taskIds])
+    .orderBy('id')
+    .execute();
+  for (const row of rows) {
+    let map = outputs.get(row.task_id);
+    if (map === undefined) outputs.set(row.task_id, (map = new Map()));
+    map.set(row.output_key, row.output_value);
+  }
+  return outputs;
+}
+

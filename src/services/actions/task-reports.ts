@@ -1,0 +1,322 @@
+// What a runner reports while it runs a task: its state (UpdateTask — the
+// heartbeat, step progress, outputs, the final result) and its log lines
+// (UpdateLog, with Forgejo's ack-index protocol). Matches Forgejo's
+// routers/api/actions/runner/runner.go and models/actions/task.go
+// UpdateTaskByState; the log layout and durability rules are in task-logs.ts.
+import { lockRun } from '../../models/action-runs.ts';
+import path from 'node:path';
+import { ActionStatus, isDone } from '../../modules/actions-status.ts';
+import type { Clock } from '../../modules/clock.ts';
+import { AppError } from '../../modules/errors.ts';
+import type { Db, Queryable } from '../../models/database.ts';
+import type { Runner } from '../../models/runners.ts';
+import {
+  closeUnfinishedSteps,
+  commitLogAppend,
+  commitLogArchive,
+  deleteEphemeralRunner,
+  findReportedTask,
+  findTaskJob,
+  finishJobOfTask,
+  finishTask,
+  insertTaskOutputs,
+  listTaskOutputKeys,
+  listTaskSteps,
+  takeWriteLock,
+  touchTask,
+  updateTaskStep,
+} from '../../models/task-reports.ts';
+import type { ReportedTask, TaskJobRef } from '../../models/task-reports.ts';
+import type { RunProgress } from './run-progress.ts';
+import { plainLogName, TaskLogStore } from './task-logs.ts';
+import type { LogRow, ReadLogOptions } from './task-logs.ts';
+
+export type { LogRow, ReadLogOptions } from './task-logs.ts';
+
+/** StepState; `id` is the step's 0-based index. Times are Unix seconds (absent or 0 = not reported). */
+export interface StepReport {
+  id: number;
+  result: number;
+  startedAt?: number;
+  stoppedAt?: number;
+  logIndex: number;
+  logLength: number;
+}
+
+/** TaskState as the runner sends it. `result` 0 = still running (a heartbeat). */
+export interface TaskStateReport {
+  id: number;
+  result: number;
+  startedAt?: number;
+  stoppedAt?: number;
+  steps: StepReport[];
+}
+
+export interface TaskStateAnswer {
+  /** The server's view as a Result: 0 while running, CANCELLED (3) when stopped server-side. */
+  result: number;
+  /** Every output key stored for the task so far, not only this call's. */
+  sentOutputs: string[];
+}
+
+export interface LogReport {
+  taskId: number;
+  /** Absolute index of rows[0]. */
+  index: number;
+  rows: LogRow[];
+  noMore: boolean;
+}
+
+// Forgejo's limits (runner.go UpdateTask): larger outputs are ignored, not refused.
+const MAX_OUTPUT_KEY_BYTES = 255;
+const MAX_OUTPUT_VALUE_BYTES = 1024 * 1024;
+// Concurrent appends to one task's log (a retried request overlapping the
+// original) lose a conditional update at most a few times in a row.
+const MAX_LOG_ATTEMPTS = 5;
+
+function isResult(value: number): boolean {
+  return Number.isInteger(value) && value >= ActionStatus.unknown && value <= ActionStatus.skipped;
+}
+
+/** A stored status as a Result: the done statuses share their numbers; anything else is UNSPECIFIED. */
+function asResult(status: number): number {
+  return isDone(status) ? status : ActionStatus.unknown;
+}
+
+function isMissing(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'ENOENT';
+}
+
+function reported(time: number | undefined): boolean {
+  return time !== undefined && time > 0;
+}
+
+/** Outputs within Forgejo's limits; PostgreSQL text cannot hold NUL, so those are ignored too. */
+function acceptedOutputs(outputs: Record<string, string>): Array<[string, string]> {
+  return Object.entries(outputs).filter(
+    ([key, value]) =>
+      Buffer.byteLength(key, 'utf8') <= MAX_OUTPUT_KEY_BYTES &&
+      Buffer.byteLength(value, 'utf8') <= MAX_OUTPUT_VALUE_BYTES &&
+      !key.includes('\0') &&
+      !value.includes('\0'),
+  );
+}
+
+/**
+ * The status the server imposes on a running task, or null when it has none:
+ * the job was finished without it (cancelled), or the job is gone or belongs
+ * to another attempt now.
+ */
+function imposedStatus(task: ReportedTask, job: TaskJobRef | undefined): number | null {
+  if (job === undefined || job.taskId !== task.id) return ActionStatus.cancelled;
+  return isDone(job.status) ? job.status : null;
+}
+
+export class TaskReportService {
+  readonly logs: TaskLogStore;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    readonly runProgress: RunProgress,
+    dataDir: string,
+  ) {
+    this.logs = new TaskLogStore(path.join(dataDir, 'actions_log'));
+  }
+
+  /**
+   * UpdateTask. result 0: a heartbeat with step progress and outputs. Any
+   * other result finishes the task, its unfinished steps and its job in one
+   * transaction with the run's progress (dependants unblocked or skipped,
+   * run status), and removes an ephemeral runner. A task already done
+   * changes nothing. The answer is the server's view, so a job cancelled
+   * server-side answers CANCELLED: the runner's only stop signal.
+   */
+  async updateTask(runner: Runner, state: TaskStateReport, outputs: Record<string, string>): Promise<TaskStateAnswer> {
+    if (!isResult(state.result)) throw AppError.invalid(`unknown result ${state.result}`);
+    for (const step of state.steps) {
+      if (!Number.isInteger(step.id) || !isResult(step.result)) throw AppError.invalid(`invalid state of step ${step.id}`);
+      if (!Number.isInteger(step.logIndex) || !Number.isInteger(step.logLength) || step.logIndex < 0 || step.logLength < 0) {
+        throw AppError.invalid(`invalid log range of step ${step.id}`);
+      }
+    }
+    const accepted = acceptedOutputs(outputs);
+    return this.db.transaction().execute(async (tx) => {
+      await takeWriteLock(tx);
+      const now = this.clock.nowSec();
+      let task = await this.ownTask(tx, runner, state.id);
+      if (isDone(task.status)) return this.answer(tx, runner, task.id);
+      let job = await findTaskJob(tx, task.jobId);
+
+      if (state.result !== ActionStatus.unknown || imposedStatus(task, job) !== null) {
+        if (job !== undefined) {
+          // Run first, then task, job, run again: the order every writer of a run's jobs takes.
+          await lockRun(tx, job.runId);
+          task = await this.ownTask(tx, runner, state.id);
+          if (isDone(task.status)) return this.answer(tx, runner, task.id);
+          job = await findTaskJob(tx, task.jobId);
+        }
+        const imposed = imposedStatus(task, job);
+        if (imposed !== null || state.result !== ActionStatus.unknown) {
+          const status = imposed ?? state.result;
+          if (!(await finishTask(tx, task.id, status, now))) return this.answer(tx, runner, task.id);
+          await this.applySteps(tx, task.id, state.steps, now);
+          await closeUnfinishedSteps(tx, task.id, status, now);
+          await insertTaskOutputs(tx, task.id, accepted);
+          // An imposed status came from whoever finished the job; they settled the run.
+          if (imposed === null && job !== undefined && (await finishJobOfTask(tx, job.id, task.id, status, now))) {
+            await this.runProgress.settle(tx, job.runId);
+          }
+          return this.answer(tx, runner, task.id);
+        }
+      }
+
+      if (!(await touchTask(tx, task.id, now))) return this.answer(tx, runner, task.id);
+      await this.applySteps(tx, task.id, state.steps, now);
+      await insertTaskOutputs(tx, task.id, accepted);
+      return this.answer(tx, runner, task.id);
+    });
+  }
+
+  /**
+   * UpdateLog, Forgejo's ack-index protocol: the ack is the number of lines
+   * stored. Nothing new (no rows, a gap, or only lines already stored) →
+   * the ack unchanged; otherwise the unstored tail is appended. `noMore`
+   * archives the log; new lines after that are refused (conflict →
+   * already_exists), while a repeated `noMore` just gets the ack.
+   */
+  async updateLog(runner: Runner, req: LogReport): Promise<{ ackIndex: number }> {
+    if (!Number.isInteger(req.index) || req.index < 0) throw AppError.invalid(`invalid log index ${req.index}`);
+    let task: ReportedTask | undefined;
+    for (let attempt = 0; attempt < MAX_LOG_ATTEMPTS; attempt += 1) {
+      task = await this.ownTask(this.db, runner, req.taskId);
+      const ack = task.logLength;
+      if (req.rows.length > 0 && req.index <= ack && req.index + req.rows.length > ack) {
+        if (task.logInStorage) throw AppError.conflict('log file has been archived');
+        const rows = req.rows.slice(ack - req.index);
+        const filename = task.logFilename !== '' ? task.logFilename : plainLogName(task.repoId, task.id);
+        const bytes = await this.logs.append(filename, task.logSize, rows);
+        const next = { length: ack + rows.length, size: task.logSize + bytes };
+        if (!(await commitLogAppend(this.db, task.id, { length: ack, size: task.logSize }, next, filename))) {
+          // Archived meanwhile: the write above may have re-created the plain file.
+          if ((await findReportedTask(this.db, task.id))?.logInStorage) await this.logs.removePlain(filename);
+          continue;
+        }
+        task = { ...task, logFilename: filename, logLength: next.length, logSize: next.size };
+      }
+      // A gap means the runner holds lines this server lost: never archive without them.
+      if (req.noMore && !task.logInStorage && req.index <= ack) {
+        if (!(await this.archiveLog(task))) continue;
+      }
+      return { ackIndex: task.logLength };
+    }
+    // Still racing another writer: answer what is committed; the runner resends the rest.
+    task = await this.ownTask(this.db, runner, req.taskId);
+    return { ackIndex: task.logLength };
+  }
+
+  /** Archives a task's log if it is not yet (housekeeping, after a task is stopped). True if this call archived it. */
+  async finaliseLog(taskId: number): Promise<boolean> {
+    for (let attempt = 0; attempt < MAX_LOG_ATTEMPTS; attempt += 1) {
+      const task = await findReportedTask(this.db, taskId);
+      if (task === undefined || task.logInStorage) return false;
+      if (await this.archiveLog(task)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * A task's log lines (without their newline), streamed from the running
+   * log (up to its committed size) or the archive alike; nothing is opened
+   * until iteration starts, and breaking out of it closes the file.
+   */
+  async *readLog(taskId: number, options: ReadLogOptions = {}): AsyncGenerator<string> {
+    for (let attempt = 0; ; attempt += 1) {
+      const task = await findReportedTask(this.db, taskId);
+      if (task === undefined) throw AppError.notFoundMessage('task not found');
+      let stream;
+      try {
+        stream = await this.logs.open({ filename: task.logFilename, inStorage: task.logInStorage, size: task.logSize });
+      } catch (error) {
+        // Archived (and the plain file removed) between the read and the open.
+        if (isMissing(error) && attempt < MAX_LOG_ATTEMPTS) continue;
+        throw error;
+      }
+      yield* this.logs.lines(stream, options);
+      return;
+    }
+  }
+
+  /** readLog, but an unknown task fails here (before a response starts) rather than on the first line. */
+  async openLog(taskId: number, options: ReadLogOptions = {}): Promise<AsyncIterable<string>> {
+    if ((await findReportedTask(this.db, taskId)) === undefined) throw AppError.notFoundMessage('task not found');
+    return this.readLog(taskId, options);
+  }
+
+  private async ownTask(db: Queryable, runner: Runner, taskId: number): Promise<ReportedTask> {
+    const task = Number.isSafeInteger(taskId) && taskId > 0 ? await findReportedTask(db, taskId) : undefined;
+    if (task === undefined) throw AppError.notFoundMessage('task not found');
+    if (task.runnerId !== runner.id) throw AppError.forbidden('invalid runner for task');
+    return task;
+  }
+
+  /** The server's view of the task; an ephemeral runner whose task is done is removed. */
+  private async answer(tx: Queryable, runner: Runner, taskId: number): Promise<TaskStateAnswer> {
+    const task = await findReportedTask(tx, taskId);
+    const status = task?.status ?? ActionStatus.cancelled;
+    if (isDone(status) && runner.ephemeral) await deleteEphemeralRunner(tx, runner.id);
+    return { result: asResult(status), sentOutputs: await listTaskOutputKeys(tx, taskId) };
+  }
+
+  /**
+   * Steps matched by index: the log range is copied; an unfinished step
+   * takes the reported result, or becomes running once it reports a start.
+   * Times are the server's clock (runner clocks drift), as newer Forgejo.
+   */
+  private async applySteps(tx: Queryable, taskId: number, reports: readonly StepReport[], now: number): Promise<void> {
+    if (reports.length === 0) return;
+    const steps = new Map((await listTaskSteps(tx, taskId)).map((step) => [step.index, step]));
+    for (const report of reports) {
+      const step = steps.get(report.id);
+      if (step === undefined) continue;
+      const next = { ...step, logIndex: report.logIndex, logLength: report.logLength };
+      if (!isDone(step.status)) {
+        if (report.result !== ActionStatus.unknown) {
+          next.status = report.result;
+          next.started = step.started === 0 ? now : step.started;
+          next.stopped = now;
+        } else if (reported(report.startedAt)) {
+          next.status = ActionStatus.running;
+          next.started = step.started === 0 ? now : step.started;
+        }
+      }
+      const changed =
+        next.status !== step.status ||
+        next.started !== step.started ||
+        next.stopped !== step.stopped ||
+        next.logIndex !== step.logIndex ||
+        next.logLength !== step.logLength;
+      if (changed) await updateTaskStep(tx, next, now);
+    }
+  }
+
+  /**
+   * Compresses the committed lines and records the archive, unless the log
+   * moved on or was archived meanwhile (false: re-read and retry). The
+   * plain file goes only once the archive is committed.
+   */
+  private async archiveLog(task: ReportedTask): Promise<boolean> {
+    const plainName = task.logFilename !== '' ? task.logFilename : plainLogName(task.repoId, task.id);
+    let archivedName: string;
+    try {
+      archivedName = await this.logs.archive(plainName, task.logSize);
+    } catch (error) {
+      // Another process archived it and removed the plain file first.
+      if (isMissing(error)) return false;
+      throw error;
+    }
+    if (!(await commitLogArchive(this.db, task.id, task.logLength, archivedName))) return false;
+    await this.logs.removePlain(plainName);
+    return true;
+  }
+}

@@ -4,5 +4,6 @@ import type { Scenario } from '../lib/scenario.ts';
 import { actionsRuns } from './actions-runs.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
 import { repoActionsData } from './repo-actions-data.ts';
+import { runners } from './runners.ts';
 
-export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns];
+export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners];

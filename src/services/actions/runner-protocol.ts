@@ -337,10 +337,17 @@ export class RunnerProtocolService {
       }
       const scope = scopeOf(runner);
       let latest = await tasksVersion(this.db, scope, this.clock.nowSec());
-      if (request.tasksVersion === latest && key === null) return { tasks: [], tasksVersion: latest };
       const capacity = Math.min(Math.max(Math.trunc(request.capacity ?? 1), 1), MAX_TASKS_PER_FETCH);
       // Real time, not the injectable clock: this bounds how long a request is held.
       const deadline = Date.now() + Math.min(this.longPollMs, request.maxWaitMs ?? Infinity);
+      if (request.tasksVersion === latest && key === null) {
+        // Nothing changed since the runner last looked, so there is nothing to
+        // search for yet: hold the request until a job appears or the bound
+        // passes (Forgejo answers at once and the runner polls again later).
+        const next = await this.watch.waitForChange(scope, latest, deadline - Date.now(), request.signal);
+        if (next === null) return { tasks: [], tasksVersion: latest };
+        latest = next;
+      }
       for (;;) {
         const tasks = await this.claimTasks(runner, capacity, request, key);
         if (tasks.length > 0) return { tasks, tasksVersion: latest };
@@ -361,6 +368,9 @@ export class RunnerProtocolService {
   }
 
   private async claimTasks(runner: Runner, capacity: number, request: FetchTasksRequest, key: string | null): Promise<TaskPayload[]> {
+    // A runner that already gave up (its fetch timed out while the server was
+    // busy) must not be handed work: let pending socket events land first.
+    if (await this.clientGone(request, key)) return [];
     const claims: Claim[] = [];
     while (claims.length < capacity) {
       const claim = await this.claimOne(runner, request.handle);
@@ -380,11 +390,22 @@ export class RunnerProtocolService {
     // The runner hung up while we claimed: without a request key it will
     // never ask for these again, so the jobs go back to the queue (Forgejo
     // main does the same).
-    if (request.signal?.aborted && key === null) {
+    if (await this.clientGone(request, key)) {
       await this.release(claims);
       return [];
     }
     return tasks;
+  }
+
+  /**
+   * True when the runner hung up and, having no request key, will never ask
+   * for what we claim. Yields to the event loop first: on a busy server the
+   * close of the connection may still be waiting behind our own work.
+   */
+  private async clientGone(request: FetchTasksRequest, key: string | null): Promise<boolean> {
+    if (key !== null || request.signal === undefined) return false;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return request.signal.aborted;
   }
 
   /** One claim in its own transaction; null when nothing in scope matches the runner's labels. */

@@ -1,0 +1,445 @@
+// The runner protocol under load, three figures (no targets were set):
+// 1. Jobs assigned per second: 100 runner clients loop FetchTask → UpdateTask
+//    (success) while 2,000 jobs are queued (20 dispatches of a 100-leg
+//    matrix); from the first fetch to the 2,000th reported success.
+// 2. Dispatch-to-runner latency: POST …/dispatches (204) of a one-job
+//    workflow, one at a time, until one of 10 idle long-polling runners holds
+//    the task; p50 and p99, against the dispatch call's own round trip.
+// 3. Idle CPU of 1,000 long-polling runners with no work: this process's
+//    CPU (Gantry and the clients share it) over whole 3 s poll cycles, against
+//    the same client loops polling a bare node:http server that holds every
+//    request 3 s, as Gantry's long poll does. PostgreSQL's own processes are
+//    not in this figure.
+// Latency (2) runs from sending the POST to the runner holding the task, so
+// it includes the dispatch call itself, whose own round trip is the baseline.
+//
+// The clients are test/support/runner-client.ts (Connect over HTTP/1.1,
+// binary). A "long-polling" client sends tasks_version 0 on every FetchTask:
+// Gantry (like Forgejo) answers a runner that sends the current version at
+// once, and holds only a call whose version is stale (actions-runtime.md §1.9).
+// GANTRY_BENCH_RUNNER_JOBS changes the queued job count (default 2,000).
+import { setMaxListeners } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { FetchTaskResponseSchema, Result } from '../../src/gen/runner/v1/messages_pb.ts';
+import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
+import type { User } from '../../src/models/users.ts';
+import { ActionStatus } from '../../src/modules/actions-status.ts';
+import { createRunnerClient, registerRunner } from '../../test/support/runner-client.ts';
+import type { RunnerClient } from '../../test/support/runner-client.ts';
+import { createWorkDir, remoteUrl } from '../../test/support/workdir.ts';
+import { startGantryServer } from '../lib/gantry-server.ts';
+import type { GantryServer } from '../lib/gantry-server.ts';
+import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
+
+const DEFAULT_JOBS = 2_000;
+const MATRIX_LEGS = 100;
+const SWARM_RUNNERS = 100;
+const LATENCY_RUNNERS = 10;
+const LATENCY_DISPATCHES = 200;
+const LATENCY_WARMUP = 10;
+const IDLE_RUNNERS = 1_000;
+/** Gantry's FETCH_LONG_POLL_MS: the bare server holds requests as long. */
+const HOLD_MS = 3_000;
+const MIN_IDLE_WINDOW_SEC = 10;
+const REGISTER_CHUNK = 50;
+const TASK_WAIT_MS = 15_000;
+
+function queuedJobs(): number {
+  const raw = process.env.GANTRY_BENCH_RUNNER_JOBS?.trim();
+  if (!raw) return DEFAULT_JOBS;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < MATRIX_LEGS || value % MATRIX_LEGS !== 0) {
+    throw new Error(`GANTRY_BENCH_RUNNER_JOBS must be a multiple of ${MATRIX_LEGS}, got "${raw}"`);
+  }
+  return value;
+}
+
+function matrixWorkflow(label: string, legs: number): string {
+  const values = Array.from({ length: legs }, (_, i) => i).join(', ');
+  return `on: workflow_dispatch
+jobs:
+  leg:
+    runs-on: ${label}
+    strategy:
+      matrix:
+        n: [${values}]
+    steps:
+      - run: echo \${{ matrix.n }}
+`;
+}
+
+const PING_WORKFLOW = `on: workflow_dispatch
+jobs:
+  ping:
+    runs-on: latency
+    steps:
+      - run: echo pong
+`;
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index] as number;
+}
+
+function sortedCopy(values: readonly number[]): number[] {
+  return [...values].sort((a, b) => a - b);
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof ConnectError && error.code === Code.Canceled;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+interface LoopStats {
+  polls: number;
+  /** Fetches answered without a task. */
+  empty: number;
+  errors: number;
+  firstError: unknown;
+}
+
+/**
+ * A runner's poll loop: FetchTask with version 0 (held by the server when
+ * there is no work), and for each task `onTask`, then at once the next fetch.
+ * Ends when `signal` aborts; other failures are counted, and the loop backs
+ * off a little so a broken server is not hammered.
+ */
+async function pollLoop(client: RunnerClient, signal: AbortSignal, stats: LoopStats, onTask: (task: Task, fetchMs: number) => Promise<void>): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      const started = performance.now();
+      const res = await client.runner.fetchTask({ tasksVersion: 0n }, { signal });
+      stats.polls += 1;
+      if (res.task !== undefined) await onTask(res.task, performance.now() - started);
+      else stats.empty += 1;
+    } catch (error) {
+      if (signal.aborted || isAbort(error)) return;
+      stats.errors += 1;
+      stats.firstError ??= error;
+      await sleep(100);
+    }
+  }
+}
+
+/**
+ * After the clients gave up their fetches: let the server end the ones it had
+ * not started yet (each at most one long poll). A fetch whose runner hung up
+ * while the request waited in a busy server can still claim a job it then
+ * answers into a closed socket; on SQLite every query is synchronous, so the
+ * hang-up is not seen before the claim (see runner-protocol.ts claimTasks).
+ * Dispatching before they end would hand them jobs nobody runs.
+ */
+function settleAbandonedFetches(): Promise<void> {
+  return sleep(HOLD_MS + 500);
+}
+
+function finishTask(client: RunnerClient, task: Task) {
+  return client.runner.updateTask({ state: { id: task.id, result: Result.SUCCESS, steps: [] } });
+}
+
+function newStats(): LoopStats {
+  return { polls: 0, empty: 0, errors: 0, firstError: undefined };
+}
+
+function checkStats(stats: LoopStats, what: string): void {
+  if (stats.errors > 0) throw new Error(`${what}: ${stats.errors} failed calls, the first: ${String(stats.firstError)}`);
+}
+
+async function registerMany(gantry: GantryServer, registrationToken: string, count: number, labels: string[], ctx: ScenarioContext): Promise<RunnerClient[]> {
+  const clients: RunnerClient[] = [];
+  for (let start = 0; start < count; start += REGISTER_CHUNK) {
+    const chunk = Math.min(REGISTER_CHUNK, count - start);
+    clients.push(...(await Promise.all(Array.from({ length: chunk }, () => registerRunner(gantry.url, registrationToken, { labels })))));
+    if (count >= 500 && (start + chunk) % 250 === 0) ctx.log(`registered ${start + chunk}/${count} runners (${labels.join(',')})`);
+  }
+  return clients;
+}
+
+interface Setup {
+  gantry: GantryServer;
+  owner: User;
+  token: string;
+  registrationToken: string;
+}
+
+async function setUp(ctx: ScenarioContext): Promise<Setup> {
+  const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
+  ctx.defer(() => gantry.stop());
+  const { accounts, accessTokens, repos, runners } = gantry.deps.services;
+  const owner = await accounts.createUser({ username: 'bench-owner', email: 'bench-owner@bench.invalid', password: 'bench-password', mustChangePassword: false });
+  const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+  const repo = await repos.create(owner, owner, { name: 'runners' });
+  const work = await createWorkDir(remoteUrl(gantry.url, owner.name, repo.name, { user: owner.name, password: token }));
+  ctx.defer(() => work.remove());
+  await work.commit(
+    {
+      '.forgejo/workflows/warm.yml': matrixWorkflow('swarm', MATRIX_LEGS),
+      '.forgejo/workflows/swarm.yml': matrixWorkflow('swarm', MATRIX_LEGS),
+      '.forgejo/workflows/ping.yml': PING_WORKFLOW,
+    },
+    'Add runner workflows',
+  );
+  const pushed = await work.push('main');
+  if (pushed.code !== 0) throw new Error(`git push failed: ${pushed.stderr}`);
+  const registrationToken = await runners.registrationToken({ ownerId: 0, repoId: repo.id });
+  return { gantry, owner, token, registrationToken };
+}
+
+async function dispatch(setup: Setup, file: string): Promise<number> {
+  const started = performance.now();
+  const res = await fetch(`${setup.gantry.url}/api/v1/repos/${setup.owner.name}/runners/actions/workflows/${file}/dispatches`, {
+    method: 'POST',
+    headers: { authorization: `token ${setup.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ ref: 'main' }),
+  });
+  const elapsed = performance.now() - started;
+  if (res.status !== 204) throw new Error(`dispatch of ${file} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+  return elapsed;
+}
+
+/** Runs the swarm until `jobs` tasks are reported done; returns the seconds it took and the fetches' round trips. */
+async function drain(clients: readonly RunnerClient[], jobs: number): Promise<{ seconds: number; fetchMs: number[]; taskIds: Set<bigint>; emptyWhileQueued: number }> {
+  const controller = new AbortController();
+  // One signal for every client loop.
+  setMaxListeners(0, controller.signal);
+  const stats = newStats();
+  const taskIds = new Set<bigint>();
+  const fetchMs: number[] = [];
+  let done = 0;
+  let finished: () => void = () => {};
+  const allDone = new Promise<void>((resolve) => (finished = resolve));
+  const started = performance.now();
+  let ended = started;
+  let emptyWhileQueued = 0;
+  const loops = clients.map((client) => {
+    return pollLoop(client, controller.signal, stats, async (task, ms) => {
+      fetchMs.push(ms);
+      if (taskIds.has(task.id)) throw new Error(`task ${task.id} handed out twice`);
+      taskIds.add(task.id);
+      await finishTask(client, task);
+      done += 1;
+      if (done === jobs) {
+        emptyWhileQueued = stats.empty;
+        ended = performance.now();
+        finished();
+      }
+    });
+  });
+  const timeout = setTimeout(() => controller.abort(), 10 * 60_000);
+  try {
+    await Promise.race([allDone, Promise.all(loops)]);
+  } finally {
+    clearTimeout(timeout);
+    controller.abort();
+    await Promise.all(loops);
+    await settleAbandonedFetches();
+  }
+  checkStats(stats, 'swarm runners');
+  if (done < jobs) throw new Error(`only ${done} of ${jobs} jobs were handed out and reported`);
+  return { seconds: (ended - started) / 1000, fetchMs, taskIds, emptyWhileQueued };
+}
+
+async function throughputMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {
+  const jobs = queuedJobs();
+  const { db } = setup.gantry.deps.database;
+  const clients = await registerMany(setup.gantry, setup.registrationToken, SWARM_RUNNERS, ['swarm'], ctx);
+
+  ctx.log(`warming up: ${MATRIX_LEGS} jobs through ${SWARM_RUNNERS} runners…`);
+  await dispatch(setup, 'warm.yml');
+  await drain(clients, MATRIX_LEGS);
+
+  ctx.log(`queueing ${jobs.toLocaleString('en-US')} jobs (${jobs / MATRIX_LEGS} dispatches of a ${MATRIX_LEGS}-leg matrix)…`);
+  for (let i = 0; i < jobs / MATRIX_LEGS; i += 1) await dispatch(setup, 'swarm.yml');
+  const waiting = await db.selectFrom('action_run_job').select(db.fn.countAll<number>().as('n')).where('status', '=', ActionStatus.waiting).executeTakeFirstOrThrow();
+  if (Number(waiting.n) !== jobs) throw new Error(`${waiting.n} jobs waiting, expected ${jobs}`);
+
+  ctx.log(`measuring: ${SWARM_RUNNERS} runners take ${jobs.toLocaleString('en-US')} jobs…`);
+  const result = await drain(clients, jobs);
+  const left = await db.selectFrom('action_run_job').select(db.fn.countAll<number>().as('n')).where('status', '!=', ActionStatus.success).executeTakeFirstOrThrow();
+  if (Number(left.n) !== 0) throw new Error(`${left.n} jobs are not successful after the swarm`);
+  const rate = jobs / result.seconds;
+  const fetches = sortedCopy(result.fetchMs);
+  ctx.log(
+    `${jobs} jobs in ${result.seconds.toFixed(2)} s: ${Math.round(rate)} jobs/s; FetchTask with a task p50 ${percentile(fetches, 50).toFixed(1)} ms, ` +
+      `p99 ${percentile(fetches, 99).toFixed(1)} ms, max ${(fetches[fetches.length - 1] ?? 0).toFixed(0)} ms; ${result.emptyWhileQueued} empty answers before the last job was taken`,
+  );
+  return [
+    { metric: `jobs assigned+finished/s (${SWARM_RUNNERS} runners, ${jobs} queued)`, value: rate, baseline: null, ratio: null, target: null, decimals: 0 },
+    { metric: 'FetchTask answering a task: p50 (ms)', value: percentile(fetches, 50), baseline: null, ratio: null, target: null, decimals: 1 },
+    { metric: 'FetchTask answering a task: p99 (ms)', value: percentile(fetches, 99), baseline: null, ratio: null, target: null, decimals: 1 },
+    { metric: 'FetchTask answered empty while jobs were queued', value: result.emptyWhileQueued, baseline: null, ratio: null, target: null, decimals: 0 },
+  ];
+}
+
+async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {
+  const clients = await registerMany(setup.gantry, setup.registrationToken, LATENCY_RUNNERS, ['latency'], ctx);
+  const controller = new AbortController();
+  // One signal for every client loop.
+  setMaxListeners(0, controller.signal);
+  const stats = newStats();
+  let onTask: ((at: number) => void) | null = null;
+  let stray = 0;
+  const loops = clients.map((client) =>
+    pollLoop(client, controller.signal, stats, async (task) => {
+      const at = performance.now();
+      if (onTask === null) stray += 1;
+      else onTask(at);
+      onTask = null;
+      await finishTask(client, task);
+    }),
+  );
+  const latencies: number[] = [];
+  const dispatchMs: number[] = [];
+  try {
+    // Let every runner settle into its long poll.
+    await sleep(500);
+    ctx.log(`measuring: ${LATENCY_DISPATCHES} dispatches, one at a time, to ${LATENCY_RUNNERS} long-polling runners…`);
+    for (let i = 0; i < LATENCY_WARMUP + LATENCY_DISPATCHES; i += 1) {
+      const received = new Promise<number>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no runner received dispatch ${i} within ${TASK_WAIT_MS} ms`)), TASK_WAIT_MS);
+        onTask = (at) => {
+          clearTimeout(timer);
+          resolve(at);
+        };
+      });
+      const started = performance.now();
+      const answered = await dispatch(setup, 'ping.yml');
+      const at = await received;
+      if (i >= LATENCY_WARMUP) {
+        latencies.push(at - started);
+        dispatchMs.push(answered);
+      }
+      // The runner reports success right after; let it get back into its poll.
+      await sleep(20);
+    }
+  } finally {
+    controller.abort();
+    await Promise.all(loops);
+    await settleAbandonedFetches();
+  }
+  checkStats(stats, 'latency runners');
+  if (stray > 0) throw new Error(`${stray} tasks arrived with no dispatch outstanding`);
+  const lat = sortedCopy(latencies);
+  const disp = sortedCopy(dispatchMs);
+  ctx.log(`dispatch → task p50 ${percentile(lat, 50).toFixed(1)} ms, p99 ${percentile(lat, 99).toFixed(1)} ms; the dispatch call alone p50 ${percentile(disp, 50).toFixed(1)} ms`);
+  return [
+    { metric: 'dispatch → runner has task: p50 (ms) vs dispatch 204 alone', value: percentile(lat, 50), baseline: percentile(disp, 50), ratio: percentile(lat, 50) / percentile(disp, 50), target: null, decimals: 1 },
+    { metric: 'dispatch → runner has task: p99 (ms) vs dispatch 204 alone', value: percentile(lat, 99), baseline: percentile(disp, 99), ratio: percentile(lat, 99) / percentile(disp, 99), target: null, decimals: 1 },
+  ];
+}
+
+/** A node:http server that answers every FetchTask after HOLD_MS with "no task" (the Connect binary codec). */
+async function startHoldingServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const body = Buffer.from(toBinary(FetchTaskResponseSchema, create(FetchTaskResponseSchema, { tasksVersion: 1n })));
+  const timers = new Set<NodeJS.Timeout>();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        res.writeHead(200, { 'content-type': 'application/proto', 'content-length': String(body.length) });
+        res.end(body);
+      }, HOLD_MS);
+      timers.add(timer);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const timer of timers) clearTimeout(timer);
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+interface IdleMeasurement {
+  cpuPercent: number;
+  pollsPerSec: number;
+}
+
+/**
+ * Starts one poll loop per client, spread over one hold period (runners do not
+ * all start in the same millisecond), lets them run one more period, then
+ * measures this process's CPU over `windowSec`.
+ */
+async function measureIdle(clients: readonly RunnerClient[], windowSec: number, label: string, ctx: ScenarioContext): Promise<IdleMeasurement> {
+  const controller = new AbortController();
+  // One signal for every client loop.
+  setMaxListeners(0, controller.signal);
+  const stats = newStats();
+  const loops: Array<Promise<void>> = [];
+  const spread = HOLD_MS / clients.length;
+  const unexpected: number[] = [];
+  for (let i = 0; i < clients.length; i += 1) {
+    const client = clients[i] as RunnerClient;
+    loops.push(
+      sleep(i * spread).then(() =>
+        pollLoop(client, controller.signal, stats, async (task) => {
+          unexpected.push(Number(task.id));
+        }),
+      ),
+    );
+  }
+  let measurement: IdleMeasurement;
+  try {
+    await sleep(2 * HOLD_MS);
+    ctx.log(`measuring CPU of ${clients.length} idle long-polling clients (${label}) for ${windowSec} s…`);
+    const polls = stats.polls;
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    await sleep(windowSec * 1000);
+    const used = process.cpuUsage(cpu);
+    const wallMs = performance.now() - started;
+    measurement = { cpuPercent: ((used.user + used.system) / 1000 / wallMs) * 100, pollsPerSec: ((stats.polls - polls) * 1000) / wallMs };
+  } finally {
+    controller.abort();
+    await Promise.all(loops);
+  }
+  checkStats(stats, `idle clients (${label})`);
+  if (unexpected.length > 0) throw new Error(`idle runners received tasks ${unexpected.slice(0, 5).join(', ')}`);
+  ctx.log(`${label}: ${measurement.cpuPercent.toFixed(1)} % of one core, ${Math.round(measurement.pollsPerSec)} polls/s`);
+  return measurement;
+}
+
+async function idleMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {
+  // Whole hold periods, so every client is counted for the same number of polls.
+  const windowSec = Math.ceil(Math.max(MIN_IDLE_WINDOW_SEC, ctx.durationSec) / (HOLD_MS / 1000)) * (HOLD_MS / 1000);
+  const gantryClients = await registerMany(setup.gantry, setup.registrationToken, IDLE_RUNNERS, ['idle-no-work'], ctx);
+  const bare = await startHoldingServer();
+  ctx.defer(() => bare.close());
+  const bareClients = gantryClients.map((client) => createRunnerClient(bare.url, { credentials: client.credentials ?? undefined }));
+
+  const baseline = await measureIdle(bareClients, windowSec, 'bare server holding 3 s', ctx);
+  const gantry = await measureIdle(gantryClients, windowSec, 'Gantry', ctx);
+  return [
+    { metric: `idle CPU % of a core, ${IDLE_RUNNERS} long-polling runners (server+clients vs clients+bare)`, value: gantry.cpuPercent, baseline: baseline.cpuPercent, ratio: gantry.cpuPercent / baseline.cpuPercent, target: null, decimals: 1 },
+    { metric: 'idle CPU % of a core: Gantry share (difference)', value: gantry.cpuPercent - baseline.cpuPercent, baseline: null, ratio: null, target: null, decimals: 1 },
+    { metric: 'idle polls/s (FetchTask answered)', value: gantry.pollsPerSec, baseline: baseline.pollsPerSec, ratio: gantry.pollsPerSec / baseline.pollsPerSec, target: null, decimals: 0 },
+  ];
+}
+
+export const runners: Scenario = {
+  name: 'runners',
+  description:
+    `jobs/s with ${SWARM_RUNNERS} runners and ${(Number(process.env.GANTRY_BENCH_RUNNER_JOBS?.trim()) || DEFAULT_JOBS).toLocaleString('en-US')} queued jobs; ` +
+    `dispatch → long-polling runner latency; idle CPU of ${IDLE_RUNNERS.toLocaleString('en-US')} long-polling runners`,
+  async run(ctx) {
+    const setup = await setUp(ctx);
+    const throughput = await throughputMetrics(setup, ctx);
+    const latency = await latencyMetrics(setup, ctx);
+    const idle = await idleMetrics(setup, ctx);
+    return [...throughput, ...latency, ...idle];
+  },
+};

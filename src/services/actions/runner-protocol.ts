@@ -10,15 +10,12 @@
 // and then answers with the version it saw. act_runner's fetch timeout is 5 s,
 // so the bound stays well below it.
 import { parse as parseYaml } from 'yaml';
-import { ActionStatus, aggregateJobStatus, isDone } from '../../modules/actions-status.ts';
+import { ActionStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
-import { findRunById, listJobsOfRun, lockRun } from '../../models/action-runs.ts';
-import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
-import type { Db, Queryable } from '../../models/database.ts';
-import { findRepositoryById } from '../../models/repos.ts';
-import type { Repository } from '../../models/repos.ts';
-import { bumpTasksVersionsForRepo, findRunnerByUuid, readTasksVersion, tasksVersion, touchRunner, updateRunnerDeclaration } from '../../models/runners.ts';
+import { lockRun } from '../../models/action-runs.ts';
+import type { Db } from '../../models/database.ts';
+import { bumpTasksVersionsForRepo, findRunnerByUuid, tasksVersion, touchRunner, updateRunnerDeclaration } from '../../models/runners.ts';
 import type { Runner, RunnerScope } from '../../models/runners.ts';
 import {
   claimJob,
@@ -27,18 +24,21 @@ import {
   insertTaskSteps,
   lockFirstClaimable,
   lockRunnerForClaim,
-  outputsOfTasks,
   releaseClaim,
   replaceTaskToken,
   runnerHasAnyTask,
   waitingJobsPage,
 } from '../../models/task-claims.ts';
 import type { ClaimedJob } from '../../models/task-claims.ts';
-import { findAccountById, ghostUser } from '../../models/users.ts';
 import type { DomainEvents } from '../events.ts';
 import type { RunProgress } from './run-progress.ts';
 import type { SecretService } from './secrets.ts';
+import { TaskPayloadBuilder } from './task-payload.ts';
+import type { TaskPayload } from './task-payload.ts';
+import { TasksVersionWatch } from './tasks-version-watch.ts';
 import type { VariableService } from './variables.ts';
+
+export type { TaskNeedPayload, TaskPayload } from './task-payload.ts';
 
 /** How long FetchTask waits for a claimable job before answering "nothing". */
 export const FETCH_LONG_POLL_MS = 3000;
@@ -52,27 +52,6 @@ const REQUEST_KEY_TTL_MS = 10 * 60_000;
 const CANDIDATE_PAGE = 200;
 /** PostgreSQL deadlock/serialization failures and SQLite lock contention are retried this often. */
 const MAX_CLAIM_ATTEMPTS = 5;
-
-/** Forgejo's DEFAULT_ACTIONS_URL=github: `uses: actions/checkout` resolves on github.com. */
-const DEFAULT_ACTIONS_URL = 'https://github.com';
-
-export interface TaskNeedPayload {
-  outputs: Record<string, string>;
-  /** A status number; 1–4 equal the protocol's Result values. */
-  result: number;
-}
-
-/** What a runner receives for one task (the protocol's Task message, before encoding). */
-export interface TaskPayload {
-  id: number;
-  /** The job's single-job workflow YAML. */
-  workflowPayload: string;
-  /** The `github` context. */
-  context: Record<string, unknown>;
-  secrets: Record<string, string>;
-  vars: Record<string, string>;
-  needs: Record<string, TaskNeedPayload>;
-}
 
 export interface FetchTasksRequest {
   /** The version the runner saw last. */
@@ -108,10 +87,6 @@ export interface RunnerProtocolOptions {
 
 function scopeOf(runner: Runner): RunnerScope {
   return { ownerId: runner.ownerId, repoId: runner.repoId };
-}
-
-function scopeKey(scope: RunnerScope): string {
-  return `${scope.ownerId}:${scope.repoId}`;
 }
 
 /** runs-on ⊆ the runner's labels, exact strings (Forgejo's CanMatchLabels). */
@@ -150,120 +125,6 @@ export function stepNamesOf(workflowPayload: string): string[] {
   });
 }
 
-/** Short name and type of a ref (Forgejo's git.RefName ShortName/RefType). */
-function describeRef(ref: string): { name: string; type: string } {
-  if (ref.startsWith('refs/heads/')) return { name: ref.slice('refs/heads/'.length), type: 'branch' };
-  if (ref.startsWith('refs/tags/')) return { name: ref.slice('refs/tags/'.length), type: 'tag' };
-  const pull = /^refs\/pull\/(\d+)\/(head|merge)$/.exec(ref);
-  if (pull) return { name: pull[1] ?? '', type: 'pull' };
-  return { name: ref, type: '' };
-}
-
-/** A pull request event's base/head refs and base sha, when the payload is one. */
-function pullRequestRefs(event: Record<string, unknown>): { baseRef: string; headRef: string; baseSha: string } | null {
-  const pr = event.pull_request as { base?: { ref?: unknown; sha?: unknown }; head?: { ref?: unknown } } | undefined;
-  if (typeof pr !== 'object' || pr === null || typeof pr.base !== 'object' || typeof pr.head !== 'object') return null;
-  return { baseRef: String(pr.base.ref ?? ''), headRef: String(pr.head.ref ?? ''), baseSha: String(pr.base.sha ?? '') };
-}
-
-/** Unions matrix legs' outputs; a non-empty value wins over an empty one (Forgejo's mergeTwoOutputs). */
-function mergeOutputs(into: Record<string, string>, from: ReadonlyMap<string, string>): void {
-  for (const [key, value] of from) if (value !== '' || !Object.hasOwn(into, key)) into[key] = value;
-}
-
-interface Waiter {
-  scope: RunnerScope;
-  seen: number;
-  settle(version: number | null): void;
-}
-
-/**
- * Wakes waiting FetchTask calls when their scope's tasks version moves: one
- * timer, one query per distinct scope per tick, running only while someone
- * waits. `poke` checks at once (a run was created in this process).
- */
-class TasksVersionWatch {
-  private readonly waiters = new Set<Waiter>();
-  private timer: NodeJS.Timeout | null = null;
-  private checking = false;
-  private checkAgain = false;
-
-  constructor(
-    private readonly db: Db,
-    private readonly intervalMs: number,
-  ) {}
-
-  /** The new version, or null when `ms` passed, the signal aborted or waits were interrupted. */
-  waitForChange(scope: RunnerScope, seen: number, ms: number, signal?: AbortSignal): Promise<number | null> {
-    return new Promise((resolve) => {
-      if (signal?.aborted) return resolve(null);
-      const onAbort = (): void => waiter.settle(null);
-      const timeout = setTimeout(() => waiter.settle(null), ms);
-      const waiter: Waiter = {
-        scope,
-        seen,
-        settle: (version) => {
-          if (!this.waiters.delete(waiter)) return;
-          clearTimeout(timeout);
-          signal?.removeEventListener('abort', onAbort);
-          if (this.waiters.size === 0) this.stopTimer();
-          resolve(version);
-        },
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.add(waiter);
-      if (this.timer === null) {
-        this.timer = setInterval(() => void this.check(), this.intervalMs);
-        this.timer.unref();
-      }
-    });
-  }
-
-  poke(): void {
-    if (this.waiters.size > 0) void this.check();
-  }
-
-  interruptAll(): void {
-    for (const waiter of [...this.waiters]) waiter.settle(null);
-  }
-
-  private stopTimer(): void {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
-  }
-
-  private async check(): Promise<void> {
-    if (this.checking) {
-      this.checkAgain = true;
-      return;
-    }
-    this.checking = true;
-    try {
-      do {
-        this.checkAgain = false;
-        const byScope = new Map<string, Waiter[]>();
-        for (const waiter of this.waiters) {
-          const key = scopeKey(waiter.scope);
-          byScope.set(key, [...(byScope.get(key) ?? []), waiter]);
-        }
-        for (const waiters of byScope.values()) {
-          const first = waiters[0];
-          if (first === undefined) continue;
-          let version: number;
-          try {
-            version = await readTasksVersion(this.db, first.scope);
-          } catch {
-            continue; // The database hiccupped: the next tick tries again, the waiter's bound still holds.
-          }
-          for (const waiter of waiters) if (waiter.seen !== version) waiter.settle(version);
-        }
-      } while (this.checkAgain);
-    } finally {
-      this.checking = false;
-    }
-  }
-}
-
 interface Claim {
   claimed: ClaimedJob;
   token: string;
@@ -271,6 +132,7 @@ interface Claim {
 
 export class RunnerProtocolService {
   private readonly watch: TasksVersionWatch;
+  private readonly payloads: TaskPayloadBuilder;
   private readonly longPollMs: number;
   /** Last second each runner's liveness was written (online, active): at most one write per second. */
   private readonly touched = new Map<number, { online: number; active: number }>();
@@ -282,13 +144,14 @@ export class RunnerProtocolService {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly runProgress: RunProgress,
-    private readonly secrets: SecretService,
-    private readonly variables: VariableService,
+    secrets: SecretService,
+    variables: VariableService,
     events: DomainEvents,
     /** ROOT_URL with its trailing slash (Forgejo's AppURL). */
-    private readonly rootUrl: string,
+    rootUrl: string,
     options: RunnerProtocolOptions = {},
   ) {
+    this.payloads = new TaskPayloadBuilder(db, secrets, variables, rootUrl);
     this.longPollMs = options.longPollMs ?? FETCH_LONG_POLL_MS;
     this.watch = new TasksVersionWatch(db, VERSION_POLL_MS);
     // The run is recorded inside its (not yet committed) transaction: look a
@@ -382,7 +245,7 @@ export class RunnerProtocolService {
     let tasks: TaskPayload[];
     try {
       tasks = [];
-      for (const claim of claims) tasks.push(await this.buildTask(claim.claimed.taskId, claim.token, claim.claimed.job));
+      for (const claim of claims) tasks.push(await this.payloads.build(claim.claimed.taskId, claim.token, claim.claimed.job));
     } catch (error) {
       await this.release(claims);
       throw error;
@@ -486,115 +349,8 @@ export class RunnerProtocolService {
       if (job === null) continue;
       const token = generateTokenString();
       if (!(await replaceTaskToken(this.db, taskId, { hash: hashToken(token), lastEight: token.slice(-8) }, this.clock.nowSec()))) continue;
-      tasks.push(await this.buildTask(taskId, token, job));
+      tasks.push(await this.payloads.build(taskId, token, job));
     }
     return tasks;
-  }
-
-  /** The task payload of §1.10: workflow, github context, secrets, vars, needs. */
-  private async buildTask(taskId: number, token: string, job: ActionRunJob): Promise<TaskPayload> {
-    const [run, repo] = await Promise.all([findRunById(this.db, job.runId), findRepositoryById(this.db, job.repoId)]);
-    if (run === undefined || repo === null) throw new Error(`task ${taskId}: run ${job.runId} or repository ${job.repoId} is gone`);
-    const triggerUser = (await findAccountById(this.db, run.triggerUserId)) ?? ghostUser();
-    // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).
-    const forkWithoutTarget = run.isForkPullRequest && run.triggerEvent !== 'pull_request_target';
-    const secrets: Record<string, string> = forkWithoutTarget ? {} : Object.fromEntries(await this.secrets.secretsForRepo(repo));
-    for (const name of ['GITHUB_TOKEN', 'GITEA_TOKEN', 'FORGEJO_TOKEN']) secrets[name] = token;
-    return {
-      id: taskId,
-      workflowPayload: job.workflowPayload,
-      context: this.githubContext(run, repo, job, triggerUser.name, token),
-      secrets,
-      vars: Object.fromEntries(await this.variables.variablesForRepo(repo)),
-      needs: await this.needsOf(this.db, job),
-    };
-  }
-
-  /** Forgejo's GenerateGiteaContext plus the task token. Strings unless noted, as the runner expects. */
-  private githubContext(run: ActionRun, repo: Repository, job: ActionRunJob, actor: string, token: string): Record<string, unknown> {
-    let event: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = JSON.parse(run.eventPayload);
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) event = parsed as Record<string, unknown>;
-    } catch {
-      // A payload that does not parse reads as an empty event.
-    }
-    let ref = run.ref;
-    let sha = run.commitSha;
-    const pr = pullRequestRefs(event);
-    if (pr !== null && run.triggerEvent === 'pull_request_target') {
-      // pull_request_target runs in the base branch's context.
-      ref = `refs/heads/${pr.baseRef}`;
-      sha = pr.baseSha;
-    }
-    const refInfo = describeRef(ref);
-    const fullName = `${repo.ownerName}/${repo.name}`;
-    return {
-      action: '',
-      action_path: '',
-      action_ref: '',
-      action_repository: '',
-      action_status: '',
-      actor,
-      actor_id: String(run.triggerUserId),
-      api_url: `${this.rootUrl}api/v1`,
-      base_ref: pr?.baseRef ?? '',
-      env: '',
-      event,
-      event_name: run.triggerEvent,
-      event_path: '',
-      graphql_url: '',
-      head_ref: pr?.headRef ?? '',
-      job: job.jobId,
-      path: '',
-      ref,
-      ref_name: refInfo.name,
-      ref_protected: false,
-      ref_type: refInfo.type,
-      repository: fullName,
-      repository_id: String(repo.id),
-      repository_owner: repo.ownerName,
-      repository_owner_id: String(repo.ownerId),
-      repositoryUrl: `${this.rootUrl}${fullName}`,
-      retention_days: '',
-      run_attempt: String(job.attempt),
-      run_id: String(job.runId),
-      run_number: String(run.index),
-      secret_source: 'Actions',
-      server_url: this.rootUrl,
-      sha,
-      token,
-      triggering_actor: '',
-      workflow: run.workflowId,
-      workflow_ref: `${fullName}/${run.workflowDirectory}/${run.workflowId}@${ref}`,
-      workspace: '',
-      gitea_default_actions_url: DEFAULT_ACTIONS_URL,
-      forgejo_default_actions_url: DEFAULT_ACTIONS_URL,
-    };
-  }
-
-  /**
-   * For each job id the job needs: the outputs of its legs' tasks (legs that
-   * never ran or are not done are skipped) and the legs' aggregated result
-   * (Forgejo's FindTaskNeeds).
-   */
-  private async needsOf(db: Queryable, job: ActionRunJob): Promise<Record<string, TaskNeedPayload>> {
-    if (job.needs.length === 0) return {};
-    const jobs = await listJobsOfRun(db, job.runId);
-    const needed = new Set(job.needs);
-    const legsById = new Map<string, ActionRunJob[]>();
-    for (const leg of jobs) if (needed.has(leg.jobId)) legsById.set(leg.jobId, [...(legsById.get(leg.jobId) ?? []), leg]);
-    const finished = jobs.filter((leg) => needed.has(leg.jobId) && leg.taskId !== 0 && isDone(leg.status));
-    const outputs = await outputsOfTasks(db, finished.map((leg) => leg.taskId));
-    const needs: Record<string, TaskNeedPayload> = {};
-    for (const [jobId, legs] of legsById) {
-      const merged: Record<string, string> = {};
-      for (const leg of legs) {
-        const stored = leg.taskId !== 0 && isDone(leg.status) ? outputs.get(leg.taskId) : undefined;
-        if (stored !== undefined) mergeOutputs(merged, stored);
-      }
-      needs[jobId] = { outputs: merged, result: aggregateJobStatus(legs.map((leg) => leg.status)) };
-    }
-    return needs;
   }
 }

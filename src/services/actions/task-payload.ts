@@ -1,0 +1,173 @@
+// What a runner receives for a task it claimed (actions-runtime.md §1.10):
+// the one-job workflow, the github context, decrypted secrets and variables
+// (repository over owner), the task token, and the outputs and results of the
+// jobs it needs (Forgejo: services/actions/task.go, services/actions/context.go).
+import { aggregateJobStatus, isDone } from '../../modules/actions-status.ts';
+import { findRunById, listJobsOfRun } from '../../models/action-runs.ts';
+import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
+import type { Db, Queryable } from '../../models/database.ts';
+import { findRepositoryById } from '../../models/repos.ts';
+import type { Repository } from '../../models/repos.ts';
+import { outputsOfTasks } from '../../models/task-claims.ts';
+import { findAccountById, ghostUser } from '../../models/users.ts';
+import type { SecretService } from './secrets.ts';
+import type { VariableService } from './variables.ts';
+
+/** Forgejo's DEFAULT_ACTIONS_URL=github: `uses: actions/checkout` resolves on github.com. */
+export const DEFAULT_ACTIONS_URL = 'https://github.com';
+
+export interface TaskNeedPayload {
+  outputs: Record<string, string>;
+  /** A status number; 1–4 equal the protocol's Result values. */
+  result: number;
+}
+
+/** What a runner receives for one task (the protocol's Task message, before encoding). */
+export interface TaskPayload {
+  id: number;
+  /** The job's single-job workflow YAML. */
+  workflowPayload: string;
+  /** The `github` context. */
+  context: Record<string, unknown>;
+  secrets: Record<string, string>;
+  vars: Record<string, string>;
+  needs: Record<string, TaskNeedPayload>;
+}
+
+/** Short name and type of a ref (Forgejo's git.RefName ShortName/RefType). */
+function describeRef(ref: string): { name: string; type: string } {
+  if (ref.startsWith('refs/heads/')) return { name: ref.slice('refs/heads/'.length), type: 'branch' };
+  if (ref.startsWith('refs/tags/')) return { name: ref.slice('refs/tags/'.length), type: 'tag' };
+  const pull = /^refs\/pull\/(\d+)\/(head|merge)$/.exec(ref);
+  if (pull) return { name: pull[1] ?? '', type: 'pull' };
+  return { name: ref, type: '' };
+}
+
+/** A pull request event's base/head refs and base sha, when the payload is one. */
+function pullRequestRefs(event: Record<string, unknown>): { baseRef: string; headRef: string; baseSha: string } | null {
+  const pr = event.pull_request as { base?: { ref?: unknown; sha?: unknown }; head?: { ref?: unknown } } | undefined;
+  if (typeof pr !== 'object' || pr === null || typeof pr.base !== 'object' || typeof pr.head !== 'object') return null;
+  return { baseRef: String(pr.base.ref ?? ''), headRef: String(pr.head.ref ?? ''), baseSha: String(pr.base.sha ?? '') };
+}
+
+/** Unions matrix legs' outputs; a non-empty value wins over an empty one (Forgejo's mergeTwoOutputs). */
+function mergeOutputs(into: Record<string, string>, from: ReadonlyMap<string, string>): void {
+  for (const [key, value] of from) if (value !== '' || !Object.hasOwn(into, key)) into[key] = value;
+}
+
+export class TaskPayloadBuilder {
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretService,
+    private readonly variables: VariableService,
+    /** ROOT_URL with its trailing slash (Forgejo's AppURL). */
+    private readonly rootUrl: string,
+  ) {}
+
+  /** The task payload of §1.10: workflow, github context, secrets, vars, needs. */
+  async build(taskId: number, token: string, job: ActionRunJob): Promise<TaskPayload> {
+    const [run, repo] = await Promise.all([findRunById(this.db, job.runId), findRepositoryById(this.db, job.repoId)]);
+    if (run === undefined || repo === null) throw new Error(`task ${taskId}: run ${job.runId} or repository ${job.repoId} is gone`);
+    const triggerUser = (await findAccountById(this.db, run.triggerUserId)) ?? ghostUser();
+    // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).
+    const forkWithoutTarget = run.isForkPullRequest && run.triggerEvent !== 'pull_request_target';
+    const secrets: Record<string, string> = forkWithoutTarget ? {} : Object.fromEntries(await this.secrets.secretsForRepo(repo));
+    for (const name of ['GITHUB_TOKEN', 'GITEA_TOKEN', 'FORGEJO_TOKEN']) secrets[name] = token;
+    return {
+      id: taskId,
+      workflowPayload: job.workflowPayload,
+      context: this.githubContext(run, repo, job, triggerUser.name, token),
+      secrets,
+      vars: Object.fromEntries(await this.variables.variablesForRepo(repo)),
+      needs: await this.needsOf(this.db, job),
+    };
+  }
+
+  /** Forgejo's GenerateGiteaContext plus the task token. Strings unless noted, as the runner expects. */
+  private githubContext(run: ActionRun, repo: Repository, job: ActionRunJob, actor: string, token: string): Record<string, unknown> {
+    let event: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = JSON.parse(run.eventPayload);
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) event = parsed as Record<string, unknown>;
+    } catch {
+      // A payload that does not parse reads as an empty event.
+    }
+    let ref = run.ref;
+    let sha = run.commitSha;
+    const pr = pullRequestRefs(event);
+    if (pr !== null && run.triggerEvent === 'pull_request_target') {
+      // pull_request_target runs in the base branch's context.
+      ref = `refs/heads/${pr.baseRef}`;
+      sha = pr.baseSha;
+    }
+    const refInfo = describeRef(ref);
+    const fullName = `${repo.ownerName}/${repo.name}`;
+    return {
+      action: '',
+      action_path: '',
+      action_ref: '',
+      action_repository: '',
+      action_status: '',
+      actor,
+      actor_id: String(run.triggerUserId),
+      api_url: `${this.rootUrl}api/v1`,
+      base_ref: pr?.baseRef ?? '',
+      env: '',
+      event,
+      event_name: run.triggerEvent,
+      event_path: '',
+      graphql_url: '',
+      head_ref: pr?.headRef ?? '',
+      job: job.jobId,
+      path: '',
+      ref,
+      ref_name: refInfo.name,
+      ref_protected: false,
+      ref_type: refInfo.type,
+      repository: fullName,
+      repository_id: String(repo.id),
+      repository_owner: repo.ownerName,
+      repository_owner_id: String(repo.ownerId),
+      repositoryUrl: `${this.rootUrl}${fullName}`,
+      retention_days: '',
+      run_attempt: String(job.attempt),
+      run_id: String(job.runId),
+      run_number: String(run.index),
+      secret_source: 'Actions',
+      server_url: this.rootUrl,
+      sha,
+      token,
+      triggering_actor: '',
+      workflow: run.workflowId,
+      workflow_ref: `${fullName}/${run.workflowDirectory}/${run.workflowId}@${ref}`,
+      workspace: '',
+      gitea_default_actions_url: DEFAULT_ACTIONS_URL,
+      forgejo_default_actions_url: DEFAULT_ACTIONS_URL,
+    };
+  }
+
+  /**
+   * For each job id the job needs: the outputs of its legs' tasks (legs that
+   * never ran or are not done are skipped) and the legs' aggregated result
+   * (Forgejo's FindTaskNeeds).
+   */
+  private async needsOf(db: Queryable, job: ActionRunJob): Promise<Record<string, TaskNeedPayload>> {
+    if (job.needs.length === 0) return {};
+    const jobs = await listJobsOfRun(db, job.runId);
+    const needed = new Set(job.needs);
+    const legsById = new Map<string, ActionRunJob[]>();
+    for (const leg of jobs) if (needed.has(leg.jobId)) legsById.set(leg.jobId, [...(legsById.get(leg.jobId) ?? []), leg]);
+    const finished = jobs.filter((leg) => needed.has(leg.jobId) && leg.taskId !== 0 && isDone(leg.status));
+    const outputs = await outputsOfTasks(db, finished.map((leg) => leg.taskId));
+    const needs: Record<string, TaskNeedPayload> = {};
+    for (const [jobId, legs] of legsById) {
+      const merged: Record<string, string> = {};
+      for (const leg of legs) {
+        const stored = leg.taskId !== 0 && isDone(leg.status) ? outputs.get(leg.taskId) : undefined;
+        if (stored !== undefined) mergeOutputs(merged, stored);
+      }
+      needs[jobId] = { outputs: merged, result: aggregateJobStatus(legs.map((leg) => leg.status)) };
+    }
+    return needs;
+  }
+}

@@ -19,6 +19,22 @@ function param(req: FastifyRequest, name: string): string {
   return (req.params as Params)[name] ?? '';
 }
 
+/**
+ * Binds like Go's decoder, run just before body validation: a bodiless
+ * PUT/POST is an empty object and a `null` field an absent one, so both
+ * answer `[Field]: Required`, not a type error.
+ */
+export const bindLikeGo: Guard = async (req) => {
+  if (req.body === undefined || req.body === null) {
+    req.body = {};
+    return;
+  }
+  if (typeof req.body === 'object' && !Array.isArray(req.body)) {
+    const body = req.body as Record<string, unknown>;
+    for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
+  }
+};
+
 export function createGuards(services: Services) {
   const { permissions, accounts, repos, orgs } = services;
 

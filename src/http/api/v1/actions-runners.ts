@@ -12,7 +12,7 @@ import type { ActionRunJob as RunJob } from '../../../models/action-runs.ts';
 import type { Runner } from '../../../models/runners.ts';
 import type { RunnerApiScope, RunnerStatusName } from '../../../services/actions/runners.ts';
 import { INSTANCE_RUNNER_SCOPE, accountRunnerScope, ownScope, repoRunnerScope } from '../../../services/actions/runners.ts';
-import type { Guard } from '../../guards.ts';
+import { bindLikeGo } from '../../guards.ts';
 import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
 import type { ActionsRouteScope } from './actions-scopes.ts';
@@ -67,18 +67,6 @@ export function parseLabels(query: Query): string[] | null {
   if (!Object.hasOwn(query, 'labels')) return null;
   return (first(query.labels) ?? '').trim().split(',');
 }
-
-/** Binds like Go's decoder: a bodiless POST is an empty object and a `null` field an absent one. */
-const bindLikeGo: Guard = async (req) => {
-  if (req.body === undefined || req.body === null) {
-    req.body = {};
-    return;
-  }
-  if (typeof req.body === 'object' && !Array.isArray(req.body)) {
-    const body = req.body as Record<string, unknown>;
-    for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
-  }
-};
 
 export function toApiRunner(runner: Runner, status: RunnerStatusName): ActionRunnerJson {
   return {

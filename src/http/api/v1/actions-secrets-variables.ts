@@ -10,7 +10,7 @@ import { parsePage } from '../../../modules/pagination.ts';
 import type { ScopedValue } from '../../../models/scoped-values.ts';
 import type { ActionsScope } from '../../../services/actions/scope.ts';
 import { orgScope, repoScope, userScope } from '../../../services/actions/scope.ts';
-import type { Guard } from '../../guards.ts';
+import { bindLikeGo } from '../../guards.ts';
 import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
 import { apiTime } from '../../../services/convert.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
@@ -45,21 +45,6 @@ interface ScopeRoutes extends ActionsRouteScope {
   scopeOf(req: FastifyRequest): ActionsScope;
   ops: OperationIds;
 }
-
-/**
- * Binds like Go's decoder: a bodiless PUT/POST is an empty object and a `null`
- * field is an absent one, so both answer `[Data]: Required`, not a type error.
- */
-const bindLikeGo: Guard = async (req) => {
-  if (req.body === undefined || req.body === null) {
-    req.body = {};
-    return;
-  }
-  if (typeof req.body === 'object' && !Array.isArray(req.body)) {
-    const body = req.body as Record<string, unknown>;
-    for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
-  }
-};
 
 /** 201/204 answers have no body and no JSON content type (Forgejo's ctx.Status). */
 function noContent(reply: unknown, status: 201 | 204): FastifyReply {

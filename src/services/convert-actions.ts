@@ -4,7 +4,7 @@ import type { ActionRun } from '../models/action-runs.ts';
 import type { TaskListEntry } from '../models/action-tasks.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
-import type { ActionRunJson, ActionTaskJson } from '../http/api/v1/schemas.ts';
+import type { ActionRunJson, ActionTaskJson, RepositoryJson, UserJson } from '../http/api/v1/schemas.ts';
 import { apiTime, toApiRepo, toApiUser } from './convert.ts';
 import type { Viewer } from './convert.ts';
 
@@ -40,25 +40,32 @@ function durationNanos(run: ActionRun, nowSec: number): number {
   return (Math.max(0, end - run.started) + run.previousDuration) * NANOS_PER_SECOND;
 }
 
-export interface RunView {
-  run: ActionRun;
-  repo: Repository;
-  owner: User;
-  /** The caller's access mode on the repository, shown as `repository.permissions`. */
-  mode: number;
-  triggerUser: User;
+/**
+ * Renders runs of one repository for one caller (`mode` is the caller's access,
+ * shown as `repository.permissions`). The repository object and
+ * each trigger user are the same for many runs of a page: built once.
+ */
+export function runRenderer(repo: Repository, owner: User, mode: number, viewer: Viewer, rootUrl: string, nowSec: number): (run: ActionRun, triggerUser: User) => ActionRunJson {
+  const repository = toApiRepo(repo, owner, mode, viewer, rootUrl);
+  const users = new Map<number, UserJson>();
+  return (run, triggerUser) => {
+    let user = users.get(triggerUser.id);
+    if (user === undefined) {
+      user = toApiUser(triggerUser, viewer, rootUrl);
+      users.set(triggerUser.id, user);
+    }
+    return renderRun(run, repository, user, nowSec);
+  };
 }
 
-export function toApiRun(view: RunView, viewer: Viewer, rootUrl: string, nowSec: number): ActionRunJson {
-  const { run } = view;
-  const repository = toApiRepo(view.repo, view.owner, view.mode, viewer, rootUrl);
+function renderRun(run: ActionRun, repository: RepositoryJson, triggerUser: UserJson, nowSec: number): ActionRunJson {
   const json: ActionRunJson = {
     id: run.id,
     title: run.title,
     repository,
     workflow_id: run.workflowId,
     index_in_repo: run.index,
-    trigger_user: toApiUser(view.triggerUser, viewer, rootUrl),
+    trigger_user: triggerUser,
     ScheduleID: run.scheduleId,
     prettyref: prettyRef(run.ref),
     is_ref_deleted: false,

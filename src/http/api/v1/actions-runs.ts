@@ -8,7 +8,8 @@ import { parseStatusName } from '../../../modules/actions-status.ts';
 import { AppError } from '../../../modules/errors.ts';
 import { parseIdParam, parsePage } from '../../../modules/pagination.ts';
 import type { RunFilter } from '../../../models/action-runs.ts';
-import { toApiRun, toApiTask } from '../../../services/convert-actions.ts';
+import { runRenderer, toApiTask } from '../../../services/convert-actions.ts';
+import type { RunWithUser } from '../../../services/actions/runs.ts';
 import type { Guard } from '../../guards.ts';
 import { requireDoer, requireRepo } from '../../request-context.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
@@ -99,10 +100,8 @@ export function actionsRunRoutes(app: ApiApp, ctx: RouteContext): void {
 
   const viewRun = (req: FastifyRequest) => {
     const { repo, owner, mode } = requireRepo(req);
-    const viewer = viewerOf(req, services);
-    const now = Math.floor(Date.now() / 1000);
-    return (item: { run: Parameters<typeof toApiRun>[0]['run']; triggerUser: Parameters<typeof toApiRun>[0]['triggerUser'] }) =>
-      toApiRun({ run: item.run, triggerUser: item.triggerUser, repo, owner, mode }, viewer, config.rootUrl, now);
+    const render = runRenderer(repo, owner, mode, viewerOf(req, services), config.rootUrl, Math.floor(Date.now() / 1000));
+    return (item: RunWithUser) => render(item.run, item.triggerUser);
   };
 
   app.get(

@@ -17,6 +17,8 @@ import { decorateRequests } from './http/request-context.ts';
 import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
 import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
+import { hookDeliveryRoutes } from './http/api/v1/hook-deliveries.ts';
+import { orgHookRoutes } from './http/api/v1/org-hooks.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
 import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
@@ -118,6 +120,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       actionsSecretVariableRoutes(typed, ctx);
       actionsRunRoutes(typed, ctx);
       actionsRunnerRoutes(typed, ctx);
+      orgHookRoutes(typed, ctx);
+      hookDeliveryRoutes(typed, ctx);
     },
     { prefix: '/api/v1' },
   );

@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import { createDeps } from './deps.ts';
 import type { CreateDepsOptions, Deps } from './deps.ts';
 import { ActionsHousekeeping } from './services/actions/housekeeping.ts';
+import { WebhookDeliveryWorker } from './services/webhooks/delivery-worker.ts';
 
 /** How often each process looks for stuck tasks and abandoned jobs; every process does, safely (conditional updates). */
 const HOUSEKEEPING_INTERVAL_MS = 60_000;
@@ -33,6 +34,12 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
     onError: (error) => deps.logger.warn({ err: error }, 'actions housekeeping failed; it retries on its next pass'),
   });
   housekeeping.start(HOUSEKEEPING_INTERVAL_MS);
+  // Every process delivers the webhook outbox; claims are leased, so they share the work safely.
+  const webhookWorker = new WebhookDeliveryWorker(deps.database.db, deps.clock, deps.services.webhooks, {
+    allowedHosts: config.webhookAllowedHosts,
+    onError: (error) => deps.logger.warn({ err: error }, 'webhook delivery failed to record; the lease expires and it is retried'),
+  });
+  webhookWorker.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.httpPort;
   const host = config.httpAddr === '0.0.0.0' || config.httpAddr === '::' ? '127.0.0.1' : config.httpAddr;
@@ -41,6 +48,7 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
     stopping ??= (async () => {
       await app.close();
       await housekeeping.stop();
+      await webhookWorker.stop();
       await deps.close();
     })();
     return stopping;

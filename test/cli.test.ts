@@ -13,24 +13,9 @@ import { promisify } from 'node:util';
 import { testDialects } from './support/server.ts';
 import { createScratchPgDatabase } from './support/pg-database.ts';
 import { freePort } from './support/free-port.ts';
+import { GANTRY, waitForHealthy } from './support/gantry-process.ts';
 
 const run = promisify(execFile);
-const GANTRY = path.resolve('bin/gantry.mjs');
-
-
-async function waitForHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`gantry web exited early (${child.exitCode}):\n${output()}`);
-    try {
-      if ((await fetch(`${url}/api/healthz`)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`gantry web did not become healthy:\n${output()}`);
-}
 
 for (const dialect of testDialects()) {
   describe(`gantry CLI and server process [${dialect}]`, () => {

@@ -275,6 +275,67 @@ export interface ActionTaskOutputTable {
   output_value: string;
 }
 
+export interface WebhookTable {
+  id: Generated<number>;
+  owner_id: Generated<number>;
+  repo_id: Generated<number>;
+  type: string;
+  url: string;
+  http_method: Generated<string>;
+  content_type: string;
+  secret_encrypted: Generated<string>;
+  authorization_header_encrypted: Generated<string>;
+  /** JSON array of internal event names. */
+  events: string;
+  branch_filter: Generated<string>;
+  /** JSON; 'null' when the type has no settings. */
+  meta: Generated<string>;
+  is_active: Generated<number>;
+  is_system_webhook: Generated<number>;
+  created: number;
+  updated: number;
+}
+
+export interface HookTaskTable {
+  id: Generated<number>;
+  hook_id: number;
+  uuid: string;
+  event_type: string;
+  payload_content: string;
+  /** 0 pending, 1 delivering, 2 delivered, 3 failed for good. */
+  status: Generated<number>;
+  attempts: Generated<number>;
+  /** Unix ms. */
+  next_attempt_at: number;
+  /** Unix ms. */
+  lease_until: Generated<number>;
+  lease_owner: Generated<string>;
+  is_redelivery: Generated<number>;
+  last_status_code: Generated<number>;
+  last_duration_ms: Generated<number>;
+  last_error: Generated<string>;
+  /** Unix ms of the successful attempt; 0 until then. */
+  delivered: Generated<number>;
+  created: number;
+  updated: number;
+}
+
+export interface HookTaskAttemptTable {
+  id: Generated<number>;
+  task_id: number;
+  attempt: number;
+  /** Unix ms. */
+  started: number;
+  duration_ms: number;
+  request_url: string;
+  request_headers: string;
+  request_body: string;
+  response_status: Generated<number>;
+  response_headers: Generated<string>;
+  response_body: Generated<string>;
+  error: Generated<string>;
+}
+
 export interface Database {
   user: UserTable;
   access_token: AccessTokenTable;
@@ -296,4 +357,7 @@ export interface Database {
   action_tasks_version: ActionTasksVersionTable;
   action_task_step: ActionTaskStepTable;
   action_task_output: ActionTaskOutputTable;
+  webhook: WebhookTable;
+  hook_task: HookTaskTable;
+  hook_task_attempt: HookTaskAttemptTable;
 }

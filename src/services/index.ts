@@ -27,6 +27,9 @@ import { KeyRotationService } from './key-rotation.ts';
 import { OrgService } from './orgs.ts';
 import { PermissionService } from './permissions.ts';
 import { PushService } from './pushes.ts';
+import { WebhookService } from './webhooks/hooks.ts';
+import { HookDeliveryService } from './webhooks/deliveries.ts';
+import { createWebhookOutbox } from './webhooks/outbox.ts';
 import { RepoService } from './repos.ts';
 
 export interface Services {
@@ -50,6 +53,10 @@ export interface Services {
   runnerProtocol: RunnerProtocolService;
   /** The runner protocol: task state and log reports, and housekeeping of stuck work. */
   taskReports: TaskReportService;
+  /** Organization webhooks (CRUD). */
+  webhooks: WebhookService;
+  /** Webhook delivery history, redelivery and pings (the outbox subscriber is registered on `events`). */
+  webhookDeliveries: HookDeliveryService;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;
@@ -63,8 +70,10 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   const secrets = new SecretService(db, clock, keys);
   const runners = new RunnerService(db, clock, keys);
   const runProgress = new RunProgress(clock);
+  const webhooks = new WebhookService(db, clock, keys);
   const variables = new VariableService(db, clock);
   const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir);
+  events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl, gitDirOf: (repo, owner) => gitRepositories.gitDir(repo, owner) }));
   const repos = new RepoService(db, clock, gitRepositories, events);
   const catalog = new WorkflowCatalog();
   // ROOT_URL without its trailing slash: the github.server_url runners see.
@@ -89,8 +98,10 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
     runners,
     runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),
     taskReports,
+    webhooks,
+    webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
     events,
     keys,
-    keyRotation: new KeyRotationService(db, keys, [secrets.encryptedColumn, runners.encryptedColumn]),
+    keyRotation: new KeyRotationService(db, keys, [secrets.encryptedColumn, runners.encryptedColumn, ...webhooks.encryptedColumns]),
   };
 }

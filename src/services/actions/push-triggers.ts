@@ -2,9 +2,7 @@
 // the workflow runs whose `on:` matches each updated ref (Forgejo's
 // notifier_helper for push, create and delete).
 import type { Logger } from 'pino';
-import { AccessMode } from '../../modules/access-mode.ts';
 import { commitsBetween } from '../../modules/git/commit-log.ts';
-import type { CommitSummary } from '../../modules/git/commit-log.ts';
 import { changedPaths } from '../../modules/git/workflow-files.ts';
 import type { RepositoryReader } from '../../modules/git/repository-reader.ts';
 import { eventsForRefUpdate, workflowMatchesEvent } from '../../modules/workflows/triggers.ts';
@@ -12,7 +10,7 @@ import type { EventFacts, RefUpdateKind } from '../../modules/workflows/triggers
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
-import { toApiRepo, toApiUser } from '../convert.ts';
+import { isZeroOid, MAX_PAYLOAD_COMMITS, pushEventPayload, shortRef } from '../push-payloads.ts';
 import type { DomainEvents, PushedRef } from '../events.ts';
 import type { RunCreator } from './run-creator.ts';
 import type { WorkflowCatalog, WorkflowFile } from './workflow-catalog.ts';
@@ -25,22 +23,11 @@ export interface PushContext {
   reader: RepositoryReader;
 }
 
-/** Commits listed in a push payload (Forgejo caps webhook commit lists too). */
-const MAX_PAYLOAD_COMMITS = 20;
-
-function isZeroOid(oid: string): boolean {
-  return /^0+$/.test(oid);
-}
 
 function kindOf(update: PushedRef): RefUpdateKind {
   if (isZeroOid(update.oldOid)) return 'created';
   if (isZeroOid(update.newOid)) return 'deleted';
   return 'updated';
-}
-
-function shortRef(ref: string): string {
-  for (const prefix of ['refs/heads/', 'refs/tags/']) if (ref.startsWith(prefix)) return ref.slice(prefix.length);
-  return ref;
 }
 
 function firstLine(message: string): string {
@@ -103,7 +90,7 @@ export class PushTriggers {
     for (const event of eventsForRefUpdate(kind, update.ref)) {
       const facts: EventFacts =
         event === 'push' ? { event, ref: update.ref, commitMessage: headCommit?.message ?? '', changedPaths: lazyChangedPaths } : { event, ref: update.ref };
-      const payload = this.payloadFor(event, ctx, update, log.commits, log.total);
+      const payload = pushEventPayload(event, { repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, update, commits: log.commits, total: log.total, rootUrl: this.rootUrl });
       for (const workflow of workflows) {
         if (!(await this.matches(workflow, facts))) continue;
         await this.runs.create({
@@ -131,37 +118,4 @@ export class PushTriggers {
     return workflowMatchesEvent(workflow.parsed.events, facts);
   }
 
-  private payloadFor(event: 'push' | 'create' | 'delete', ctx: PushContext, update: PushedRef, commits: CommitSummary[], total: number): Record<string, unknown> {
-    const anonymous = { doer: null, isSiteAdmin: false };
-    const repository = toApiRepo(ctx.repo, ctx.owner, AccessMode.none, anonymous, this.rootUrl);
-    const sender = toApiUser(ctx.pusher, anonymous, this.rootUrl);
-    const refType = update.ref.startsWith('refs/tags/') ? 'tag' : 'branch';
-    if (event === 'create') return { ref: shortRef(update.ref), ref_type: refType, sha: update.newOid, repository, sender };
-    if (event === 'delete') return { ref: shortRef(update.ref), ref_type: refType, pusher_type: 'user', repository, sender };
-    const htmlUrl = repository.html_url;
-    const payloadCommits = commits.map((commit) => ({
-      id: commit.oid,
-      message: commit.message,
-      url: `${htmlUrl}/commit/${commit.oid}`,
-      author: { name: commit.author.name, email: commit.author.email, username: '' },
-      committer: { name: commit.committer.name, email: commit.committer.email, username: '' },
-      verification: null,
-      timestamp: commit.author.date,
-      added: [],
-      removed: [],
-      modified: [],
-    }));
-    return {
-      ref: update.ref,
-      before: update.oldOid,
-      after: update.newOid,
-      compare_url: isZeroOid(update.oldOid) ? '' : `${htmlUrl}/compare/${update.oldOid}...${update.newOid}`,
-      commits: payloadCommits,
-      total_commits: total,
-      head_commit: payloadCommits[0] ?? null,
-      repository,
-      pusher: sender,
-      sender,
-    };
-  }
 }

@@ -1,0 +1,62 @@
+// The payloads of a git push, shared by workflow runs (the runner's
+// github.event) and webhooks: Forgejo's PushPayload, CreatePayload and
+// DeletePayload (modules/structs/hook.go).
+import { AccessMode } from '../modules/access-mode.ts';
+import type { CommitSummary } from '../modules/git/commit-log.ts';
+import type { Repository } from '../models/repos.ts';
+import type { User } from '../models/users.ts';
+import { toApiRepo, toApiUser } from './convert.ts';
+import type { PushedRef } from './events.ts';
+
+export const MAX_PAYLOAD_COMMITS = 20;
+
+/** Payloads show repositories and users as an anonymous caller would see them. */
+export const ANONYMOUS_VIEWER = { doer: null, isSiteAdmin: false };
+
+export function isZeroOid(oid: string): boolean {
+  return /^0+$/.test(oid);
+}
+
+export function shortRef(ref: string): string {
+  for (const prefix of ['refs/heads/', 'refs/tags/']) if (ref.startsWith(prefix)) return ref.slice(prefix.length);
+  return ref;
+}
+
+/** Forgejo's api.PushPayload (and create/delete payloads) for one ref update. */
+export function pushEventPayload(
+  event: 'push' | 'create' | 'delete',
+  input: { repo: Repository; owner: User; pusher: User; update: PushedRef; commits: CommitSummary[]; total: number; rootUrl: string },
+): Record<string, unknown> {
+  const { repo, owner, pusher, update, rootUrl } = input;
+  const repository = toApiRepo(repo, owner, AccessMode.none, ANONYMOUS_VIEWER, rootUrl);
+  const sender = toApiUser(pusher, ANONYMOUS_VIEWER, rootUrl);
+  const refType = update.ref.startsWith('refs/tags/') ? 'tag' : 'branch';
+  if (event === 'create') return { ref: shortRef(update.ref), ref_type: refType, sha: update.newOid, repository, sender };
+  if (event === 'delete') return { ref: shortRef(update.ref), ref_type: refType, pusher_type: 'user', repository, sender };
+  const htmlUrl = repository.html_url;
+  const commits = input.commits.map((commit) => ({
+    id: commit.oid,
+    message: commit.message,
+    url: `${htmlUrl}/commit/${commit.oid}`,
+    author: { name: commit.author.name, email: commit.author.email, username: '' },
+    committer: { name: commit.committer.name, email: commit.committer.email, username: '' },
+    verification: null,
+    timestamp: commit.author.date,
+    added: [],
+    removed: [],
+    modified: [],
+  }));
+  return {
+    ref: update.ref,
+    before: update.oldOid,
+    after: update.newOid,
+    compare_url: isZeroOid(update.oldOid) ? '' : `${htmlUrl}/compare/${update.oldOid}...${update.newOid}`,
+    commits,
+    total_commits: input.total,
+    head_commit: commits[0] ?? null,
+    repository,
+    pusher: sender,
+    sender,
+  };
+}
+

@@ -1,0 +1,85 @@
+// The webhook outbox: a DomainEvents subscriber that turns domain events into
+// hook_task rows, in the transaction of the change (so a delivery exists
+// exactly when the change does). Candidate hooks and gates follow Forgejo's
+// services/webhook/webhook.go PrepareWebhooks: the active hooks of the owning
+// organization, the hook's event subscription, and the branch filter for
+// push/create/delete. One row (one delivery id) per hook per event.
+//
+// Refs follow Forgejo's services/repository/push.go: a created ref sends
+// `push` and `create`, an updated ref `push`, a deleted ref `delete` only.
+import { randomUUID } from 'node:crypto';
+import { AccessMode } from '../../modules/access-mode.ts';
+import { commitsBetween } from '../../modules/git/commit-log.ts';
+import type { Clock } from '../../modules/clock.ts';
+import type { Queryable } from '../../models/database.ts';
+import { insertHookTask } from '../../models/hook-tasks.ts';
+import { listActiveHooksOfOwner } from '../../models/webhooks.ts';
+import type { WebhookRecord } from '../../models/webhooks.ts';
+import type { Repository } from '../../models/repos.ts';
+import type { User } from '../../models/users.ts';
+import { toApiOrg, toApiRepo, toApiUser } from '../convert.ts';
+import { ANONYMOUS_VIEWER, isZeroOid, MAX_PAYLOAD_COMMITS, pushEventPayload } from '../push-payloads.ts';
+import type { DomainEvent, DomainEventHandler } from '../events.ts';
+import { hookWantsEvent, hookWantsRef } from './hook-events.ts';
+
+/** Commits listed in a push payload; total_commits keeps the real count (Forgejo's FEED_MAX_COMMIT_NUM is 5). */
+export interface WebhookOutboxOptions {
+  clock: Clock;
+  rootUrl: string;
+  /** Where a repository's bare git data lives (for the commits of a push). */
+  gitDirOf: (repo: Repository, owner: User) => string;
+}
+
+/** Stored payloads are indented as Forgejo stores them (two spaces; one for `repository`). */
+function serialise(eventType: string, payload: unknown): string {
+  return JSON.stringify(payload, null, eventType === 'repository' ? 1 : 2);
+}
+
+export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventHandler {
+  const rootUrl = options.rootUrl;
+
+  const enqueue = async (tx: Queryable, hook: WebhookRecord, eventType: string, payload: unknown): Promise<void> => {
+    await insertHookTask(tx, { hookId: hook.id, uuid: randomUUID(), eventType, payload: serialise(eventType, payload), nowMs: options.clock.nowMs() });
+  };
+
+  const onPush = async (tx: Queryable, event: Extract<DomainEvent, { type: 'repository.pushed' }>): Promise<void> => {
+    if (!event.owner.isOrganization) return;
+    const candidates = await listActiveHooksOfOwner(tx, event.owner.id);
+    if (candidates.length === 0) return;
+    for (const update of event.updates) {
+      const created = isZeroOid(update.oldOid);
+      const deleted = isZeroOid(update.newOid);
+      const types: Array<'push' | 'create' | 'delete'> = deleted ? ['delete'] : created ? ['push', 'create'] : ['push'];
+      const wanted = types.map((type) => ({ type, hooks: candidates.filter((h) => hookWantsEvent(h, type) && hookWantsRef(h, type, update.ref)) }));
+      if (wanted.every((w) => w.hooks.length === 0)) continue;
+      const log =
+        !deleted && wanted.some((w) => w.type === 'push' && w.hooks.length > 0)
+          ? await commitsBetween(options.gitDirOf(event.repo, event.owner), created ? null : update.oldOid, update.newOid, MAX_PAYLOAD_COMMITS)
+          : { commits: [], total: 0 };
+      for (const { type, hooks: targets } of wanted) {
+        if (targets.length === 0) continue;
+        const payload = pushEventPayload(type, { repo: event.repo, owner: event.owner, pusher: event.pusher, update, commits: log.commits, total: log.total, rootUrl });
+        for (const hook of targets) await enqueue(tx, hook, type, payload);
+      }
+    }
+  };
+
+  const onRepository = async (tx: Queryable, event: Extract<DomainEvent, { type: 'repository.created' | 'repository.deleted' }>): Promise<void> => {
+    if (!event.owner.isOrganization) return;
+    const targets = (await listActiveHooksOfOwner(tx, event.owner.id)).filter((h) => hookWantsEvent(h, 'repository'));
+    if (targets.length === 0) return;
+    // Forgejo's api.RepositoryPayload.
+    const payload = {
+      action: event.type === 'repository.created' ? 'created' : 'deleted',
+      repository: toApiRepo(event.repo, event.owner, AccessMode.none, ANONYMOUS_VIEWER, rootUrl),
+      organization: toApiOrg(event.owner, rootUrl),
+      sender: toApiUser(event.doer, ANONYMOUS_VIEWER, rootUrl),
+    };
+    for (const hook of targets) await enqueue(tx, hook, 'repository', payload);
+  };
+
+  return async (tx, event) => {
+    if (event.type === 'repository.pushed') await onPush(tx, event);
+    else if (event.type === 'repository.created' || event.type === 'repository.deleted') await onRepository(tx, event);
+  };
+}

@@ -1,0 +1,154 @@
+// One HTTP attempt of a delivery, as Forgejo's services/webhook/deliver.go
+// sends it to forgejo/gitea/gogs hooks: POST, the stored JSON payload (json)
+// or `payload=<url-encoded JSON>` (form), and the Forgejo, Gitea, Gogs and
+// GitHub header sets.
+//
+// Signatures (X-Forgejo/Gitea/Gogs-Signature: hex HMAC-SHA256,
+// X-Hub-Signature-256: sha256=…, X-Hub-Signature: sha1=…) are computed over
+// the exact bytes of the body sent. For `json` that is what Forgejo signs too;
+// for `form` Forgejo signs the JSON inside `payload=` instead — we sign the
+// body as GitHub does, so a receiver can verify before parsing. Without a
+// secret the headers go out with empty digests, as Forgejo sends them.
+//
+// Redirects are not followed (a 3xx is a failed attempt), the whole attempt is
+// bounded by `timeoutMs` (Forgejo's DELIVER_TIMEOUT, 5 s), and at most
+// `maxResponseBytes` of the response body are read and kept (64 KiB).
+import { createHmac } from 'node:crypto';
+import type { Dispatcher } from 'undici';
+import { request } from 'undici';
+
+export const DEFAULT_DELIVER_TIMEOUT_MS = 5000;
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** X-*-Event for an event type (Forgejo's modules/webhook/type.go grouping). */
+export function eventHeaderOf(eventType: string): string {
+  if (eventType.startsWith('issue_comment') || eventType === 'pull_request_comment') return 'issue_comment';
+  if (eventType === 'pull_request_review_approved') return 'pull_request_approved';
+  if (eventType === 'pull_request_review_rejected') return 'pull_request_rejected';
+  if (eventType === 'pull_request_review_comment') return 'pull_request_comment';
+  if (eventType.startsWith('issue_')) return 'issues';
+  if (eventType.startsWith('pull_request_')) return 'pull_request';
+  return eventType;
+}
+
+export interface OutgoingDelivery {
+  url: string;
+  contentType: string;
+  uuid: string;
+  eventType: string;
+  payload: string;
+  secret: string;
+  authorizationHeader: string;
+  hookId: number;
+  ownerId: number;
+  /** 1-based, for diagnostics (the delivery id stays the same). */
+  attempt: number;
+}
+
+export interface BuiltRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export function buildRequest(d: OutgoingDelivery): BuiltRequest {
+  const form = d.contentType === 'form';
+  const body = form ? `payload=${encodeURIComponent(d.payload)}` : d.payload;
+  const bytes = Buffer.from(body, 'utf8');
+  const sha256 = d.secret ? createHmac('sha256', d.secret).update(bytes).digest('hex') : '';
+  const sha1 = d.secret ? createHmac('sha1', d.secret).update(bytes).digest('hex') : '';
+  const event = eventHeaderOf(d.eventType);
+  const headers: Record<string, string> = {
+    'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
+    'x-forgejo-delivery': d.uuid,
+    'x-forgejo-event': event,
+    'x-forgejo-event-type': d.eventType,
+    'x-forgejo-signature': sha256,
+    'x-gitea-delivery': d.uuid,
+    'x-gitea-event': event,
+    'x-gitea-event-type': d.eventType,
+    'x-gitea-signature': sha256,
+    'x-gitea-hook-installation-target-type': 'organization',
+    'x-gogs-delivery': d.uuid,
+    'x-gogs-event': event,
+    'x-gogs-event-type': d.eventType,
+    'x-gogs-signature': sha256,
+    'x-github-delivery': d.uuid,
+    'x-github-event': event,
+    'x-github-event-type': d.eventType,
+    'x-github-hook-id': String(d.hookId),
+    'x-github-hook-installation-target-type': 'organization',
+    'x-github-hook-installation-target-id': String(d.ownerId),
+    'x-hub-signature': `sha1=${sha1}`,
+    'x-hub-signature-256': `sha256=${sha256}`,
+    'x-gantry-delivery-attempt': String(d.attempt),
+  };
+  if (d.authorizationHeader) headers.authorization = d.authorizationHeader;
+  return { url: d.url, headers, body };
+}
+
+/** Headers as kept in the history: the Authorization value is never stored (Forgejo shows ******). */
+export function redactHeaders(headers: Record<string, string>): Record<string, string> {
+  const out = { ...headers };
+  if (out.authorization !== undefined) out.authorization = '******';
+  return out;
+}
+
+export interface SendResult {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  /** '' when a response came back. */
+  error: string;
+  durationMs: number;
+  retryAfter: string | undefined;
+}
+
+export interface SendOptions {
+  dispatcher: Dispatcher;
+  timeoutMs?: number;
+  maxResponseBytes?: number;
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
+  return out;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = (error as { cause?: unknown }).cause;
+    if (error.name === 'TimeoutError' || error.name === 'AbortError') return 'timed out';
+    return cause instanceof Error && cause.message && cause.message !== error.message ? `${error.message}: ${cause.message}` : error.message;
+  }
+  return String(error);
+}
+
+export async function sendRequest(req: BuiltRequest, options: SendOptions): Promise<SendResult> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_DELIVER_TIMEOUT_MS;
+  const limit = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const started = performance.now();
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    const response = await request(req.url, { method: 'POST', headers: req.headers, body: req.body, dispatcher: options.dispatcher, signal });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of response.body) {
+        const buf = chunk as Buffer;
+        chunks.push(buf.subarray(0, Math.max(0, limit - size)));
+        size += buf.length;
+        if (size >= limit) break;
+      }
+    } finally {
+      // Stop reading what we will not keep; the connection is not reused.
+      if (size >= limit) response.body.destroy();
+    }
+    const headers = flattenHeaders(response.headers);
+    const retryAfter = headers['retry-after'];
+    return { status: response.statusCode, headers, body: Buffer.concat(chunks).toString('utf8'), error: '', durationMs: Math.round(performance.now() - started), retryAfter };
+  } catch (error) {
+    return { status: 0, headers: {}, body: '', error: signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error), durationMs: Math.round(performance.now() - started), retryAfter: undefined };
+  }
+}

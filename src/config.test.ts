@@ -42,3 +42,20 @@ test('GANTRY_SECRET_KEY_PREVIOUS: comma-separated keys of 32+ characters', () =>
     (e: unknown) => e instanceof ConfigError && e.key === 'GANTRY_SECRET_KEY_PREVIOUS',
   );
 });
+
+test('webhook delivery timeout (seconds) and attempts: defaults, parsing, bounds', () => {
+  const defaults = loadConfig({});
+  assert.deepEqual([defaults.webhookDeliverTimeoutMs, defaults.webhookMaxAttempts], [5000, 8]);
+  const set = loadConfig({ GANTRY_WEBHOOK_DELIVER_TIMEOUT: '12', GANTRY_WEBHOOK_MAX_ATTEMPTS: '1' });
+  assert.deepEqual([set.webhookDeliverTimeoutMs, set.webhookMaxAttempts], [12_000, 1]);
+  for (const [key, value] of [
+    ['GANTRY_WEBHOOK_DELIVER_TIMEOUT', '0'],
+    ['GANTRY_WEBHOOK_MAX_ATTEMPTS', '21'],
+    ['GANTRY_WEBHOOK_MAX_ATTEMPTS', 'many'],
+  ] as const) {
+    assert.throws(
+      () => loadConfig({ [key]: value }),
+      (e: unknown) => e instanceof ConfigError && e.key === key,
+    );
+  }
+});

@@ -16,6 +16,10 @@ export interface Config {
   /** Older keys, for decrypting values not yet re-encrypted by `gantry admin rotate-secret-key`. */
   readonly secretKeyPrevious: readonly string[];
   readonly webhookAllowedHosts: string;
+  /** Whole-attempt deadline of one webhook delivery, in milliseconds. */
+  readonly webhookDeliverTimeoutMs: number;
+  /** Attempts per webhook delivery, the first included (1 = never retry). */
+  readonly webhookMaxAttempts: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -49,6 +53,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_SECRET_KEY', description: 'Key that encrypts secrets at rest (any string of 32+ characters). Unset: generated into <data>/secret.key (mode 0600); `gantry admin rotate-secret-key` adds keys in <data>/secret-keys/.', default: '' },
   { key: 'GANTRY_SECRET_KEY_PREVIOUS', description: 'Comma-separated older keys, used only to decrypt values stored before GANTRY_SECRET_KEY changed; `gantry admin rotate-secret-key` re-encrypts them, then they can be removed.', default: '' },
   { key: 'GANTRY_WEBHOOK_ALLOWED_HOSTS', description: 'Hosts webhooks may be delivered to (external, private, loopback, *, CIDRs, host globs).', default: 'external' },
+  { key: 'GANTRY_WEBHOOK_DELIVER_TIMEOUT', description: 'Seconds one webhook delivery attempt may take (connect, send, response).', default: '5' },
+  { key: 'GANTRY_WEBHOOK_MAX_ATTEMPTS', description: 'Attempts per webhook delivery, the first included; retries back off exponentially (8: about 19 hours).', default: '8' },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   { key: 'GANTRY_BODY_LIMIT', description: 'Largest accepted request body in bytes (larger: 413).', default: '1048576' },
   { key: 'GANTRY_DEFAULT_PAGING_NUM', description: 'Page size of lists when no limit is given.', default: '30' },
@@ -132,6 +138,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     secretKey,
     secretKeyPrevious: Object.freeze(secretKeyPrevious),
     webhookAllowedHosts: read(env, 'GANTRY_WEBHOOK_ALLOWED_HOSTS') ?? 'external',
+    webhookDeliverTimeoutMs: readInt(env, 'GANTRY_WEBHOOK_DELIVER_TIMEOUT', 5, 1, 300) * 1000,
+    webhookMaxAttempts: readInt(env, 'GANTRY_WEBHOOK_MAX_ATTEMPTS', 8, 1, 20),
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

@@ -37,6 +37,8 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
   // Every process delivers the webhook outbox; claims are leased, so they share the work safely.
   const webhookWorker = new WebhookDeliveryWorker(deps.database.db, deps.clock, deps.services.webhooks, {
     allowedHosts: config.webhookAllowedHosts,
+    timeoutMs: config.webhookDeliverTimeoutMs,
+    retry: { maxAttempts: config.webhookMaxAttempts },
     onError: (error) => deps.logger.warn({ err: error }, 'webhook delivery failed to record; the lease expires and it is retried'),
   });
   webhookWorker.start();

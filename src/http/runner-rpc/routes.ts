@@ -19,7 +19,7 @@ import { fromProtoLogRequest, fromProtoTaskState, toNumber, toProtoRunner, toPro
 /** Runners send whole log batches; larger bodies are refused before they are read whole. */
 const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 /** Answer a little before the caller's Connect deadline rather than after it. */
-const DEADLINE_MARGIN_MS = 500;
+const DEADLINE_MARGIN_MS = 1000;
 
 /** Forgejo's FetchTask answers an unusable key like no key; only a well-formed one is used. */
 function requestKeyOf(ctx: HandlerContext): string | undefined {
@@ -27,9 +27,15 @@ function requestKeyOf(ctx: HandlerContext): string | undefined {
   return key === undefined || key === '' || key.length > 64 ? undefined : key;
 }
 
+/**
+ * How long a FetchTask may wait for work: the client's deadline less a margin
+ * for claiming and answering (at least DEADLINE_MARGIN_MS, a third of the
+ * deadline when that is more), so a busy server still answers "no task"
+ * before the runner gives up on the call.
+ */
 function maxWaitOf(ctx: HandlerContext): number | undefined {
   const timeout = ctx.timeoutMs();
-  return timeout === undefined ? undefined : Math.max(0, timeout - DEADLINE_MARGIN_MS);
+  return timeout === undefined ? undefined : Math.max(0, timeout - Math.max(DEADLINE_MARGIN_MS, Math.ceil(timeout / 3)));
 }
 
 function runnerService(services: Services): ServiceImpl<typeof RunnerService> {

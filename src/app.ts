@@ -12,6 +12,8 @@ import { installAuthHook } from './http/auth-hook.ts';
 import { hasNulParam, installBodyParsers } from './http/body-parsers.ts';
 import { AppError } from './modules/errors.ts';
 import { installErrorHandlers } from './http/errors.ts';
+import { installMetrics } from './http/metrics.ts';
+import { installRateLimits } from './http/rate-limit.ts';
 import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
 import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
@@ -47,6 +49,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     requestIdHeader: 'x-request-id',
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 500 },
+    http: { maxHeaderSize: config.headerLimitBytes },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ajv = bodyValidator();
@@ -58,6 +61,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   decorateRequests(app);
   installBodyParsers(app);
   installErrorHandlers(app, config.rootUrl);
+  installMetrics(app, deps);
+  installRateLimits(app, deps);
 
   await app.register(swagger, {
     openapi: {

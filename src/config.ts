@@ -20,6 +20,22 @@ export interface Config {
   readonly webhookDeliverTimeoutMs: number;
   /** Attempts per webhook delivery, the first included (1 = never retry). */
   readonly webhookMaxAttempts: number;
+  /** Deliveries one process sends at the same time. */
+  readonly webhookConcurrency: number;
+  /** Finished deliveries older than this many days are deleted (0 keeps them forever). */
+  readonly webhookRetentionDays: number;
+  /** Unset: GET /metrics answers 404. Set: it answers to `Authorization: Bearer <token>`. */
+  readonly metricsToken: string | null;
+  /** Requests per minute per client IP (0: unlimited). */
+  readonly rateLimitPerIp: number;
+  /** Requests per minute per access token, runner or task token (0: unlimited). */
+  readonly rateLimitPerToken: number;
+  /** Largest request head (request line and headers) in bytes (larger: 431). */
+  readonly headerLimitBytes: number;
+  /** Largest git push (pack bytes received) in bytes. */
+  readonly gitMaxPushBytes: number;
+  /** Largest log one Actions task may write, in bytes; lines beyond it are dropped. */
+  readonly actionsLogMaxBytes: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -55,6 +71,14 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_WEBHOOK_ALLOWED_HOSTS', description: 'Hosts webhooks may be delivered to (external, private, loopback, *, CIDRs, host globs).', default: 'external' },
   { key: 'GANTRY_WEBHOOK_DELIVER_TIMEOUT', description: 'Seconds one webhook delivery attempt may take (connect, send, response).', default: '5' },
   { key: 'GANTRY_WEBHOOK_MAX_ATTEMPTS', description: 'Attempts per webhook delivery, the first included; retries back off exponentially (8: about 19 hours).', default: '8' },
+  { key: 'GANTRY_WEBHOOK_CONCURRENCY', description: 'Webhook deliveries each Gantry process sends at the same time.', default: '8' },
+  { key: 'GANTRY_WEBHOOK_RETENTION_DAYS', description: 'Finished webhook deliveries (and their attempts) older than this many days are deleted; 0 keeps them forever.', default: '7' },
+  { key: 'GANTRY_METRICS_TOKEN', description: 'Enables `GET /metrics` (Prometheus text format), answered only to `Authorization: Bearer <token>`. Unset: /metrics answers 404.', default: '' },
+  { key: 'GANTRY_RATE_LIMIT_PER_IP', description: 'Requests per minute one client IP may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
+  { key: 'GANTRY_RATE_LIMIT_PER_TOKEN', description: 'Requests per minute one access token, runner or task token may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
+  { key: 'GANTRY_HEADER_LIMIT', description: 'Largest request line plus headers in bytes (larger: 431).', default: '16384' },
+  { key: 'GANTRY_GIT_MAX_PUSH_SIZE', description: 'Largest git push in bytes (larger: refused, nothing is written).', default: '2147483648' },
+  { key: 'GANTRY_ACTIONS_LOG_MAX_SIZE', description: 'Largest log of one Actions task in bytes; later lines are dropped and a notice is appended.', default: '134217728' },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   { key: 'GANTRY_BODY_LIMIT', description: 'Largest accepted request body in bytes (larger: 413).', default: '1048576' },
   { key: 'GANTRY_DEFAULT_PAGING_NUM', description: 'Page size of lists when no limit is given.', default: '30' },
@@ -140,6 +164,14 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookAllowedHosts: read(env, 'GANTRY_WEBHOOK_ALLOWED_HOSTS') ?? 'external',
     webhookDeliverTimeoutMs: readInt(env, 'GANTRY_WEBHOOK_DELIVER_TIMEOUT', 5, 1, 300) * 1000,
     webhookMaxAttempts: readInt(env, 'GANTRY_WEBHOOK_MAX_ATTEMPTS', 8, 1, 20),
+    webhookConcurrency: readInt(env, 'GANTRY_WEBHOOK_CONCURRENCY', 8, 1, 256),
+    webhookRetentionDays: readInt(env, 'GANTRY_WEBHOOK_RETENTION_DAYS', 7, 0, 3650),
+    metricsToken: read(env, 'GANTRY_METRICS_TOKEN') ?? null,
+    rateLimitPerIp: readInt(env, 'GANTRY_RATE_LIMIT_PER_IP', 0, 0, 10_000_000),
+    rateLimitPerToken: readInt(env, 'GANTRY_RATE_LIMIT_PER_TOKEN', 0, 0, 10_000_000),
+    headerLimitBytes: readInt(env, 'GANTRY_HEADER_LIMIT', 16 * 1024, 1024, 1024 * 1024),
+    gitMaxPushBytes: readInt(env, 'GANTRY_GIT_MAX_PUSH_SIZE', 2 * 1024 ** 3, 1024, 1024 ** 4),
+    actionsLogMaxBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_SIZE', 128 * 1024 ** 2, 1024, 1024 ** 4),
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

@@ -38,6 +38,7 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
   const webhookWorker = new WebhookDeliveryWorker(deps.database.db, deps.clock, deps.services.webhooks, {
     allowedHosts: config.webhookAllowedHosts,
     timeoutMs: config.webhookDeliverTimeoutMs,
+    concurrency: config.webhookConcurrency,
     retry: { maxAttempts: config.webhookMaxAttempts },
     onError: (error) => deps.logger.warn({ err: error }, 'webhook delivery failed to record; the lease expires and it is retried'),
   });

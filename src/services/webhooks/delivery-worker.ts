@@ -15,19 +15,14 @@ import type { Db } from '../../models/database.ts';
 import { claimDueHookTasks, recordHookTaskAttempt } from '../../models/hook-tasks.ts';
 import type { AttemptOutcome, AttemptRecord, HookTask } from '../../models/hook-tasks.ts';
 import { findWebhookById } from '../../models/webhooks.ts';
-import type { WebhookRecord } from '../../models/webhooks.ts';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs } from './retry.ts';
 import type { RetryPolicy } from './retry.ts';
-import { buildRequest, DEFAULT_DELIVER_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES, redactHeaders, sendRequest } from './sender.ts';
+import { prepareRequest } from './prepare-request.ts';
+import type { HookSecrets } from './prepare-request.ts';
+import { DEFAULT_DELIVER_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES, redactHeaders, sendRequest } from './sender.ts';
 import { createGuardedAgent } from './ssrf.ts';
 
-/** Hook types whose receivers get the Forgejo payload as is; the chat/CI types need their own formatters (not written yet). */
-const RAW_PAYLOAD_TYPES = new Set(['forgejo', 'gitea', 'gogs']);
-
-export interface HookSecrets {
-  secretOf(hook: Pick<WebhookRecord, 'id' | 'secretEncrypted'>): string;
-  authorizationHeaderOf(hook: Pick<WebhookRecord, 'id' | 'authorizationHeaderEncrypted'>): string;
-}
+export type { HookSecrets } from './prepare-request.ts';
 
 export interface DeliveryWorkerOptions {
   /** Deliveries in flight at once in this process. */
@@ -145,30 +140,13 @@ export class WebhookDeliveryWorker {
       // Forgejo drops the task of a deactivated hook without sending; so do we, visibly.
       record = { ...empty, error: hook ? 'the webhook is not active: not delivered' : 'the webhook was deleted: not delivered' };
       permanent = true;
-    } else if (!RAW_PAYLOAD_TYPES.has(hook.type)) {
-      record = { ...empty, error: `hook type "${hook.type}" cannot be delivered by this server yet` };
-      permanent = true;
     } else {
-      let request;
-      try {
-        request = buildRequest({
-          url: hook.url,
-          contentType: hook.contentType,
-          uuid: task.uuid,
-          eventType: task.event_type,
-          payload: task.payload_content,
-          secret: this.secrets.secretOf(hook),
-          authorizationHeader: this.secrets.authorizationHeaderOf(hook),
-          hookId: hook.id,
-          ownerId: hook.ownerId,
-          attempt: attemptNumber,
-        });
-      } catch (error) {
-        // Secrets that no key decrypts: retrying will not help until an operator acts, but it may.
-        record = { ...empty, error: `could not prepare the request: ${error instanceof Error ? error.message : String(error)}` };
-        request = null;
-      }
-      if (request) {
+      const prepared = prepareRequest(hook, task, this.secrets, attemptNumber);
+      if (prepared.kind === 'unsendable') {
+        record = { ...empty, error: prepared.error };
+        permanent = prepared.permanent;
+      } else {
+        const { request } = prepared;
         const result = await sendRequest(request, { dispatcher: this.dispatcher, timeoutMs: this.timeoutMs, maxResponseBytes: this.maxResponseBytes });
         const ok = result.status >= 200 && result.status < 300;
         record = {
@@ -183,7 +161,7 @@ export class WebhookDeliveryWorker {
           error: ok ? '' : result.error || `the receiver answered ${result.status}${result.status >= 300 && result.status < 400 ? ' (redirects are not followed)' : ''}`,
         };
         if (result.status === 429 || result.status === 503) retryAfterMs = parseRetryAfter(result.retryAfter, this.clock.nowMs());
-      } else record ??= { ...empty, error: 'could not prepare the request' };
+      }
     }
     const nowMs = this.clock.nowMs();
     let outcome: AttemptOutcome;

@@ -369,3 +369,22 @@ export async function lockRun(tx: Queryable, runId: number): Promise<void> {
   if (!isPostgres(tx)) return;
   await tx.selectFrom('action_run').select('id').where('id', '=', runId).forUpdate().execute();
 }
+
+/**
+ * The latest finished run of the same workflow on the same ref before `run`
+ * (what "recovered" is measured against), walking the (repo, workflow, id) index.
+ */
+export async function findPreviousFinishedRun(db: Queryable, run: Pick<ActionRun, 'id' | 'repoId' | 'workflowId' | 'ref'>): Promise<ActionRun | undefined> {
+  const row = await db
+    .selectFrom('action_run')
+    .selectAll()
+    .where('repo_id', '=', run.repoId)
+    .where('workflow_id', '=', run.workflowId)
+    .where('id', '<', run.id)
+    .where('ref', '=', run.ref)
+    .where('status', 'in', [ActionStatus.success, ActionStatus.failure, ActionStatus.cancelled, ActionStatus.skipped])
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined ? undefined : runFromRow(row);
+}

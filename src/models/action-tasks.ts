@@ -63,3 +63,22 @@ export async function countTasksOfRepo(db: Queryable, repoId: number, statuses: 
   const row = await query.executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/** What a workflow_job payload shows of a task: its runner and its steps. */
+export interface TaskSummary {
+  runnerId: number;
+  runnerName: string;
+  steps: Array<{ name: string; status: number; started: number; stopped: number }>;
+}
+
+export async function findTaskSummary(db: Queryable, taskId: number): Promise<TaskSummary | undefined> {
+  const task = await db
+    .selectFrom('action_task as t')
+    .leftJoin('action_runner as r', 'r.id', 't.runner_id')
+    .select(['t.runner_id as runner_id', 'r.name as runner_name'])
+    .where('t.id', '=', taskId)
+    .executeTakeFirst();
+  if (task === undefined) return undefined;
+  const steps = await db.selectFrom('action_task_step').select(['name', 'status', 'started', 'stopped']).where('task_id', '=', taskId).orderBy('step_index').execute();
+  return { runnerId: task.runner_id, runnerName: task.runner_name ?? '', steps };
+}

@@ -12,7 +12,11 @@ export type DomainEvent =
   | { type: 'account.deleted'; account: User }
   /** Refs a `git push` changed; an all-zero oid on one side means created or deleted. */
   | { type: 'repository.pushed'; repo: Repository; owner: User; pusher: User; updates: readonly PushedRef[] }
-  | { type: 'actions.run.created'; repo: Repository; owner: User; run: ActionRun; jobs: readonly ActionRunJob[]; triggerUser: User };
+  | { type: 'actions.run.created'; repo: Repository; owner: User; run: ActionRun; jobs: readonly ActionRunJob[]; triggerUser: User }
+  /** Jobs of one run whose status changed (claimed, released, finished, unblocked, skipped, cancelled), as they now are. */
+  | { type: 'actions.jobs.changed'; run: ActionRun; jobs: readonly ActionRunJob[] }
+  /** A run's aggregate status changed; `run` is the run as it now is, `previous` as it was. */
+  | { type: 'actions.run.status-changed'; run: ActionRun; previous: ActionRun };
 
 export interface PushedRef {
   ref: string;

@@ -29,6 +29,7 @@ import { PermissionService } from './permissions.ts';
 import { PushService } from './pushes.ts';
 import { WebhookService } from './webhooks/hooks.ts';
 import { HookDeliveryService } from './webhooks/deliveries.ts';
+import { createActionsWebhookOutbox } from './webhooks/actions-outbox.ts';
 import { createWebhookOutbox } from './webhooks/outbox.ts';
 import { RepoService } from './repos.ts';
 
@@ -69,11 +70,12 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   events.subscribe(deleteActionsDataOnScopeDeletion);
   const secrets = new SecretService(db, clock, keys);
   const runners = new RunnerService(db, clock, keys);
-  const runProgress = new RunProgress(clock);
+  const runProgress = new RunProgress(clock, events);
   const webhooks = new WebhookService(db, clock, keys);
   const variables = new VariableService(db, clock);
   const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir);
   events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl, gitDirOf: (repo, owner) => gitRepositories.gitDir(repo, owner) }));
+  events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   const repos = new RepoService(db, clock, gitRepositories, events);
   const catalog = new WorkflowCatalog();
   // ROOT_URL without its trailing slash: the github.server_url runners see.

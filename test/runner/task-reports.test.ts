@@ -19,6 +19,7 @@ import { findRunnerById, insertRunner } from '../../src/models/runners.ts';
 import type { Runner } from '../../src/models/runners.ts';
 import { ActionsHousekeeping } from '../../src/services/actions/housekeeping.ts';
 import { RunProgress } from '../../src/services/actions/run-progress.ts';
+import { DomainEvents } from '../../src/services/events.ts';
 import { formatLogLine, formatLogTime, MAX_LOG_LINE_BYTES } from '../../src/services/actions/task-logs.ts';
 import type { LogRow } from '../../src/services/actions/task-logs.ts';
 import { TaskReportService } from '../../src/services/actions/task-reports.ts';
@@ -240,8 +241,8 @@ for (const dialect of testDialects()) {
       s = await startTestServer(dialect);
       db = s.server.deps.database.db;
       clock = fakeClock();
-      reports = new TaskReportService(db, clock, new RunProgress(clock), s.dataDir);
-      fx = new Fixtures(db, clock, new RunProgress(clock));
+      reports = new TaskReportService(db, clock, new RunProgress(clock, new DomainEvents()), s.dataDir);
+      fx = new Fixtures(db, clock, new RunProgress(clock, new DomainEvents()));
     });
     after(() => s.stop());
 
@@ -352,7 +353,7 @@ for (const dialect of testDialects()) {
       await fs.appendFile(path.join(s.dataDir, 'actions_log', row.log_filename), 'garbage that was never acknowledged\npartial');
 
       const restartedClock = fakeClock(clock.now + 60);
-      const restarted = new TaskReportService(db, restartedClock, new RunProgress(restartedClock), s.dataDir);
+      const restarted = new TaskReportService(db, restartedClock, new RunProgress(restartedClock, new DomainEvents()), s.dataDir);
       assert.deepEqual(await collect(restarted.readLog(taskId)), stored(all.slice(0, 100)));
       // The runner never got the last ack and resends from 50.
       assert.deepEqual(await restarted.updateLog(runner, { taskId, index: 50, rows: all.slice(50, 200), noMore: false }), { ackIndex: 200 });
@@ -402,8 +403,8 @@ for (const dialect of testDialects()) {
       s = await startTestServer(dialect);
       db = s.server.deps.database.db;
       clock = fakeClock();
-      reports = new TaskReportService(db, clock, new RunProgress(clock), s.dataDir);
-      fx = new Fixtures(db, clock, new RunProgress(clock));
+      reports = new TaskReportService(db, clock, new RunProgress(clock, new DomainEvents()), s.dataDir);
+      fx = new Fixtures(db, clock, new RunProgress(clock, new DomainEvents()));
     });
     after(() => s.stop());
 
@@ -519,7 +520,7 @@ for (const dialect of testDialects()) {
       // What the cancel API does to a job whose task runs (the task learns on its next report).
       await db.transaction().execute(async (tx) => {
         await tx.updateTable('action_run_job').set({ status: ActionStatus.cancelled, stopped: clock.now, updated: clock.now }).where('id', '=', build.id).execute();
-        await new RunProgress(clock).settle(tx, runId);
+        await new RunProgress(clock, new DomainEvents()).settle(tx, runId);
       });
       clock.advance(5);
       const answer = await reports.updateTask(runner, { id: taskId, result: 0, steps: [step(0, 0, { startedAt: T0, logLength: 9 })] }, {});
@@ -590,8 +591,8 @@ for (const dialect of testDialects()) {
       s = await startTestServer(dialect);
       db = s.server.deps.database.db;
       clock = fakeClock();
-      reports = new TaskReportService(db, clock, new RunProgress(clock), s.dataDir);
-      fx = new Fixtures(db, clock, new RunProgress(clock));
+      reports = new TaskReportService(db, clock, new RunProgress(clock, new DomainEvents()), s.dataDir);
+      fx = new Fixtures(db, clock, new RunProgress(clock, new DomainEvents()));
     });
     beforeEach(() => fx.reset());
     after(() => s.stop());

@@ -157,7 +157,7 @@ export class ActionsHousekeeping {
       if (!(await failZombieTask(tx, task.id, cutoff, now))) return false;
       await closeUnfinishedSteps(tx, task.id, ActionStatus.failure, now);
       if (job !== undefined && (await finishJobOfTask(tx, job.id, task.id, ActionStatus.failure, now))) {
-        await this.reports.runProgress.settle(tx, job.runId);
+        await this.reports.runProgress.settle(tx, job.runId, [job.id]);
       }
       // An ephemeral runner takes one task; this one is over.
       await deleteEphemeralRunner(tx, task.runnerId);
@@ -183,7 +183,7 @@ export class ActionsHousekeeping {
       const now = this.clock.nowSec();
       await lockRun(tx, job.runId);
       if (!(await cancelAbandonedJob(tx, job.id, cutoff, now))) return false;
-      await this.reports.runProgress.settle(tx, job.runId);
+      await this.reports.runProgress.settle(tx, job.runId, [job.id]);
       return true;
     });
   }

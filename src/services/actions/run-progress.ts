@@ -1,7 +1,9 @@
-// After jobs of a run change state (a runner reports, a job is cancelled):
-// unblock the jobs whose needs are done, then recompute the run's status and
-// its start and stop times. One transaction, so the run never shows a status
-// its jobs do not have.
+// After jobs of a run change state (a runner claims or reports, a job is
+// released or cancelled): unblock the jobs whose needs are done, then
+// recompute the run's status and its start and stop times. One transaction,
+// so the run never shows a status its jobs do not have. Every job and run
+// status change is recorded as a domain event in that same transaction (the
+// webhook outbox turns them into workflow_job / workflow_run / action_run_*).
 import { ActionStatus, aggregateJobStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { unblockedJobs } from '../../modules/job-graph.ts';
@@ -9,28 +11,43 @@ import { findRunById, listJobsOfRun, lockRun, unblockJobs, updateRunStatus } fro
 import type { ActionRun, RunStatusChange } from '../../models/action-runs.ts';
 import type { Queryable } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
+import type { DomainEvents } from '../events.ts';
 
 export class RunProgress {
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly events: DomainEvents,
+  ) {}
 
-  /** Call inside the transaction that changed the jobs; returns the run as it now is. */
-  async settle(tx: Queryable, runId: number): Promise<ActionRun | undefined> {
+  /**
+   * Call inside the transaction that changed the jobs, naming the jobs whose
+   * status the caller changed; returns the run as it now is.
+   */
+  async settle(tx: Queryable, runId: number, changedJobIds: readonly number[] = []): Promise<ActionRun | undefined> {
     await lockRun(tx, runId);
     const run = await findRunById(tx, runId);
     if (run === undefined) return undefined;
     const now = this.clock.nowSec();
     let jobs = await listJobsOfRun(tx, runId);
-    const changes = unblockedJobs(jobs);
-    if (changes.size > 0) {
-      const changed = await unblockJobs(tx, changes, now);
-      if (changed.some((id) => changes.get(id) === ActionStatus.waiting)) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
+    const changed = new Set(changedJobIds);
+    const unblocked = unblockedJobs(jobs);
+    if (unblocked.size > 0) {
+      const moved = await unblockJobs(tx, unblocked, now);
+      if (moved.some((id) => unblocked.get(id) === ActionStatus.waiting)) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
+      for (const id of moved) changed.add(id);
       jobs = await listJobsOfRun(tx, runId);
     }
     const status = aggregateJobStatus(jobs.map((job) => job.status));
-    if (status === run.status) return run;
-    const change: RunStatusChange = { status };
-    if (status === ActionStatus.running && run.started === 0) change.started = now;
-    if (isDone(status)) change.stopped = now;
-    return updateRunStatus(tx, run, change, now);
+    let current = run;
+    if (status !== run.status) {
+      const change: RunStatusChange = { status };
+      if (status === ActionStatus.running && run.started === 0) change.started = now;
+      if (isDone(status)) change.stopped = now;
+      current = await updateRunStatus(tx, run, change, now);
+    }
+    const changedJobs = jobs.filter((job) => changed.has(job.id));
+    if (changedJobs.length > 0) await this.events.record(tx, { type: 'actions.jobs.changed', run: current, jobs: changedJobs });
+    if (current.status !== run.status) await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });
+    return current;
   }
 }

@@ -298,7 +298,7 @@ export class RunnerProtocolService {
               if (claimed === null) continue;
               await insertTaskSteps(tx, claimed.taskId, job.repoId, stepNamesOf(job.workflowPayload), now);
               await lockRun(tx, job.runId);
-              await this.runProgress.settle(tx, job.runId);
+              await this.runProgress.settle(tx, job.runId, [job.id]);
               return { claimed, token };
             }
             if (page.length < CANDIDATE_PAGE) return null;
@@ -318,7 +318,7 @@ export class RunnerProtocolService {
       for (const { claimed } of claims) {
         if (!(await releaseClaim(tx, claimed.taskId, claimed.job.id, now))) continue;
         await lockRun(tx, claimed.job.runId);
-        await this.runProgress.settle(tx, claimed.job.runId);
+        await this.runProgress.settle(tx, claimed.job.runId, [claimed.job.id]);
         await bumpTasksVersionsForRepo(tx, claimed.job.ownerId, claimed.job.repoId, now);
       }
     });

@@ -165,7 +165,7 @@ export class TaskReportService {
           await insertTaskOutputs(tx, task.id, accepted);
           // An imposed status came from whoever finished the job; they settled the run.
           if (imposed === null && job !== undefined && (await finishJobOfTask(tx, job.id, task.id, status, now))) {
-            await this.runProgress.settle(tx, job.runId);
+            await this.runProgress.settle(tx, job.runId, [job.id]);
           }
           return this.answer(tx, runner, task.id);
         }

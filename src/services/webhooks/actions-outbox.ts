@@ -1,0 +1,124 @@
+// The webhook outbox for Actions: turns run and job status changes into
+// hook_task rows, in the transaction of the change, for the active hooks of
+// the owning organization that subscribe to them:
+// - `workflow_run` when the run is requested (created), starts and completes;
+// - `workflow_job` on every job status change (and for each job of a new run);
+// - when a run finishes, Forgejo's `action_run_success` or
+//   `action_run_failure`, plus `action_run_recover` when it succeeded and the
+//   previous finished run of the same workflow on the same ref did not.
+//   (Forgejo compares with the last run of the whole repository that stopped
+//   before; per workflow and ref is what "recovered" means to its readers.)
+// Cancelled and skipped runs send no action_run_* event, as in Forgejo.
+//
+// The hot path (a runner claiming or finishing a job) pays one indexed query
+// when the owner has no hook that wants these events.
+import { randomUUID } from 'node:crypto';
+import { ActionStatus, isDone } from '../../modules/actions-status.ts';
+import type { Clock } from '../../modules/clock.ts';
+import { findPreviousFinishedRun, listJobsOfRun } from '../../models/action-runs.ts';
+import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
+import { findTaskSummary } from '../../models/action-tasks.ts';
+import type { Queryable } from '../../models/database.ts';
+import { insertHookTask } from '../../models/hook-tasks.ts';
+import { findRepositoryById } from '../../models/repos.ts';
+import { findAccountById, ghostUser } from '../../models/users.ts';
+import type { User } from '../../models/users.ts';
+import { listActiveHooksOfOwner } from '../../models/webhooks.ts';
+import type { WebhookRecord } from '../../models/webhooks.ts';
+import type { DomainEvent, DomainEventHandler } from '../events.ts';
+import { actionRunPayload, workflowJobPayload, workflowRunAction, workflowRunPayload } from './action-payloads.ts';
+import type { ActionHookContext } from './action-payloads.ts';
+import { hookWantsEvent } from './hook-events.ts';
+
+const ACTION_EVENTS = ['workflow_run', 'workflow_job', 'action_run_success', 'action_run_failure', 'action_run_recover'] as const;
+type ActionEvent = (typeof ACTION_EVENTS)[number];
+
+export interface ActionsWebhookOutboxOptions {
+  clock: Clock;
+  rootUrl: string;
+}
+
+type Subscribers = Map<ActionEvent, WebhookRecord[]>;
+
+async function subscribersOf(tx: Queryable, ownerId: number): Promise<Subscribers | null> {
+  const hooks = await listActiveHooksOfOwner(tx, ownerId);
+  const out: Subscribers = new Map();
+  for (const event of ACTION_EVENTS) {
+    const wanting = hooks.filter((hook) => hookWantsEvent(hook, event));
+    if (wanting.length > 0) out.set(event, wanting);
+  }
+  return out.size > 0 ? out : null;
+}
+
+async function userOrGhost(tx: Queryable, id: number): Promise<User> {
+  return (await findAccountById(tx, id)) ?? ghostUser();
+}
+
+export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions): DomainEventHandler {
+  const enqueue = async (tx: Queryable, hooks: readonly WebhookRecord[] | undefined, eventType: ActionEvent, payload: unknown): Promise<void> => {
+    if (!hooks || hooks.length === 0) return;
+    // Indented as Forgejo stores payloads.
+    const body = JSON.stringify(payload, null, 2);
+    const nowMs = options.clock.nowMs();
+    for (const hook of hooks) await insertHookTask(tx, { hookId: hook.id, uuid: randomUUID(), eventType, payload: body, nowMs });
+  };
+
+  /** Repository, owner and trigger user of a run; null when the repository is gone (nothing to report). */
+  const contextOf = async (tx: Queryable, run: ActionRun): Promise<ActionHookContext | null> => {
+    const repo = await findRepositoryById(tx, run.repoId);
+    if (repo === null) return null;
+    const owner = await findAccountById(tx, repo.ownerId);
+    if (owner === null) return null;
+    return { repo, owner, triggerUser: await userOrGhost(tx, run.triggerUserId), rootUrl: options.rootUrl, nowSec: options.clock.nowSec() };
+  };
+
+  const jobEvents = async (tx: Queryable, ctx: ActionHookContext, subs: Subscribers, run: ActionRun, jobs: readonly ActionRunJob[]): Promise<void> => {
+    const hooks = subs.get('workflow_job');
+    if (!hooks) return;
+    // The job's position in its run names its page (…/runs/N/jobs/<index>).
+    const order = (await listJobsOfRun(tx, run.id)).map((job) => job.id);
+    for (const job of jobs) {
+      const task = job.taskId !== 0 ? await findTaskSummary(tx, job.taskId) : undefined;
+      await enqueue(tx, hooks, 'workflow_job', workflowJobPayload(ctx, run, job, Math.max(0, order.indexOf(job.id)), task));
+    }
+  };
+
+  const runEvents = async (tx: Queryable, ctx: ActionHookContext, subs: Subscribers, run: ActionRun, previous: ActionRun | null): Promise<void> => {
+    // One workflow_run per GitHub-level step (requested, in_progress, completed), not per aggregate status change.
+    if (previous === null || workflowRunAction(previous) !== workflowRunAction(run)) await enqueue(tx, subs.get('workflow_run'), 'workflow_run', workflowRunPayload(ctx, run));
+    const previousStatus = previous?.status ?? ActionStatus.unknown;
+    if (!isDone(run.status)) return;
+    const success = run.status === ActionStatus.success;
+    if (!success && run.status !== ActionStatus.failure) return;
+    const wantsDone = subs.has('action_run_success') || subs.has('action_run_failure') || subs.has('action_run_recover');
+    if (!wantsDone) return;
+    const before = await findPreviousFinishedRun(tx, run);
+    const lastRun = before ? { run: before, triggerUser: await userOrGhost(tx, before.triggerUserId) } : undefined;
+    if (success) {
+      await enqueue(tx, subs.get('action_run_success'), 'action_run_success', actionRunPayload(ctx, 'success', run, previousStatus, lastRun));
+      if (before && before.status === ActionStatus.failure) {
+        await enqueue(tx, subs.get('action_run_recover'), 'action_run_recover', actionRunPayload(ctx, 'recover', run, previousStatus, lastRun));
+      }
+    } else {
+      await enqueue(tx, subs.get('action_run_failure'), 'action_run_failure', actionRunPayload(ctx, 'failure', run, previousStatus, lastRun));
+    }
+  };
+
+  const handle = async (tx: Queryable, event: DomainEvent): Promise<void> => {
+    if (event.type !== 'actions.run.created' && event.type !== 'actions.jobs.changed' && event.type !== 'actions.run.status-changed') return;
+    const subs = await subscribersOf(tx, event.run.ownerId);
+    if (subs === null) return;
+    const ctx = event.type === 'actions.run.created' ? { repo: event.repo, owner: event.owner, triggerUser: event.triggerUser, rootUrl: options.rootUrl, nowSec: options.clock.nowSec() } : await contextOf(tx, event.run);
+    if (ctx === null || !ctx.owner.isOrganization) return;
+    if (event.type === 'actions.run.created') {
+      // A new run is "requested" (or already completed when its workflow could not be parsed).
+      await runEvents(tx, ctx, subs, event.run, null);
+      await jobEvents(tx, ctx, subs, event.run, event.jobs);
+    } else if (event.type === 'actions.jobs.changed') {
+      await jobEvents(tx, ctx, subs, event.run, event.jobs);
+    } else {
+      await runEvents(tx, ctx, subs, event.run, event.previous);
+    }
+  };
+  return handle;
+}

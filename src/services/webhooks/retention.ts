@@ -1,0 +1,69 @@
+// Prunes the webhook delivery history older than GANTRY_WEBHOOK_RETENTION_DAYS
+// (Forgejo's cron.cleanup_hook_task_table keeps 7 days by default too). Every
+// process runs it; deleting by id is idempotent, so two processes pruning at
+// once only repeat work. Small batches, each its own transaction, so SQLite's
+// write lock is never held long and deliveries keep flowing.
+import type { Clock } from '../../modules/clock.ts';
+import type { Db } from '../../models/database.ts';
+import { deleteFinishedHookTasks, findExpiredHookTasks } from '../../models/hook-task-retention.ts';
+
+const BATCH = 500;
+const DAY_SEC = 86_400;
+
+export interface WebhookRetentionOptions {
+  retentionDays: number;
+  onPruned?: (deleted: number) => void;
+  onError?: (error: unknown) => void;
+}
+
+export class WebhookRetention {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<number> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly options: WebhookRetentionOptions,
+  ) {}
+
+  /** Deletes every expired finished delivery; the number deleted. 0 days keeps everything. */
+  async pruneOnce(): Promise<number> {
+    if (this.options.retentionDays === 0) return 0;
+    const cutoff = this.clock.nowSec() - this.options.retentionDays * DAY_SEC;
+    let total = 0;
+    for (;;) {
+      const ids = await findExpiredHookTasks(this.db, cutoff, BATCH);
+      if (ids.length === 0) break;
+      total += await this.db.transaction().execute((tx) => deleteFinishedHookTasks(tx, ids));
+      if (ids.length < BATCH) break;
+    }
+    if (total > 0) this.options.onPruned?.(total);
+    return total;
+  }
+
+  start(intervalMs: number): void {
+    if (this.timer || this.options.retentionDays === 0) return;
+    const tick = () => {
+      this.running = this.pruneOnce().catch((error: unknown) => {
+        this.options.onError?.(error);
+        return 0;
+      });
+    };
+    // First pass soon after start (not at once: startup has enough to do).
+    this.timer = setTimeout(() => {
+      tick();
+      this.timer = setInterval(tick, intervalMs);
+      this.timer.unref?.();
+    }, Math.min(intervalMs, 30_000));
+    this.timer.unref?.();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      clearInterval(this.timer);
+    }
+    this.timer = null;
+    await this.running;
+  }
+}

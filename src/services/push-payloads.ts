@@ -42,9 +42,9 @@ export function pushEventPayload(
     committer: { name: commit.committer.name, email: commit.committer.email, username: '' },
     verification: null,
     timestamp: commit.author.date,
-    added: [],
-    removed: [],
-    modified: [],
+    added: commit.files.added,
+    removed: commit.files.removed,
+    modified: commit.files.modified,
   }));
   return {
     ref: update.ref,

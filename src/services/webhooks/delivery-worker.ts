@@ -141,7 +141,7 @@ export class WebhookDeliveryWorker {
       record = { ...empty, error: hook ? 'the webhook is not active: not delivered' : 'the webhook was deleted: not delivered' };
       permanent = true;
     } else {
-      const prepared = prepareRequest(hook, task, this.secrets, attemptNumber);
+      const prepared = await prepareRequest(hook, task, this.secrets, attemptNumber);
       if (prepared.kind === 'unsendable') {
         record = { ...empty, error: prepared.error };
         permanent = prepared.permanent;

@@ -1,7 +1,8 @@
 // One HTTP attempt of a delivery, as Forgejo's services/webhook/deliver.go
 // sends it to forgejo/gitea/gogs hooks: POST, the stored JSON payload (json)
 // or `payload=<url-encoded JSON>` (form), and the Forgejo, Gitea, Gogs and
-// GitHub header sets.
+// GitHub header sets. The typed hooks (payloads/) build their own body and
+// method and reuse the header set (forgejoHeaders) where Forgejo sends it.
 //
 // Signatures (X-Forgejo/Gitea/Gogs-Signature: hex HMAC-SHA256,
 // X-Hub-Signature-256: sha256=…, X-Hub-Signature: sha1=…) are computed over
@@ -46,20 +47,30 @@ export interface OutgoingDelivery {
 }
 
 export interface BuiltRequest {
+  /** POST unless set (matrix hooks PUT). */
+  method?: 'POST' | 'PUT';
   url: string;
   headers: Record<string, string>;
   body: string;
 }
 
-export function buildRequest(d: OutgoingDelivery): BuiltRequest {
-  const form = d.contentType === 'form';
-  const body = form ? `payload=${encodeURIComponent(d.payload)}` : d.payload;
-  const bytes = Buffer.from(body, 'utf8');
+export interface ForgejoHeaderInput {
+  uuid: string;
+  eventType: string;
+  /** The exact body sent: what the signatures are computed over. */
+  body: string;
+  secret: string;
+  hookId: number;
+  ownerId: number;
+}
+
+/** The X-Forgejo/Gitea/Gogs/GitHub delivery, event and signature headers (Forgejo's shared.AddDefaultHeaders, plus GitHub's hook ids). */
+export function forgejoHeaders(d: ForgejoHeaderInput): Record<string, string> {
+  const bytes = Buffer.from(d.body, 'utf8');
   const sha256 = d.secret ? createHmac('sha256', d.secret).update(bytes).digest('hex') : '';
   const sha1 = d.secret ? createHmac('sha1', d.secret).update(bytes).digest('hex') : '';
   const event = eventHeaderOf(d.eventType);
-  const headers: Record<string, string> = {
-    'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
+  return {
     'x-forgejo-delivery': d.uuid,
     'x-forgejo-event': event,
     'x-forgejo-event-type': d.eventType,
@@ -81,10 +92,19 @@ export function buildRequest(d: OutgoingDelivery): BuiltRequest {
     'x-github-hook-installation-target-id': String(d.ownerId),
     'x-hub-signature': `sha1=${sha1}`,
     'x-hub-signature-256': `sha256=${sha256}`,
+  };
+}
+
+export function buildRequest(d: OutgoingDelivery): BuiltRequest {
+  const form = d.contentType === 'form';
+  const body = form ? `payload=${encodeURIComponent(d.payload)}` : d.payload;
+  const headers: Record<string, string> = {
+    'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
+    ...forgejoHeaders({ uuid: d.uuid, eventType: d.eventType, body, secret: d.secret, hookId: d.hookId, ownerId: d.ownerId }),
     'x-gantry-delivery-attempt': String(d.attempt),
   };
   if (d.authorizationHeader) headers.authorization = d.authorizationHeader;
-  return { url: d.url, headers, body };
+  return { method: 'POST', url: d.url, headers, body };
 }
 
 /** Headers as kept in the history: the Authorization value is never stored (Forgejo shows ******). */
@@ -131,7 +151,7 @@ export async function sendRequest(req: BuiltRequest, options: SendOptions): Prom
   const started = performance.now();
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    const response = await request(req.url, { method: 'POST', headers: req.headers, body: req.body, dispatcher: options.dispatcher, signal });
+    const response = await request(req.url, { method: req.method ?? 'POST', headers: req.headers, body: req.body, dispatcher: options.dispatcher, signal });
     const chunks: Buffer[] = [];
     let size = 0;
     try {

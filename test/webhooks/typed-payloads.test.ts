@@ -4,11 +4,15 @@
 // Telegram messages POSTed with Forgejo's signed headers, a Matrix event PUT
 // to <room URL>/<transaction id> with the bearer token, a Packagist update —
 // and what the delivery history shows: the request as sent, or why nothing
-// was sent. Every test runs on every database.
+// was sent; then a run on a real runner (Connect client) reaching a Slack hook
+// as Actions messages. Every test runs on every database.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import { updateWebhook } from '../../src/models/webhooks.ts';
+import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
+import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
+import { createRunnerClient, decodeTask } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { startWebhookReceiver, verifySignature } from '../support/webhook-receiver.ts';
@@ -213,6 +217,67 @@ for (const dialect of testDialects()) {
       assert.equal(manifest.image, 'alpine/edge');
       assert.deepEqual(manifest.sources, [`${s.rootUrl}acme/app.git#${head}`]);
       assert.deepEqual(manifest.environment, { BUILD_SUBMITTER: 'forgejo', BUILD_SUBMITTER_URL: s.rootUrl, GIT_REF: 'refs/heads/main' });
+    });
+  });
+}
+
+const WORKFLOW = ['on: workflow_dispatch', 'jobs:', '  build:', '    runs-on: typed-label', '    steps:', '      - run: echo build', ''].join('\n');
+
+for (const dialect of testDialects()) {
+  describe(`typed webhook payloads of Actions events [${dialect}]`, () => {
+    let s: TestServer;
+    let receiver: WebhookReceiver;
+
+    before(async () => {
+      s = await startTestServer(dialect, { GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' });
+      receiver = await startWebhookReceiver();
+    });
+
+    after(async () => {
+      await s?.stop();
+      await receiver?.close();
+    });
+
+    test('a dispatched run that succeeds: Slack gets workflow_run messages and "Action Succeeded"', async () => {
+      const owner = await s.createUser('owner');
+      assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
+      assert.equal((await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status, 201);
+      const hook = await s.api('POST', '/orgs/acme/hooks', {
+        token: owner.token,
+        body: { type: 'slack', config: { url: `${receiver.url}/slack`, content_type: 'json', channel: 'builds' }, events: ['workflow_run', 'action_run_success'], active: true },
+      });
+      assert.equal(hook.status, 201, hook.text);
+      const work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password }));
+      await work.commit({ '.forgejo/workflows/ci.yml': WORKFLOW }, 'CI');
+      assert.equal((await work.push('main')).code, 0);
+      await work.remove();
+      const token = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: owner.token });
+      assert.equal(token.status, 200, token.text);
+      const runner = createRunnerClient(s.url);
+      const registered = await runner.runner.register({ name: 'typed-runner', token: (token.json as { token: string }).token, version: 'v12', labels: ['typed-label'] });
+      assert.ok(registered.runner);
+      runner.credentials = { id: Number(registered.runner.id), uuid: registered.runner.uuid, token: registered.runner.token };
+
+      const dispatched = await s.api('POST', '/repos/acme/app/actions/workflows/ci.yml/dispatches', { token: owner.token, body: { ref: 'main', return_run_info: true } });
+      assert.equal(dispatched.status, 201, dispatched.text);
+      const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+      assert.ok(fetched.task, 'a task to run');
+      const task = decodeTask(fetched.task as Task);
+      const now = { seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 };
+      await runner.runner.updateTask({
+        state: { id: BigInt(task.id), result: Result.SUCCESS, startedAt: now, stoppedAt: now, steps: [{ id: 0n, result: Result.SUCCESS, startedAt: now, stoppedAt: now, logIndex: 0n, logLength: 0n }] },
+      });
+
+      const texts = () => receiver.received.map((d) => d.json as { channel: string; text: string });
+      await receiver.waitFor(() => texts().some((m) => m.text.includes('Action Succeeded')) && texts().some((m) => m.text.startsWith('Workflow Run completed')), 30_000);
+      const repoUrl = `${s.rootUrl}acme/app`;
+      const action = texts().find((m) => m.text.includes('Action Succeeded'));
+      assert.equal(action?.channel, 'builds');
+      assert.match(action?.text ?? '', new RegExp(`^<${repoUrl}/actions/runs/\\d+\\|[^>]+> Action Succeeded in <${repoUrl}\\|acme/app> main$`));
+      const completed = texts().find((m) => m.text.startsWith('Workflow Run completed'));
+      assert.match(completed?.text ?? '', new RegExp(`^Workflow Run completed: <${repoUrl}/actions/runs/\\d+\\|.+\\(#\\d+\\)\\[[0-9a-f]{10}\\]:success> by <${s.rootUrl}owner\\|owner>$`));
+      assert.ok(texts().some((m) => m.text.startsWith('Workflow Run requested: ')), 'the requested run was announced too');
+      for (const d of receiver.received) assert.equal(d.headers['x-forgejo-event-type'] === 'workflow_run' || d.headers['x-forgejo-event-type'] === 'action_run_success', true);
     });
   });
 }

@@ -9,6 +9,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Deps } from './deps.ts';
 import { installAuthHook } from './http/auth-hook.ts';
+import { clientErrorHandler } from './http/client-errors.ts';
 import { hasNulParam, installBodyParsers } from './http/body-parsers.ts';
 import { AppError } from './modules/errors.ts';
 import { installErrorHandlers } from './http/errors.ts';
@@ -50,6 +51,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 500 },
     http: { maxHeaderSize: config.headerLimitBytes },
+    clientErrorHandler: clientErrorHandler(),
+    // req.ip: the client X-Forwarded-For names when the peer is a trusted proxy (rate limits, logs).
+    trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ajv = bodyValidator();

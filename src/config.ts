@@ -1,5 +1,6 @@
 // One description of every setting: parsed once at start, validated, frozen and
 // passed down. The same table generates the configuration reference (README).
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 export interface Config {
@@ -30,6 +31,8 @@ export interface Config {
   readonly rateLimitPerIp: number;
   /** Requests per minute per access token, runner or task token (0: unlimited). */
   readonly rateLimitPerToken: number;
+  /** Reverse proxies (addresses, CIDRs, `loopback`…) whose X-Forwarded-For names the client; empty: none. */
+  readonly trustedProxies: readonly string[];
   /** Largest request head (request line and headers) in bytes (larger: 431). */
   readonly headerLimitBytes: number;
   /** Largest git push (pack bytes received) in bytes. */
@@ -76,6 +79,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_METRICS_TOKEN', description: 'Enables `GET /metrics` (Prometheus text format), answered only to `Authorization: Bearer <token>`. Unset: /metrics answers 404.', default: '' },
   { key: 'GANTRY_RATE_LIMIT_PER_IP', description: 'Requests per minute one client IP may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
   { key: 'GANTRY_RATE_LIMIT_PER_TOKEN', description: 'Requests per minute one access token, runner or task token may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
+  { key: 'GANTRY_TRUSTED_PROXIES', description: 'Comma-separated addresses or CIDRs (or `loopback`, `linklocal`, `uniquelocal`) of reverse proxies in front of Gantry: a request from one of them is counted (rate limits) and logged under the client address its X-Forwarded-For names. Unset: the connecting address is the client, X-Forwarded-For is ignored.', default: '' },
   { key: 'GANTRY_HEADER_LIMIT', description: 'Largest request line plus headers in bytes (larger: 431).', default: '16384' },
   { key: 'GANTRY_GIT_MAX_PUSH_SIZE', description: 'Largest git push in bytes (larger: refused, nothing is written).', default: '2147483648' },
   { key: 'GANTRY_ACTIONS_LOG_MAX_SIZE', description: 'Largest log of one Actions task in bytes; later lines are dropped and a notice is appended.', default: '134217728' },
@@ -99,6 +103,21 @@ function readInt(env: Env, key: string, fallback: number, min: number, max: numb
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(key, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+const PROXY_RANGE_NAMES: ReadonlySet<string> = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** What Fastify's trustProxy (proxy-addr) accepts: addresses, CIDRs, and its named ranges. */
+function parseTrustedProxies(raw: string | undefined): readonly string[] {
+  const entries = (raw ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '');
+  for (const entry of entries) {
+    const [address = '', prefix, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const maxPrefix = family === 6 ? 128 : 32;
+    const valid = PROXY_RANGE_NAMES.has(entry) || (family !== 0 && rest.length === 0 && (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= maxPrefix)));
+    if (!valid) throw new ConfigError('GANTRY_TRUSTED_PROXIES', `"${entry}" is not an IP address, a CIDR (10.0.0.0/8) or loopback, linklocal, uniquelocal`);
+  }
+  return Object.freeze(entries);
 }
 
 function parseRootUrl(raw: string | undefined, port: number): string {
@@ -169,6 +188,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     metricsToken: read(env, 'GANTRY_METRICS_TOKEN') ?? null,
     rateLimitPerIp: readInt(env, 'GANTRY_RATE_LIMIT_PER_IP', 0, 0, 10_000_000),
     rateLimitPerToken: readInt(env, 'GANTRY_RATE_LIMIT_PER_TOKEN', 0, 0, 10_000_000),
+    trustedProxies: parseTrustedProxies(read(env, 'GANTRY_TRUSTED_PROXIES')),
     headerLimitBytes: readInt(env, 'GANTRY_HEADER_LIMIT', 16 * 1024, 1024, 1024 * 1024),
     gitMaxPushBytes: readInt(env, 'GANTRY_GIT_MAX_PUSH_SIZE', 2 * 1024 ** 3, 1024, 1024 ** 4),
     actionsLogMaxBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_SIZE', 128 * 1024 ** 2, 1024, 1024 ** 4),

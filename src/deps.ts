@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import { systemClock } from './modules/clock.ts';
 import type { Clock } from './modules/clock.ts';
 import { openKeyRing } from './modules/crypto/key-ring.ts';
+import { REDACTED, serializeRequest } from './modules/log-redaction.ts';
 import { migrateToLatest, openDatabase } from './models/database.ts';
 import type { DatabaseHandle } from './models/database.ts';
 import { createServices } from './services/index.ts';
@@ -33,12 +34,27 @@ export interface CreateDepsOptions {
   migrate?: boolean;
 }
 
-// Headers that carry credentials never reach the log.
-const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-runner-token"]', 'req.headers.sudo'];
+// Headers that carry credentials never reach the log. The request serializer
+// logs no headers at all; this covers anything that logs them anyway.
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers["proxy-authorization"]',
+  'req.headers.cookie',
+  'req.headers["x-runner-token"]',
+  'req.headers["x-runner-request-key"]',
+  'req.headers["x-forgejo-otp"]',
+  'req.headers["x-gitea-otp"]',
+  'req.headers.sudo',
+  'res.headers["set-cookie"]',
+];
 
-/** The process logger: JSON lines to stdout, or to `destination` (tests capture it in a file). */
+/**
+ * The process logger: JSON lines to stdout, or to `destination` (tests capture
+ * it in a file). Fastify adds the request id (`reqId`) to every line it logs
+ * for a request; `req` is serialized without credentials (log-redaction.ts).
+ */
 export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
-  const options = { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } };
+  const options = { level: config.logLevel, redact: { paths: REDACT, censor: REDACTED }, serializers: { req: serializeRequest } };
   return destination ? pino(options, destination) : pino(options);
 }
 

@@ -59,14 +59,14 @@ export function errorBody(rootUrl: string, message: string, extra: { errors?: st
   return body;
 }
 
-function fastifyErrorAnswer(error: FastifyError): { status: number; message: string } | null {
+function fastifyErrorAnswer(error: FastifyError, req: FastifyRequest): { status: number; message: string } | null {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return { status: 422, message: `[]: invalid JSON body: ${error.message}` };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 422, message: '[]: the request body is empty; send a JSON object' };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, message: 'request body is too large' };
+      return { status: 413, message: `request body is larger than ${req.routeOptions.bodyLimit} bytes (GANTRY_BODY_LIMIT); send a smaller body` };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, message: 'unsupported content type; send application/json' };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -88,7 +88,7 @@ export function installErrorHandlers(app: FastifyInstance, rootUrl: string): voi
     if (error.validation) {
       return reply.status(422).send(errorBody(rootUrl, bindingMessage(error.validation as AjvError[])));
     }
-    const known = fastifyErrorAnswer(error);
+    const known = fastifyErrorAnswer(error, req);
     if (known) return reply.status(known.status).send(errorBody(rootUrl, known.message));
     req.log.error({ err: error }, 'request failed');
     return reply.status(500).send(errorBody(rootUrl, `internal server error (request ${req.id}); the cause is in the server log`));

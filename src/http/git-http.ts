@@ -3,12 +3,21 @@
 // plain text, because a git client shows those to the user as `remote: …`,
 // and every refusal of an anonymous client is a 401 challenge, so git asks
 // for credentials instead of failing.
-import { PassThrough } from 'node:stream';
-import type { Readable } from 'node:stream';
+//
+// A push is limited to GANTRY_GIT_MAX_PUSH_SIZE bytes: a declared
+// Content-Length above it is refused before git starts; otherwise the body
+// is counted as it streams to git and cut at the limit. git receives a push
+// into a quarantine folder and updates refs only after the whole pack has
+// arrived and been checked, so a cut push leaves the repository as it was.
+// Either way the client gets a 413 with a plain-text reason (git itself
+// prints `RPC failed; HTTP 413`; the text shows with GIT_CURL_VERBOSE=1).
+import type { IncomingMessage } from 'node:http';
+import { PassThrough, Transform } from 'node:stream';
+import type { Readable, TransformCallback } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AccessMode } from '../modules/access-mode.ts';
 import { AppError } from '../modules/errors.ts';
-import { advertiseRefs, decodeRequestBody, parseGitService, serviceRpc, UnsupportedContentEncodingError } from '../modules/git/smart-http.ts';
+import { advertiseRefs, decodeRequestBody, GitRequestRejectedError, parseGitService, serviceRpc, UnsupportedContentEncodingError } from '../modules/git/smart-http.ts';
 import type { GitResponse, GitService } from '../modules/git/smart-http.ts';
 import { scopeAllows } from '../modules/scopes.ts';
 import type { Repository } from '../models/repos.ts';
@@ -17,6 +26,17 @@ import type { Authentication } from '../services/authentication.ts';
 import type { Services } from '../services/index.ts';
 
 const CHALLENGE = 'Basic realm="Gantry"';
+const GIT_ROUTE = /^\/:owner\/:repo\/(info\/refs|git-upload-pack|git-receive-pack)$/;
+// After refusing a push, what the client still sends is read and dropped for
+// a while, so it reads the 413 instead of a reset connection (git stops
+// sending once it sees the answer); past these bounds the socket is closed.
+const DISCARD_MAX_BYTES = 4 * 1024 * 1024;
+const DISCARD_MAX_MS = 10_000;
+
+/** True for the routes below (rate limits answer them in plain text, as git expects). */
+export function isGitHttpRoute(routeUrl: string | undefined): boolean {
+  return routeUrl !== undefined && GIT_ROUTE.test(routeUrl);
+}
 
 class GitHttpError extends Error {
   constructor(
@@ -37,6 +57,92 @@ function refuse(status: number, message: string): GitHttpError {
   return new GitHttpError(status, message);
 }
 
+function pushTooLarge(maxBytes: number): GitHttpError {
+  return refuse(
+    413,
+    `Push refused: it is larger than ${maxBytes} bytes (GANTRY_GIT_MAX_PUSH_SIZE); nothing was written. Push fewer commits at a time, or ask the administrator to raise the limit.`,
+  );
+}
+
+/**
+ * Passes the push through to git until more than `maxBytes` went by; then
+ * ends it there. git takes the cut pack for a broken one ("early EOF"),
+ * updates no ref and removes its quarantine folder. (Killing git instead
+ * would leave the quarantine behind: since 2.38 git no longer cleans it
+ * up on a signal.)
+ */
+class PushSizeLimit extends Transform {
+  private received = 0;
+  exceeded = false;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly onExceeded: () => void,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    if (this.exceeded) {
+      callback();
+      return;
+    }
+    this.received += chunk.length;
+    if (this.received > this.maxBytes) {
+      this.exceeded = true;
+      callback();
+      this.onExceeded();
+      return;
+    }
+    callback(null, chunk);
+  }
+}
+
+function limitPushSize(input: Readable, maxBytes: number): PushSizeLimit {
+  const limit: PushSizeLimit = new PushSizeLimit(maxBytes, () => {
+    // The rest stays unread here; the route drops it once it has answered.
+    input.unpipe(limit);
+    limit.end();
+  });
+  // pipe() forwards neither failures nor a client that hangs up mid-body: git must see both as an abort.
+  input.on('error', (error) => {
+    if (!limit.exceeded) limit.destroy(error);
+  });
+  input.on('close', () => {
+    if (!input.readableEnded && !limit.exceeded) limit.destroy(new Error('request body aborted'));
+  });
+  input.pipe(limit);
+  return limit;
+}
+
+/** Reads and drops the rest of a refused request body, within bounds. */
+function discardRest(raw: IncomingMessage): void {
+  if (raw.readableEnded || raw.destroyed) return;
+  let dropped = 0;
+  const stop = (): void => {
+    clearTimeout(timer);
+    raw.socket.destroy();
+  };
+  const timer = setTimeout(stop, DISCARD_MAX_MS);
+  timer.unref();
+  raw.once('end', () => clearTimeout(timer));
+  raw.once('close', () => clearTimeout(timer));
+  raw.unpipe();
+  raw.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > DISCARD_MAX_BYTES) stop();
+  });
+  raw.resume();
+}
+
+/** The body's declared length when it is what git will receive (no Content-Encoding), else null. */
+function declaredPushBytes(req: FastifyRequest): number | null {
+  const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
+  const length = req.headers['content-length'];
+  if ((encoding !== '' && encoding !== 'identity') || length === undefined || !/^\d+$/.test(length)) return null;
+  return Number(length);
+}
+
 export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
   // The request body is git's pack stream: hand it over unread (and without
   // the JSON body limit; a push may be large and is streamed to git).
@@ -53,6 +159,10 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
       return reply.status(401).header('WWW-Authenticate', CHALLENGE).type('text/plain; charset=utf-8').send(`${error.message}\n`);
     }
     if (error instanceof AppError && error.kind === 'forbidden') return reply.status(403).type('text/plain; charset=utf-8').send(`${error.message}\n`);
+    // A request git could not read, or one Fastify refused (a body type no parser takes): the client's to fix.
+    if (error instanceof GitRequestRejectedError) return reply.status(400).type('text/plain; charset=utf-8').send(`git could not read the request: ${error.stderr.split('\n', 1)[0]}\n`);
+    const status = (error as { statusCode?: number }).statusCode;
+    if (status !== undefined && status >= 400 && status < 500) return reply.status(status).type('text/plain; charset=utf-8').send(`${(error as Error).message}\n`);
     req.log.error({ err: error }, 'git request failed');
     return reply.status(500).type('text/plain; charset=utf-8').send('internal error; see the server log\n');
   });
@@ -109,6 +219,13 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
     app.post(`/:owner/:repo/${service}`, { schema: { hide: true } }, async (req, reply) => {
       const target = await resolveTarget(req, service);
       if (req.headers['content-type'] !== `application/x-${service}-request`) throw refuse(415, `Content-Type must be application/x-${service}-request`);
+      const maxPushBytes = services.gitRepositories.maxPushBytes;
+      const receive = service === 'git-receive-pack';
+      if (receive && (declaredPushBytes(req) ?? 0) > maxPushBytes) {
+        discardRest(req.raw);
+        req.log.info({ maxPushBytes }, 'push refused: its Content-Length is larger than GANTRY_GIT_MAX_PUSH_SIZE');
+        throw pushTooLarge(maxPushBytes);
+      }
       let input: Readable;
       try {
         input = decodeRequestBody(req.body as Readable, req.headers['content-encoding']);
@@ -116,6 +233,9 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
         if (error instanceof UnsupportedContentEncodingError) throw refuse(415, error.message);
         throw error;
       }
+      // Counted after decoding: what git stores is what is limited.
+      const sizeLimit = receive ? limitPushSize(input, maxPushBytes) : null;
+      if (sizeLimit !== null) input = sizeLimit;
       const gitProtocol = req.headers['git-protocol'];
       const response = serviceRpc({
         gitDir: services.gitRepositories.gitDir(target.repo, target.owner),
@@ -128,6 +248,21 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
         if (exit.exitCode !== 0 && exit.killedBy !== 'client') req.log.warn({ service, exit }, 'git exited with an error');
       }, () => {});
       if (service === 'git-upload-pack') return sendGit(reply, response);
+
+      const refuseTooLarge = (): never => {
+        // git's own report of the cut pack is not sent: the 413 says why, and the client is still sending.
+        response.body.resume();
+        discardRest(req.raw);
+        req.log.info({ maxPushBytes }, 'push refused: larger than GANTRY_GIT_MAX_PUSH_SIZE');
+        throw pushTooLarge(maxPushBytes);
+      };
+      try {
+        await response.started;
+      } catch (error) {
+        if (sizeLimit?.exceeded === true) refuseTooLarge();
+        throw error;
+      }
+      if (sizeLimit?.exceeded === true) refuseTooLarge();
 
       // The push is answered only after its runs exist: the client's `git
       // push` returning means the workflows it triggered are recorded.

@@ -5,6 +5,7 @@ import * as m0002 from './0002-actions-secrets-variables.ts';
 import * as m0003 from './0003-actions-runs.ts';
 import * as m0004 from './0004-actions-runners.ts';
 import * as m0005 from './0005-webhooks.ts';
+import * as m0006 from './0006-metrics-indexes.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -12,4 +13,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0003-actions-runs': m0003,
   '0004-actions-runners': m0004,
   '0005-webhooks': m0005,
+  '0006-metrics-indexes': m0006,
 };

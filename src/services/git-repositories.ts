@@ -15,6 +15,8 @@ export class GitRepositories {
   constructor(
     private readonly repositoriesRoot: string,
     dataDir: string,
+    /** Largest push git-receive-pack accepts, in bytes (GANTRY_GIT_MAX_PUSH_SIZE). */
+    readonly maxPushBytes: number = Number.POSITIVE_INFINITY,
   ) {
     this.hooksDir = path.join(dataDir, 'git', 'hooks');
   }

@@ -73,7 +73,7 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   const runProgress = new RunProgress(clock, events);
   const webhooks = new WebhookService(db, clock, keys);
   const variables = new VariableService(db, clock);
-  const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir);
+  const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir, config.gitMaxPushBytes);
   events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl, gitDirOf: (repo, owner) => gitRepositories.gitDir(repo, owner) }));
   events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   const repos = new RepoService(db, clock, gitRepositories, events);
@@ -81,7 +81,7 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   // ROOT_URL without its trailing slash: the github.server_url runners see.
   const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''));
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
-  const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir);
+  const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
   repos.onDeleted((repo) => taskReports.logs.removeRepository(repo.id));
   return {
     accounts: new AccountService(db, clock),

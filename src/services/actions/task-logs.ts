@@ -17,6 +17,15 @@
 // durably on disk, with nothing to recover. Concurrent writers of the same
 // lines write identical bytes at identical offsets (a line's bytes depend
 // only on the runner's row), so they cannot corrupt the committed prefix.
+//
+// Size limit (GANTRY_ACTIONS_LOG_MAX_SIZE): a log never grows past it. Lines
+// are stored while they leave room for one notice line before the limit; the
+// first line that does not is replaced by the notice, and from then on
+// nothing is stored. The runner's lines are still acknowledged (the caller
+// moves log_length on by every row), so it stops resending them and the
+// task finishes normally. A log is known to be sealed by its last line: the
+// notice, whose bytes depend only on the limit and the dropped row's time,
+// so concurrent writers still write identical bytes at identical offsets.
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -27,6 +36,15 @@ import { createGunzip, createGzip } from 'node:zlib';
 
 /** Forgejo's MaxLineSize: a line's content is cut at 64 KiB. */
 export const MAX_LOG_LINE_BYTES = 64 * 1024;
+/** The widest timestamp formatLogTime writes (a six-digit year with its sign), with room to spare. */
+const NOTICE_TIME_BYTES = 40;
+/** A stored line's bytes at most: the content, its timestamp, a space and `\n`. */
+const MAX_STORED_LINE_BYTES = MAX_LOG_LINE_BYTES + NOTICE_TIME_BYTES + 2;
+
+/** The line that ends a log cut at GANTRY_ACTIONS_LOG_MAX_SIZE. */
+export function truncationNotice(maxBytes: number): string {
+  return `Gantry: the rest of this log was dropped: a task's log is limited to ${maxBytes} bytes (GANTRY_ACTIONS_LOG_MAX_SIZE).`;
+}
 
 export interface LogRow {
   /** Unix seconds, fractions allowed; absent reads as the epoch, as Go's nil Timestamp does. */
@@ -122,8 +140,16 @@ async function* splitLines(source: AsyncIterable<Buffer>): AsyncGenerator<string
 }
 
 export class TaskLogStore {
-  /** `root` is <dataDir>/actions_log. */
-  constructor(readonly root: string) {}
+  /** ` ${notice}\n`: how a sealed log ends, whatever the notice's timestamp. */
+  private readonly sealedSuffix: Buffer;
+
+  /** `root` is <dataDir>/actions_log; `maxBytes` bounds each log (GANTRY_ACTIONS_LOG_MAX_SIZE). */
+  constructor(
+    readonly root: string,
+    readonly maxBytes: number = Number.POSITIVE_INFINITY,
+  ) {
+    this.sealedSuffix = Buffer.from(` ${truncationNotice(maxBytes)}\n`, 'utf8');
+  }
 
   /** Deletes every log of a repository (it has been deleted; its task rows went with it). */
   async removeRepository(repoId: number): Promise<void> {
@@ -142,11 +168,13 @@ export class TaskLogStore {
   /**
    * Writes `lines` at byte `offset` of the plain log (creating it, and
    * syncing the new directory entries, when needed) and fsyncs it. Returns
-   * the bytes written. The caller commits offset + bytes afterwards.
+   * the bytes written. The caller commits offset + bytes afterwards. Within
+   * the size limit: lines past it are dropped (0 bytes once the log is sealed).
    */
   async append(name: string, offset: number, lines: readonly LogRow[]): Promise<number> {
-    const data = Buffer.from(lines.map(formatLogLine).join(''), 'utf8');
     const file = this.resolve(name);
+    const data = await this.bytesWithinLimit(file, offset, lines);
+    if (data.length === 0) return 0;
     let handle: fs.FileHandle;
     let created = false;
     try {
@@ -171,6 +199,47 @@ export class TaskLogStore {
     }
     if (created) await this.syncDirectories(path.dirname(file));
     return data.length;
+  }
+
+  /** The formatted lines that fit under the limit, then the notice if some do not. */
+  private async bytesWithinLimit(file: string, offset: number, lines: readonly LogRow[]): Promise<Buffer> {
+    const formatted = lines.map((row) => Buffer.from(formatLogLine(row), 'utf8'));
+    if (this.maxBytes === Number.POSITIVE_INFINITY) return Buffer.concat(formatted);
+    // Room for the notice is always kept: its timestamp and the fixed rest.
+    const reserve = NOTICE_TIME_BYTES + this.sealedSuffix.length;
+    // A log is sealed only after a line (at most MAX_STORED_LINE_BYTES) did not fit: only near the limit is it worth a look.
+    if (offset + MAX_STORED_LINE_BYTES + reserve > this.maxBytes && (await this.endsWithNotice(file, offset))) return Buffer.alloc(0);
+    const kept: Buffer[] = [];
+    let size = offset;
+    for (const [index, line] of formatted.entries()) {
+      if (size + line.length + reserve > this.maxBytes) {
+        kept.push(Buffer.concat([Buffer.from(formatLogTime(lines[index]?.time), 'utf8'), this.sealedSuffix]));
+        break;
+      }
+      kept.push(line);
+      size += line.length;
+    }
+    return Buffer.concat(kept);
+  }
+
+  /** The committed log (its first `size` bytes) ends with the truncation notice. */
+  private async endsWithNotice(file: string, size: number): Promise<boolean> {
+    const suffix = this.sealedSuffix;
+    if (size < suffix.length) return false;
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(file, 'r');
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw error;
+    }
+    try {
+      const tail = Buffer.alloc(suffix.length);
+      const { bytesRead } = await handle.read(tail, 0, suffix.length, size - suffix.length);
+      return bytesRead === suffix.length && tail.equals(suffix);
+    } finally {
+      await handle.close();
+    }
   }
 
   /**

@@ -120,8 +120,10 @@ export class TaskReportService {
     private readonly clock: Clock,
     readonly runProgress: RunProgress,
     dataDir: string,
+    /** GANTRY_ACTIONS_LOG_MAX_SIZE: past it a task's lines are acknowledged but dropped. */
+    logMaxBytes: number = Number.POSITIVE_INFINITY,
   ) {
-    this.logs = new TaskLogStore(path.join(dataDir, 'actions_log'));
+    this.logs = new TaskLogStore(path.join(dataDir, 'actions_log'), logMaxBytes);
   }
 
   /**

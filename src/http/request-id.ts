@@ -1,0 +1,23 @@
+// Request ids: every request gets one, every log line of the request carries it
+// (Fastify's reqId), and the client gets it back in X-Request-Id. A proxy's or
+// client's X-Request-Id is kept when it is a plausible id; anything longer or
+// with other characters is replaced, so a client cannot put junk in the log.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._~:/+=@-]{1,128}$/;
+
+/** Fastify's genReqId: the incoming X-Request-Id if acceptable, else a fresh UUID (unique across processes). */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers[REQUEST_ID_HEADER];
+  return typeof given === 'string' && ACCEPTED_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** Answers every request's id in X-Request-Id (set first, so errors and 404s carry it too). */
+export function installRequestIdHeader(app: FastifyInstance): void {
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header(REQUEST_ID_HEADER, req.id);
+  });
+}

@@ -15,6 +15,7 @@ import { AppError } from './modules/errors.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { installMetrics } from './http/metrics.ts';
 import { installRateLimits } from './http/rate-limit.ts';
+import { installRequestIdHeader, requestIdOf } from './http/request-id.ts';
 import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
 import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
@@ -47,7 +48,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as unknown as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
-    requestIdHeader: 'x-request-id',
+    // X-Request-Id is read (and checked) by requestIdOf, not by Fastify as is.
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 500 },
     http: { maxHeaderSize: config.headerLimitBytes },
@@ -62,6 +65,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     return ajv.compile(schema);
   });
 
+  installRequestIdHeader(app);
   decorateRequests(app);
   installBodyParsers(app);
   installErrorHandlers(app, config.rootUrl);

@@ -5,6 +5,7 @@
 // and task log size (cut with a notice, the runner's lines still acked).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -201,8 +202,8 @@ for (const dialect of testDialects()) {
         body: JSON.stringify({ name: 'ci' }),
       });
       assert.equal(created.status, 201);
-      const registration = (await (await get(`${api}/repos/carol/ci/actions/runners/registration-token`, { authorization: `token ${owner}` })).text) as string;
-      const token = (JSON.parse(registration) as { token: string }).token;
+      const registration = await get(`${api}/repos/carol/ci/actions/runners/registration-token`, { authorization: `token ${owner}` });
+      const token = (JSON.parse(registration.text) as { token: string }).token;
       const first = await registerRunner(s.url, token, { labels: ['limits'] });
       const second = await registerRunner(s.url, token, { labels: ['limits'] });
       for (let i = 0; i < PER_TOKEN; i += 1) await first.runner.declare({ version: 'v12.0.0', labels: ['limits'] });
@@ -285,10 +286,9 @@ for (const dialect of testDialects()) {
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       };
-      const randomFiles = async (count: number, bytes: number, prefix: string): Promise<Record<string, string>> => {
-        const { randomBytes } = await import('node:crypto');
-        return Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}/${i}.bin`, randomBytes(bytes / 2).toString('hex')]));
-      };
+      /** Incompressible content, so the pack is as large as the files. */
+      const randomFiles = (count: number, bytes: number, prefix: string): Record<string, string> =>
+        Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}/${i}.bin`, randomBytes(bytes / 2).toString('hex')]));
 
       before(async () => {
         assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'pushy' } })).status, 201);
@@ -301,7 +301,7 @@ for (const dialect of testDialects()) {
       after(() => work.remove());
 
       test('a push with a Content-Length over the limit is refused before git runs: 413, ref unchanged', async () => {
-        await work.commit(await randomFiles(1, 600 * 1024, 'one'), 'one big file');
+        await work.commit(randomFiles(1, 600 * 1024, 'one'), 'one big file');
         const result = await work.push('main');
         assert.notEqual(result.code, 0);
         assert.match(result.stderr, /HTTP 413/);
@@ -311,7 +311,7 @@ for (const dialect of testDialects()) {
 
       test('a streamed push (chunked, git index-pack) is cut at the limit: 413, ref unchanged, no object kept', async () => {
         const before = (await fs.readdir(path.join(gitDir, 'objects'))).sort();
-        await work.commit(await randomFiles(150, 4096, 'many'), '150 files');
+        await work.commit(randomFiles(150, 4096, 'many'), '150 files');
         // A post buffer below the pack size makes git stream the push without Content-Length.
         const result = await work.git(['-c', 'http.postBuffer=65536', 'push', '-q', 'origin', 'main'], { allowFailure: true });
         assert.notEqual(result.code, 0);
@@ -335,7 +335,7 @@ for (const dialect of testDialects()) {
         );
 
         await work.git(['reset', '-q', '--hard', pushed]);
-        const small = await work.commit(await randomFiles(4, 4096, 'small'), 'small');
+        const small = await work.commit(randomFiles(4, 4096, 'small'), 'small');
         const result = await work.push('main');
         assert.equal(result.code, 0, result.stderr);
         assert.equal(await remoteHead(), small);

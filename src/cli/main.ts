@@ -1,5 +1,5 @@
-// The `gantry` command: web (the server), migrate, and Forgejo-compatible admin
-// commands that work against the database while the server runs.
+// The `gantry` command: web (the server), migrate, doctor, and Forgejo-compatible
+// admin commands that work against the database while the server runs.
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import type { Config } from '../config.ts';
@@ -8,6 +8,7 @@ import { runServerUntilSignal } from '../main.ts';
 import { migrateCommand } from './migrate.ts';
 import { adminUserCreate, adminGenerateAccessToken } from './admin-user.ts';
 import { rotateSecretKey } from './rotate-secret-key.ts';
+import { DEFAULT_CHECK_TIMEOUT_SECONDS, runDoctor } from './doctor.ts';
 
 /** Parses Forgejo-style boolean flags: `--flag`, `--flag=false`, `--flag true`. */
 export function parseBoolFlag(value: string | undefined): boolean {
@@ -48,6 +49,18 @@ export function buildCli(): Command {
     .command('migrate')
     .description('apply pending database migrations and exit')
     .action(async () => migrateCommand(configWith(globalOverrides())));
+
+  program
+    .command('doctor')
+    .description('check the configuration, data folder, database, git, secret key and HTTP port, and say what to fix (changes nothing)')
+    .option('--json', 'print the results as JSON')
+    .option('--timeout <seconds>', 'deadline of each check', parsePositiveInt, DEFAULT_CHECK_TIMEOUT_SECONDS)
+    .action(async (opts: { json?: boolean; timeout: number }) => {
+      const outcome = await runDoctor(() => configWith(globalOverrides()), { json: opts.json, timeoutSeconds: opts.timeout });
+      process.exitCode = outcome.exitCode;
+      // A check that ran out of time may leave a hung connect or file system call behind: do not wait for it.
+      if (outcome.timedOut) process.exit(outcome.exitCode);
+    });
 
   const admin = program.command('admin').description('administration commands');
   const user = admin.command('user').description('manage users');

@@ -8,9 +8,12 @@ import { accessModeFromName, AccessMode } from '../modules/access-mode.ts';
 import { describeNameProblem, isAlphaDashDot, repoNameProblem } from '../modules/names.ts';
 import {
   branchExists,
+  clearProvisional,
   commitInitialFile,
   initBareRepository,
+  isProvisional,
   isValidBranchName,
+  markProvisional,
   moveRepository,
   removeRepository,
   setHeadBranch,
@@ -87,13 +90,13 @@ export class RepoService {
     if (objectFormatName !== 'sha1' && objectFormatName !== 'sha256') throw AppError.unprocessable('[ObjectFormatName]: In');
     const gitPath = this.gitPath(owner.name, input.name);
 
+    let created: Repository;
     try {
-      return await this.db.transaction().execute(async (tx) => {
+      created = await this.db.transaction().execute(async (tx) => {
         if (await findRepository(tx, owner.id, input.name)) throw AppError.conflict(EXISTS_MESSAGE);
-        if (existsSync(gitPath)) {
-          throw AppError.conflict(`The repository files already exist [${owner.name}/${input.name}]; remove them from the data folder first.`);
-        }
         const nowSec = this.clock.nowSec();
+        // Inserted before the files are looked at: the row holds the name until
+        // commit, so a concurrent creation of it (any process) waits here or fails.
         let repo = await insertRepository(tx, {
           ownerId: owner.id,
           ownerName: owner.name,
@@ -105,8 +108,15 @@ export class RepoService {
           isTemplate: input.template ?? false,
           nowSec,
         });
+        // A creation killed before its commit left its directory (marked
+        // provisional) and no row; the name is ours now, so the leftover goes.
+        if (await isProvisional(gitPath)) await removeRepository(gitPath);
+        if (existsSync(gitPath)) {
+          throw AppError.conflict(`The repository files already exist [${owner.name}/${input.name}]; remove them from the data folder first.`);
+        }
         // The git directory is made inside the transaction: if it fails, no row
         // is committed; if the commit fails afterwards, the catch below removes it.
+        await markProvisional(gitPath);
         try {
           await initBareRepository(gitPath, { defaultBranch, objectFormat: objectFormatName });
           if (input.autoInit) {
@@ -124,6 +134,7 @@ export class RepoService {
           await this.events.record(tx, { type: 'repository.created', repo, owner, doer });
         } catch (error) {
           await removeRepository(gitPath);
+          await clearProvisional(gitPath);
           throw error;
         }
         return repo;
@@ -132,6 +143,8 @@ export class RepoService {
       if (isUniqueViolation(error)) throw AppError.conflict(EXISTS_MESSAGE);
       throw error;
     }
+    await clearProvisional(gitPath);
+    return created;
   }
 
   async edit(repo: Repository, owner: User, input: EditRepoInput): Promise<Repository> {

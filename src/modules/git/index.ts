@@ -11,6 +11,7 @@ export {
   removeRepository,
   moveRepository,
 } from './bare-repository.ts';
+export { markProvisional, isProvisional, clearProvisional } from './provisional-marker.ts';
 export type { ObjectFormat, InitBareRepositoryOptions, CommitInitialFileOptions } from './bare-repository.ts';
 export {
   parseGitService,

@@ -252,8 +252,14 @@ export async function updateRunStatus(tx: Queryable, run: ActionRun, change: Run
     .executeTakeFirstOrThrow();
   if (updated.status !== run.status) {
     const key = { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event };
-    await adjustRunCount(tx, { ...key, status: run.status }, -1);
-    await adjustRunCount(tx, { ...key, status: updated.status }, 1);
+    // In ascending status order: two runs of one workflow moving opposite ways
+    // (waiting → running, running → waiting) otherwise lock the two count rows
+    // in opposite orders and deadlock on PostgreSQL.
+    const moves = [
+      { status: run.status, delta: -1 },
+      { status: updated.status, delta: 1 },
+    ].sort((a, b) => a.status - b.status);
+    for (const move of moves) await adjustRunCount(tx, { ...key, status: move.status }, move.delta);
   }
   return runFromRow(updated);
 }

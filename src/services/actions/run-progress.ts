@@ -31,9 +31,10 @@ export class RunProgress {
     let jobs = await listJobsOfRun(tx, runId);
     const changed = new Set(changedJobIds);
     const unblocked = unblockedJobs(jobs);
+    let wakeRunners = false;
     if (unblocked.size > 0) {
       const moved = await unblockJobs(tx, unblocked, now);
-      if (moved.some((id) => unblocked.get(id) === ActionStatus.waiting)) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
+      wakeRunners = moved.some((id) => unblocked.get(id) === ActionStatus.waiting);
       for (const id of moved) changed.add(id);
       jobs = await listJobsOfRun(tx, runId);
     }
@@ -48,6 +49,9 @@ export class RunProgress {
     const changedJobs = jobs.filter((job) => changed.has(job.id));
     if (changedJobs.length > 0) await this.events.record(tx, { type: 'actions.jobs.changed', run: current, jobs: changedJobs });
     if (current.status !== run.status) await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });
+    // Last: run creation takes the run counts, then the tasks versions; taking
+    // the versions before updateRunStatus's counts deadlocked with it on PostgreSQL.
+    if (wakeRunners) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
     return current;
   }
 }

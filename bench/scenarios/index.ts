@@ -5,5 +5,6 @@ import { actionsRuns } from './actions-runs.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
 import { repoActionsData } from './repo-actions-data.ts';
 import { runners } from './runners.ts';
+import { scaleOut } from './scale-out.ts';
 
-export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners];
+export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners, scaleOut];

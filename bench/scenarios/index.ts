@@ -3,8 +3,9 @@
 import type { Scenario } from '../lib/scenario.ts';
 import { actionsRuns } from './actions-runs.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
+import { idleRss } from './idle-rss.ts';
 import { repoActionsData } from './repo-actions-data.ts';
 import { runners } from './runners.ts';
 import { scaleOut } from './scale-out.ts';
 
-export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners, scaleOut];
+export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners, scaleOut, idleRss];

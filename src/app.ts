@@ -10,9 +10,9 @@ import addFormats from 'ajv-formats';
 import type { Deps } from './deps.ts';
 import { installAuthHook } from './http/auth-hook.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
-import { hasNulParam, installBodyParsers } from './http/body-parsers.ts';
+import { hasNulParam, installBodyParsers, queryParameterWithNul } from './http/body-parsers.ts';
 import { AppError } from './modules/errors.ts';
-import { installErrorHandlers } from './http/errors.ts';
+import { frameworkErrorHandler, installErrorHandlers } from './http/errors.ts';
 import { installMetrics } from './http/metrics.ts';
 import { installRateLimits } from './http/rate-limit.ts';
 import { installRequestIdHeader, requestIdOf } from './http/request-id.ts';
@@ -32,6 +32,8 @@ import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
 
 const JSON_TYPE = 'application/json;charset=utf-8';
+/** Longest path segment the router accepts (longer: 414). */
+const MAX_PARAM_LENGTH = 500;
 const API_CACHE_CONTROL = 'max-age=0, private, must-revalidate, no-transform';
 
 // Bodies are validated strictly (no type coercion: a number is not a string, as
@@ -52,7 +54,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: requestIdOf,
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 500 },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorHandler(config.rootUrl, MAX_PARAM_LENGTH),
     http: { maxHeaderSize: config.headerLimitBytes },
     clientErrorHandler: clientErrorHandler(),
     // req.ip: the client X-Forwarded-For names when the peer is a trusted proxy (rate limits, logs).
@@ -116,6 +119,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     async (api) => {
       const typed = api as unknown as ApiApp;
       installAuthHook(api, services, config.rootUrl);
+      api.addHook('onRequest', async (req) => {
+        const key = queryParameterWithNul(req.query);
+        if (key !== null) throw AppError.invalid(`query parameter ${key.replace(/\u0000/g, '\\0')} must not contain NUL characters`);
+      });
       api.addHook('preValidation', async (req) => {
         if (hasNulParam(req.params)) throw AppError.notFound();
       });

@@ -32,6 +32,8 @@ export function installBodyParsers(app: FastifyInstance): void {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     const fields: Record<string, string> = {};
     for (const [key, value] of new URLSearchParams(String(body))) fields[key] ??= value;
+    const field = fieldWithNul(fields, '');
+    if (field !== null) return done(new BodyError(422, `[${field}]: must not contain NUL characters`), undefined);
     done(null, fields);
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => {
@@ -51,22 +53,38 @@ function withoutExcerpt(message: string): string {
 
 /**
  * PostgreSQL cannot store U+0000 in text and no name may contain it: such a
- * value is refused up front instead of failing deep in the database.
+ * value is refused up front instead of failing deep in the database. The
+ * walk keeps its own stack: a body may nest as deep as its size allows
+ * (`[[[[…` in 1 MiB), far past the call stack.
  */
-function fieldWithNul(value: unknown, key: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? key : null;
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      const found = fieldWithNul(item, key);
-      if (found !== null) return found;
+function fieldWithNul(root: unknown, rootKey: string): string | null {
+  const pending: [unknown, string][] = [[root, rootKey]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [value, key] = next;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return key;
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], key]);
+    } else if (value && typeof value === 'object') {
+      const entries = Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, v] = entries[i] as [string, unknown];
+        pending.push([v, goFieldName(k)]);
+      }
     }
-    return null;
   }
-  if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      const found = fieldWithNul(v, goFieldName(k));
-      if (found !== null) return found;
-    }
+  return null;
+}
+
+/**
+ * The first query parameter with U+0000 in its value (`?sudo=%00`), or null:
+ * such a value can match nothing stored, and PostgreSQL refuses it outright.
+ */
+export function queryParameterWithNul(query: unknown): string | null {
+  if (typeof query !== 'object' || query === null) return null;
+  for (const [key, value] of Object.entries(query)) {
+    const values: unknown[] = Array.isArray(value) ? value : [value];
+    if (values.some((v) => typeof v === 'string' && v.includes('\u0000'))) return key;
   }
   return null;
 }

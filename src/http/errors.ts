@@ -80,6 +80,24 @@ function fastifyErrorAnswer(error: FastifyError, req: FastifyRequest): { status:
   return null;
 }
 
+/**
+ * Fastify's `frameworkErrors`: what the router refuses before any route or
+ * hook runs (a path that does not percent-decode to UTF-8, a segment over
+ * the router's maxParamLength), answered in the API's shape instead of
+ * Fastify's own body.
+ */
+export function frameworkErrorHandler(rootUrl: string, maxParamLength: number) {
+  return (error: FastifyError, _req: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+      return reply.status(414).send(errorBody(rootUrl, `a path segment is longer than ${maxParamLength} characters`));
+    }
+    if (error.code === 'FST_ERR_BAD_URL') {
+      return reply.status(400).send(errorBody(rootUrl, 'the URL path is not valid: a %-escape is malformed or does not decode to UTF-8'));
+    }
+    return reply.status(400).send(errorBody(rootUrl, 'the request cannot be routed'));
+  };
+}
+
 export function installErrorHandlers(app: FastifyInstance, rootUrl: string): void {
   app.setErrorHandler((error: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) {

@@ -160,7 +160,7 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
     }
     if (error instanceof AppError && error.kind === 'forbidden') return reply.status(403).type('text/plain; charset=utf-8').send(`${error.message}\n`);
     // A request git could not read, or one Fastify refused (a body type no parser takes): the client's to fix.
-    if (error instanceof GitRequestRejectedError) return reply.status(400).type('text/plain; charset=utf-8').send(`git could not read the request: ${error.stderr.split('\n', 1)[0]}\n`);
+    if (error instanceof GitRequestRejectedError) return reply.status(400).type('text/plain; charset=utf-8').send(`${error.message}\n`);
     const status = (error as { statusCode?: number }).statusCode;
     if (status !== undefined && status >= 400 && status < 500) return reply.status(status).type('text/plain; charset=utf-8').send(`${(error as Error).message}\n`);
     req.log.error({ err: error }, 'git request failed');

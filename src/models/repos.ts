@@ -2,6 +2,7 @@
 import type { Selectable, Updateable } from 'kysely';
 import type { Queryable } from './database.ts';
 import type { RepositoryTable } from './tables.ts';
+import { cannotBeStoredName } from './users.ts';
 
 /** Repository units that can be switched on and off (Forgejo's repo_unit rows). */
 export const REPO_UNITS = ['issues', 'wiki', 'pull_requests', 'projects', 'releases', 'packages', 'actions'] as const;
@@ -91,6 +92,7 @@ export async function insertRepository(db: Queryable, repo: NewRepository): Prom
 }
 
 export async function findRepository(db: Queryable, ownerId: number, name: string): Promise<Repository | null> {
+  if (cannotBeStoredName(name)) return null;
   const row = await db.selectFrom('repository').selectAll().where('owner_id', '=', ownerId).where('lower_name', '=', name.toLowerCase()).executeTakeFirst();
   return row ? repoFromRow(row) : null;
 }

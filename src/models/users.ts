@@ -117,7 +117,13 @@ export async function insertAccount(db: Queryable, account: NewAccount): Promise
   return userFromRow(inserted);
 }
 
+/** No stored name holds U+0000 (names are validated), and PostgreSQL refuses it in a query: such a name finds nothing. */
+export function cannotBeStoredName(name: string): boolean {
+  return name.includes('\u0000');
+}
+
 export async function findAccountByName(db: Queryable, name: string): Promise<User | null> {
+  if (cannotBeStoredName(name)) return null;
   const row = await db.selectFrom('user').selectAll().where('lower_name', '=', name.toLowerCase()).executeTakeFirst();
   return row ? userFromRow(row) : null;
 }

@@ -6,7 +6,8 @@
 import { fastifyConnectPlugin } from '@connectrpc/connect-fastify';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { Code, ConnectError } from '@connectrpc/connect';
-import type { FastifyInstance } from 'fastify';
+import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import { PingService } from '../../gen/ping/v1/services_pb.ts';
 import type { Result } from '../../gen/runner/v1/messages_pb.ts';
 import { RunnerService } from '../../gen/runner/v1/services_pb.ts';
@@ -14,6 +15,8 @@ import type { Services } from '../../services/index.ts';
 import { truncateUtf8 } from '../../services/actions/runners.ts';
 import { REQUEST_KEY_HEADER, runnerAuthInterceptor, runnerOf } from './auth.ts';
 import { toConnectError } from './errors.ts';
+import { refuseNulStrings } from './nul-strings.ts';
+import { decodeRequestsFirst } from './request-decoding.ts';
 import { fromProtoLogRequest, fromProtoTaskState, toNumber, toProtoRunner, toProtoTask } from './mapping.ts';
 
 /** Runners send whole log batches; larger bodies are refused before they are read whole. */
@@ -36,6 +39,14 @@ function requestKeyOf(ctx: HandlerContext): string | undefined {
 function maxWaitOf(ctx: HandlerContext): number | undefined {
   const timeout = ctx.timeoutMs();
   return timeout === undefined ? undefined : Math.max(0, timeout - Math.max(DEADLINE_MARGIN_MS, Math.ceil(timeout / 3)));
+}
+
+/** The Connect code of a request Fastify refused (415 content type, 413 size, 400 framing). */
+function codeOfRefusal(status: number): Code {
+  if (status === 413 || status === 429) return Code.ResourceExhausted;
+  if (status === 401) return Code.Unauthenticated;
+  if (status === 403) return Code.PermissionDenied;
+  return Code.InvalidArgument;
 }
 
 function runnerService(services: Services): ServiceImpl<typeof RunnerService> {
@@ -105,6 +116,14 @@ export async function runnerRpcRoutes(app: FastifyInstance, services: Services):
   // Connect reads the bodies itself: drop the API's parsers (JSON, forms, the
   // 415 catch-all) in this context only, so the plugin can register its own.
   app.removeAllContentTypeParsers();
+  // What Fastify refuses before Connect sees the request (a content type no
+  // parser takes) is answered as a Connect error, not in the REST API's shape.
+  app.setErrorHandler(async (error: FastifyError, req, reply) => {
+    const refused = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : null;
+    const connectError = refused !== null ? new ConnectError(error.message, codeOfRefusal(refused)) : toConnectError(error, req.log, req.url);
+    const status = refused ?? codeToHttpStatus(connectError.code);
+    return reply.status(status).type('application/json').send(Buffer.from(errorToJsonBytes(connectError, {})));
+  });
   // A closing server ends the long polls at once instead of holding shutdown for their bound.
   app.addHook('preClose', async () => services.runnerProtocol.interruptWaits());
   const log = app.log;
@@ -120,11 +139,14 @@ export async function runnerRpcRoutes(app: FastifyInstance, services: Services):
           throw toConnectError(error, log, req.method.name);
         }
       },
+      refuseNulStrings,
       runnerAuthInterceptor(services.runnerProtocol),
     ],
     routes: (router: ConnectRouter) => {
       router.service(PingService, { ping: (req) => ({ data: `Hello, ${req.data}!` }) });
       router.service(RunnerService, runnerService(services));
+      // The plugin mounts router.handlers once this returns: each decodes its body first.
+      router.handlers.splice(0, router.handlers.length, ...router.handlers.map((handler) => decodeRequestsFirst(handler, MAX_REQUEST_BYTES)));
     },
   });
 }

@@ -50,7 +50,8 @@ export interface GitResponse {
   /**
    * Resolves when git produced its first byte, i.e. when it is safe to send
    * a 200. Rejects with GitCommandError if git failed before that (missing
-   * repository, bad request…): answer 500 instead, and leave `body` alone.
+   * repository…): answer 500 instead, and leave `body` alone; with
+   * GitRequestRejectedError when git could not read the request: answer 400.
    */
   started: Promise<void>;
   /** Resolves (never rejects) once git and its helpers have exited. */
@@ -95,6 +96,24 @@ export class UnsupportedContentEncodingError extends Error {
     this.encoding = encoding;
   }
 }
+
+/**
+ * A request git could not read (a broken pkt-line, an unknown command, a
+ * want it does not have, a body that is not valid gzip): the client's
+ * mistake, not the server's. `started` rejects with it when that happens
+ * before git wrote anything.
+ */
+export class GitRequestRejectedError extends Error {
+  constructor(readonly reason: string) {
+    super(`git could not read the request: ${reason}`);
+    this.name = 'GitRequestRejectedError';
+  }
+}
+
+// git's own messages for a request it cannot read (pkt-line.c, upload-pack.c,
+// receive-pack.c, serve.c); anything else that fails before output is the server's.
+const REQUEST_REJECTED =
+  /^fatal: .*(protocol error|bad line length|the remote end hung up unexpectedly|invalid command|unknown capability|invalid deepen|not our ref|unexpected line|expected flush)/im;
 
 const ADVERTISE_TIMEOUT_MS = 60_000;
 const MAX_STDERR_BYTES = 64 * 1024;
@@ -284,6 +303,8 @@ function streamGit(opts: StreamGitOptions): Omit<GitResponse, 'contentType'> {
   let inputEnded = false;
   let killedBy: GitExit['killedBy'] = null;
   let killTimer: NodeJS.Timeout | undefined;
+  /** Set when the request body failed (client gone, or not valid gzip). */
+  let inputError: Error | undefined;
 
   let resolveStarted: () => void = noop;
   let rejectStarted: (err: Error) => void = noop;
@@ -323,6 +344,15 @@ function streamGit(opts: StreamGitOptions): Omit<GitResponse, 'contentType'> {
     resolveStarted();
   }
 
+  /** Why git could not read the request, when that is why it failed: its input broke, or it said so. */
+  function requestRejection(exitCode: number | null, stderrText: string): GitRequestRejectedError | null {
+    if (input === undefined) return null;
+    const code = (inputError as { code?: unknown } | undefined)?.code;
+    if (typeof code === 'string' && code.startsWith('Z_')) return new GitRequestRejectedError(`the body is not valid gzip (${inputError?.message ?? code})`);
+    if (exitCode === 128 && REQUEST_REJECTED.test(stderrText)) return new GitRequestRejectedError(stderrText.split('\n', 1)[0] ?? '');
+    return null;
+  }
+
   function finish(exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: Error): void {
     if (exited) return;
     exited = true;
@@ -333,6 +363,7 @@ function streamGit(opts: StreamGitOptions): Omit<GitResponse, 'contentType'> {
     if (!hasOutput) {
       rejectStarted(
         spawnError ??
+          requestRejection(exitCode, text) ??
           new GitCommandError(command, exitCode, text, {
             timedOut: killedBy === 'timeout',
             signal,
@@ -380,7 +411,10 @@ function streamGit(opts: StreamGitOptions): Omit<GitResponse, 'contentType'> {
     input.on('end', () => {
       inputEnded = true;
     });
-    input.on('error', () => kill('client'));
+    input.on('error', (err) => {
+      inputError = err;
+      kill('client');
+    });
     input.on('close', () => {
       if (!input.readableEnded) kill('client');
     });

@@ -159,6 +159,13 @@ export const AccessToken = Type.Object(
 export type AccessTokenJson = Static<typeof AccessToken>;
 
 // Request bodies. Unknown keys are dropped, as Go's decoder ignores them.
+
+/**
+ * An id in a request body: an integer JavaScript holds exactly. Larger JSON
+ * numbers (1e308, 2^63) would reach the database rounded, or overflow
+ * PostgreSQL's bigint; no stored id is that large.
+ */
+const Id = () => Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER });
 const Visibility = Type.Union([Type.Literal(''), Type.Literal('public'), Type.Literal('limited'), Type.Literal('private')]);
 
 export const CreateUserOption = Type.Object(
@@ -168,7 +175,7 @@ export const CreateUserOption = Type.Object(
     password: Type.Optional(Type.String({ maxLength: 255 })),
     full_name: Type.Optional(Type.String({ maxLength: 100 })),
     login_name: Type.Optional(Type.String()),
-    source_id: Type.Optional(Type.Integer()),
+    source_id: Type.Optional(Id()),
     must_change_password: Type.Optional(Type.Boolean({ description: 'default true' })),
     send_notify: Type.Optional(Type.Boolean()),
     restricted: Type.Optional(Type.Boolean()),

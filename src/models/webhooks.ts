@@ -134,6 +134,13 @@ export async function findWebhookById(db: Queryable, id: number): Promise<Webhoo
   return row ? fromRow(row) : null;
 }
 
+/** Hooks by id, in no order (the delivery worker loads the hooks of a claimed batch at once). */
+export async function findWebhooksByIds(db: Queryable, ids: readonly number[]): Promise<WebhookRecord[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('webhook').selectAll().where('id', 'in', ids).execute();
+  return rows.map(fromRow);
+}
+
 /** One page of an owner's hooks, id ascending (Forgejo's ListWebhooksByOpts). */
 export async function listWebhooksOfOwner(db: Queryable, ownerId: number, limit: number, offset: number): Promise<WebhookRecord[]> {
   const rows = await db

@@ -11,9 +11,12 @@ import { createHmac, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
 import { migrateToLatest, openDatabase } from '../../src/models/database.ts';
 import type { DatabaseHandle } from '../../src/models/database.ts';
-import { insertHookTask } from '../../src/models/hook-tasks.ts';
+import { claimDueHookTasks, claimExpiredHookTasks, HookTaskStatus, insertHookTask, insertHookTasks, recordHookTaskAttempts } from '../../src/models/hook-tasks.ts';
+import type { AttemptRecord } from '../../src/models/hook-tasks.ts';
 import { insertWebhook } from '../../src/models/webhooks.ts';
 import { systemClock } from '../../src/modules/clock.ts';
 import { HookDeliveryService } from '../../src/services/webhooks/deliveries.ts';
@@ -31,6 +34,15 @@ import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import { GANTRY, waitForHealthy } from '../support/gantry-process.ts';
 
 const SECRET = 'hook-secret-0123456789';
+
+/** An undici agent that counts the requests it sends (which worker delivered what). */
+class CountingAgent extends Agent {
+  requests = 0;
+  override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    this.requests += 1;
+    return super.dispatch(options, handler);
+  }
+}
 
 /** A bare migrated database of `dialect`, for worker tests that must not share rows with a server's own worker. */
 async function openScratchDatabase(dialect: TestDialect): Promise<{ handle: DatabaseHandle; url: string | null; dataDir: string | null; drop(): Promise<void> }> {
@@ -257,6 +269,106 @@ for (const dialect of testDialects()) {
       assert.equal(detail.attempt_history[0]?.response.status_code, 0);
       assert.match(detail.attempt_history[0]?.error ?? '', /can only call allowed HTTP servers.*GANTRY_WEBHOOK_ALLOWED_HOSTS.*deny '127\.0\.0\.1/);
       assert.match(detail.status, /allowed HTTP servers/);
+    });
+
+    test('two workers on one database deliver 1,000 queued rows between them, each exactly once', { timeout: 120_000 }, async () => {
+      const db = scratch.handle.db;
+      // PostgreSQL: a second pool, so the claims really race (SKIP LOCKED); SQLite: one
+      // connection per process, so both workers share it and their claims interleave.
+      const second = scratch.url ? openDatabase({ databaseUrl: scratch.url, dataDir: '' }) : null;
+      const hookId = await addHook(`${receiver.url}/pair`);
+      receiver.respond = () => 200;
+      const uuids = Array.from({ length: 1000 }, () => randomUUID());
+      await db.transaction().execute((tx) => insertHookTasks(tx, uuids.map((uuid) => ({ hookId, uuid, eventType: 'push', payload: JSON.stringify({ uuid }), nowMs: Date.now() }))));
+      const agents = [new CountingAgent(), new CountingAgent()] as const;
+      const workers = [
+        new WebhookDeliveryWorker(db, systemClock, secrets, { pollIntervalMs: 20, dispatcher: agents[0] }),
+        new WebhookDeliveryWorker(second?.db ?? db, systemClock, secrets, { pollIntervalMs: 20, dispatcher: agents[1] }),
+      ];
+      for (const worker of workers) worker.start();
+      try {
+        await receiver.waitFor((r) => r.filter((d) => d.path === '/pair').length >= uuids.length, 90_000);
+        const settledBy = Date.now() + 30_000;
+        const delivered = async () =>
+          Number((await db.selectFrom('hook_task').select((eb) => eb.fn.countAll().as('n')).where('hook_id', '=', hookId).where('status', '=', HookTaskStatus.delivered).executeTakeFirst())?.n);
+        while ((await delivered()) < uuids.length) {
+          assert.ok(Date.now() < settledBy, 'not every delivery was recorded');
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+      } finally {
+        for (const worker of workers) await worker.stop();
+        for (const agent of agents) await agent.close();
+        await second?.destroy();
+      }
+      const seen = new Map<string, number>();
+      for (const d of receiver.received.filter((r) => r.path === '/pair')) {
+        const id = d.headers['x-gitea-delivery'] as string;
+        assert.equal((d.json as { uuid: string }).uuid, id, 'each body arrives with its own delivery id');
+        seen.set(id, (seen.get(id) ?? 0) + 1);
+      }
+      assert.equal(seen.size, uuids.length);
+      assert.deepEqual([...seen.values()].filter((n) => n !== 1), [], 'no delivery was sent twice');
+      assert.ok(agents[0].requests > 0 && agents[1].requests > 0, `both workers delivered (${agents[0].requests} + ${agents[1].requests})`);
+      assert.equal(agents[0].requests + agents[1].requests, uuids.length);
+      const rows = await db.selectFrom('hook_task').select(['attempts', 'lease_owner']).where('hook_id', '=', hookId).execute();
+      assert.ok(rows.every((r) => Number(r.attempts) === 1 && r.lease_owner === ''));
+      const attempts = await db
+        .selectFrom('hook_task_attempt')
+        .innerJoin('hook_task', 'hook_task.id', 'hook_task_attempt.task_id')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('hook_task.hook_id', '=', hookId)
+        .where('hook_task_attempt.attempt', '=', 1)
+        .where('hook_task_attempt.response_status', '=', 200)
+        .executeTakeFirst();
+      assert.equal(Number(attempts?.n), uuids.length, 'one recorded attempt per delivery');
+    });
+
+    test('an attempt that finished after its lease was taken over is kept in the history; the row stays with the new holder', async () => {
+      const db = scratch.handle.db;
+      const hookId = await addHook(`${receiver.url}/taken-over`);
+      const taskId = await insertHookTask(db, { hookId, uuid: randomUUID(), eventType: 'push', payload: '{}', nowMs: Date.now() });
+      const t0 = Date.now();
+      const attempt = (status: number): AttemptRecord => ({
+        started: t0, durationMs: 3, requestUrl: `${receiver.url}/taken-over`, requestHeaders: {}, requestBody: '{}', responseStatus: status, responseHeaders: {}, responseBody: '', error: status === 200 ? '' : `the receiver answered ${status}`,
+      });
+      const [late] = (await claimDueHookTasks(db, 'slow-worker', t0, 1000, 100)).filter((t) => t.id === taskId);
+      assert.ok(late, 'the first worker claimed the row');
+      // Its lease runs out mid-attempt: another worker takes the row over.
+      const [holder] = (await claimExpiredHookTasks(db, 'other-worker', t0 + 2000, 60_000, 100)).filter((t) => t.id === taskId);
+      assert.ok(holder, 'the second worker took the row over');
+      await recordHookTaskAttempts(db, 'slow-worker', [{ task: late, attempt: attempt(500), outcome: { kind: 'retry', nextAttemptAt: t0 + 60_000 }, nowMs: t0 + 2500 }]);
+      const service = new HookDeliveryService(db, systemClock, 'http://x/');
+      const during = await service.get(7, hookId, taskId);
+      assert.equal(during.attempt_history.length, 1, 'the late attempt is in the history');
+      assert.equal(during.attempt_history[0]?.response.status_code, 500);
+      const row = await db.selectFrom('hook_task').select(['status', 'lease_owner', 'attempts']).where('id', '=', taskId).executeTakeFirstOrThrow();
+      assert.deepEqual({ status: Number(row.status), owner: row.lease_owner, attempts: Number(row.attempts) }, { status: HookTaskStatus.delivering, owner: 'other-worker', attempts: 0 });
+      await recordHookTaskAttempts(db, 'other-worker', [{ task: holder, attempt: attempt(200), outcome: { kind: 'delivered' }, nowMs: t0 + 3000 }]);
+      const after = await service.get(7, hookId, taskId);
+      assert.equal(after.state, 'delivered');
+      assert.deepEqual(after.attempt_history.map((a) => a.response.status_code).sort(), [200, 500]);
+    });
+
+    test('a stopping worker finishes what it sent and gives back the rows it had claimed but not started', async () => {
+      const db = scratch.handle.db;
+      const hookId = await addHook(`${receiver.url}/release`);
+      receiver.respond = () => new Promise((resolve) => setTimeout(() => resolve(200), 200));
+      await insertHookTasks(db, Array.from({ length: 20 }, () => ({ hookId, uuid: randomUUID(), eventType: 'push', payload: '{}', nowMs: Date.now() })));
+      const worker = new WebhookDeliveryWorker(db, systemClock, secrets, { allowedHosts: 'loopback', pollIntervalMs: 20, concurrency: 2, batchSize: 10 });
+      worker.start();
+      try {
+        await receiver.waitFor((r) => r.some((d) => d.path === '/release'));
+      } finally {
+        await worker.stop();
+      }
+      const sent = receiver.received.filter((d) => d.path === '/release').length;
+      const rows = await db.selectFrom('hook_task').select(['status', 'lease_owner', 'attempts']).where('hook_id', '=', hookId).execute();
+      const byStatus = (status: number) => rows.filter((r) => Number(r.status) === status);
+      assert.equal(byStatus(HookTaskStatus.delivering).length, 0, 'no row is left leased');
+      assert.equal(byStatus(HookTaskStatus.delivered).length, sent, 'what was sent is recorded as delivered');
+      assert.equal(byStatus(HookTaskStatus.pending).length, 20 - sent);
+      assert.ok(sent <= 4, `${sent} sent with 2 slots`);
+      assert.ok(byStatus(HookTaskStatus.pending).every((r) => r.lease_owner === '' && Number(r.attempts) === 0));
     });
   });
 }

@@ -121,7 +121,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       installAuthHook(api, services, config.rootUrl);
       api.addHook('onRequest', async (req) => {
         const key = queryParameterWithNul(req.query);
-        if (key !== null) throw AppError.invalid(`query parameter ${key.replace(/\u0000/g, '\\0')} must not contain NUL characters`);
+        if (key !== null) throw AppError.invalid(`query parameter ${key.split('\0').join('\\0')} must not contain NUL characters`);
       });
       api.addHook('preValidation', async (req) => {
         if (hasNulParam(req.params)) throw AppError.notFound();

@@ -5,13 +5,14 @@ import type { ActionRun, ActionRunJob } from '../models/action-runs.ts';
 import type { Queryable } from '../models/database.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
+import type { PushCommitLogReader } from './push-payloads.ts';
 
 export type DomainEvent =
   | { type: 'repository.created'; repo: Repository; owner: User; doer: User }
   | { type: 'repository.deleted'; repo: Repository; owner: User; doer: User }
   | { type: 'account.deleted'; account: User }
   /** Refs a `git push` changed; an all-zero oid on one side means created or deleted. */
-  | { type: 'repository.pushed'; repo: Repository; owner: User; pusher: User; updates: readonly PushedRef[] }
+  | { type: 'repository.pushed'; repo: Repository; owner: User; pusher: User; updates: readonly PushedRef[]; commitLog: PushCommitLogReader }
   | { type: 'actions.run.created'; repo: Repository; owner: User; run: ActionRun; jobs: readonly ActionRunJob[]; triggerUser: User }
   /** Jobs of one run whose status changed (claimed, released, finished, unblocked, skipped, cancelled), as they now are. */
   | { type: 'actions.jobs.changed'; run: ActionRun; jobs: readonly ActionRunJob[] }

@@ -74,7 +74,7 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   const webhooks = new WebhookService(db, clock, keys);
   const variables = new VariableService(db, clock);
   const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir, config.gitMaxPushBytes);
-  events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl, gitDirOf: (repo, owner) => gitRepositories.gitDir(repo, owner) }));
+  events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   const repos = new RepoService(db, clock, gitRepositories, events);
   const catalog = new WorkflowCatalog();

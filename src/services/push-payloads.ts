@@ -2,6 +2,7 @@
 // github.event) and webhooks: Forgejo's PushPayload, CreatePayload and
 // DeletePayload (modules/structs/hook.go).
 import { AccessMode } from '../modules/access-mode.ts';
+import { commitsBetween } from '../modules/git/commit-log.ts';
 import type { CommitSummary } from '../modules/git/commit-log.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
@@ -20,6 +21,32 @@ export function isZeroOid(oid: string): boolean {
 export function shortRef(ref: string): string {
   for (const prefix of ['refs/heads/', 'refs/tags/']) if (ref.startsWith(prefix)) return ref.slice(prefix.length);
   return ref;
+}
+
+/** The commits of one ref update: at most MAX_PAYLOAD_COMMITS, newest first, and how many there are in all. */
+export interface PushCommitLog {
+  commits: CommitSummary[];
+  total: number;
+}
+
+export type PushCommitLogReader = (update: PushedRef) => Promise<PushCommitLog>;
+
+/**
+ * The commits of each ref update of one push, read from git at most once per
+ * update, for webhooks and workflow runs alike (a deleted ref has none).
+ */
+export function pushCommitLogReader(gitDir: string): PushCommitLogReader {
+  const reads = new Map<string, Promise<PushCommitLog>>();
+  return (update) => {
+    if (isZeroOid(update.newOid)) return Promise.resolve({ commits: [], total: 0 });
+    const key = `${update.oldOid}..${update.newOid}`;
+    let read = reads.get(key);
+    if (!read) {
+      read = commitsBetween(gitDir, isZeroOid(update.oldOid) ? null : update.oldOid, update.newOid, MAX_PAYLOAD_COMMITS);
+      reads.set(key, read);
+    }
+    return read;
+  };
 }
 
 /** Forgejo's api.PushPayload (and create/delete payloads) for one ref update. */

@@ -2,7 +2,6 @@
 // the workflow runs whose `on:` matches each updated ref (Forgejo's
 // notifier_helper for push, create and delete).
 import type { Logger } from 'pino';
-import { commitsBetween } from '../../modules/git/commit-log.ts';
 import { changedPaths } from '../../modules/git/workflow-files.ts';
 import type { RepositoryReader } from '../../modules/git/repository-reader.ts';
 import { eventsForRefUpdate, workflowMatchesEvent } from '../../modules/workflows/triggers.ts';
@@ -10,8 +9,10 @@ import type { EventFacts, RefUpdateKind } from '../../modules/workflows/triggers
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
-import { isZeroOid, MAX_PAYLOAD_COMMITS, pushEventPayload, shortRef } from '../push-payloads.ts';
+import { isZeroOid, pushCommitLogReader, pushEventPayload, shortRef } from '../push-payloads.ts';
+import type { PushCommitLogReader } from '../push-payloads.ts';
 import type { DomainEvents, PushedRef } from '../events.ts';
+import { webhooksMayWantPush } from '../webhooks/outbox.ts';
 import type { RunCreator } from './run-creator.ts';
 import type { WorkflowCatalog, WorkflowFile } from './workflow-catalog.ts';
 
@@ -46,13 +47,17 @@ export class PushTriggers {
 
   async onPush(ctx: PushContext, updates: readonly PushedRef[]): Promise<void> {
     if (updates.length === 0) return;
+    const commitLog = pushCommitLogReader(ctx.gitDir);
+    // Webhook payloads list the commits: read them before the transaction,
+    // where git would hold SQLite's only connection (every query waits).
+    if (await webhooksMayWantPush(this.db, ctx.owner)) await Promise.all(updates.map(commitLog));
     await this.db.transaction().execute((tx) =>
-      this.events.record(tx, { type: 'repository.pushed', repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, updates }),
+      this.events.record(tx, { type: 'repository.pushed', repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, updates, commitLog }),
     );
     if (!ctx.repo.units.actions || ctx.repo.isArchived) return;
     for (const update of updates) {
       try {
-        await this.triggerWorkflows(ctx, update);
+        await this.triggerWorkflows(ctx, update, commitLog);
       } catch (error) {
         // One broken ref must not stop the others; the push itself has succeeded.
         this.logger.error({ err: error, repo: `${ctx.owner.name}/${ctx.repo.name}`, ref: update.ref }, 'could not start the workflows of a push');
@@ -60,7 +65,7 @@ export class PushTriggers {
     }
   }
 
-  private async triggerWorkflows(ctx: PushContext, update: PushedRef): Promise<void> {
+  private async triggerWorkflows(ctx: PushContext, update: PushedRef, commitLog: PushCommitLogReader): Promise<void> {
     const kind = kindOf(update);
     // A deleted ref has no commit of its own: `delete` workflows are read from
     // the default branch, as Forgejo does for events that run there.
@@ -69,7 +74,7 @@ export class PushTriggers {
     const workflows = await this.catalog.workflowsAt(ctx.reader, commitSha);
     if (workflows.length === 0) return;
 
-    const log = kind === 'deleted' ? { commits: [], total: 0 } : await commitsBetween(ctx.gitDir, kind === 'created' ? null : update.oldOid, update.newOid, MAX_PAYLOAD_COMMITS);
+    const log = await commitLog(update);
     const headCommit = log.commits[0] ?? null;
     let changed: Promise<string[] | null> | undefined;
     // A new ref is compared with its head commit's parent, as Forgejo does

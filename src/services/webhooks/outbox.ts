@@ -9,16 +9,14 @@
 // `push` and `create`, an updated ref `push`, a deleted ref `delete` only.
 import { randomUUID } from 'node:crypto';
 import { AccessMode } from '../../modules/access-mode.ts';
-import { commitsBetween } from '../../modules/git/commit-log.ts';
 import type { Clock } from '../../modules/clock.ts';
 import type { Queryable } from '../../models/database.ts';
-import { insertHookTask } from '../../models/hook-tasks.ts';
+import { insertHookTasks } from '../../models/hook-tasks.ts';
 import { listActiveHooksOfOwner } from '../../models/webhooks.ts';
 import type { WebhookRecord } from '../../models/webhooks.ts';
-import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
 import { toApiOrg, toApiRepo, toApiUser } from '../convert.ts';
-import { ANONYMOUS_VIEWER, isZeroOid, MAX_PAYLOAD_COMMITS, pushEventPayload } from '../push-payloads.ts';
+import { ANONYMOUS_VIEWER, isZeroOid, pushEventPayload } from '../push-payloads.ts';
 import type { DomainEvent, DomainEventHandler } from '../events.ts';
 import { hookWantsEvent, hookWantsRef } from './hook-events.ts';
 
@@ -26,8 +24,6 @@ import { hookWantsEvent, hookWantsRef } from './hook-events.ts';
 export interface WebhookOutboxOptions {
   clock: Clock;
   rootUrl: string;
-  /** Where a repository's bare git data lives (for the commits of a push). */
-  gitDirOf: (repo: Repository, owner: User) => string;
 }
 
 /** Stored payloads are indented as Forgejo stores them (two spaces; one for `repository`). */
@@ -35,11 +31,23 @@ function serialise(eventType: string, payload: unknown): string {
   return JSON.stringify(payload, null, eventType === 'repository' ? 1 : 2);
 }
 
+/**
+ * Whether a push to `owner`'s repositories may send webhooks, so its commits
+ * are worth reading from git before the push's transaction opens (inside, the
+ * read would hold SQLite's only connection while git runs).
+ */
+export async function webhooksMayWantPush(db: Queryable, owner: User): Promise<boolean> {
+  return owner.isOrganization && (await listActiveHooksOfOwner(db, owner.id)).some((hook) => hookWantsEvent(hook, 'push'));
+}
+
 export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventHandler {
   const rootUrl = options.rootUrl;
 
-  const enqueue = async (tx: Queryable, hook: WebhookRecord, eventType: string, payload: unknown): Promise<void> => {
-    await insertHookTask(tx, { hookId: hook.id, uuid: randomUUID(), eventType, payload: serialise(eventType, payload), nowMs: options.clock.nowMs() });
+  /** One row per hook, one delivery id each; the payload is serialised once and the rows written in one statement. */
+  const enqueue = async (tx: Queryable, hooks: readonly WebhookRecord[], eventType: string, payload: unknown): Promise<void> => {
+    const serialised = serialise(eventType, payload);
+    const nowMs = options.clock.nowMs();
+    await insertHookTasks(tx, hooks.map((hook) => ({ hookId: hook.id, uuid: randomUUID(), eventType, payload: serialised, nowMs })));
   };
 
   const onPush = async (tx: Queryable, event: Extract<DomainEvent, { type: 'repository.pushed' }>): Promise<void> => {
@@ -54,12 +62,12 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventH
       if (wanted.every((w) => w.hooks.length === 0)) continue;
       const log =
         !deleted && wanted.some((w) => w.type === 'push' && w.hooks.length > 0)
-          ? await commitsBetween(options.gitDirOf(event.repo, event.owner), created ? null : update.oldOid, update.newOid, MAX_PAYLOAD_COMMITS)
+          ? await event.commitLog(update)
           : { commits: [], total: 0 };
       for (const { type, hooks: targets } of wanted) {
         if (targets.length === 0) continue;
         const payload = pushEventPayload(type, { repo: event.repo, owner: event.owner, pusher: event.pusher, update, commits: log.commits, total: log.total, rootUrl });
-        for (const hook of targets) await enqueue(tx, hook, type, payload);
+        await enqueue(tx, targets, type, payload);
       }
     }
   };
@@ -75,7 +83,7 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventH
       organization: toApiOrg(event.owner, rootUrl),
       sender: toApiUser(event.doer, ANONYMOUS_VIEWER, rootUrl),
     };
-    for (const hook of targets) await enqueue(tx, hook, 'repository', payload);
+    await enqueue(tx, targets, 'repository', payload);
   };
 
   return async (tx, event) => {

@@ -21,6 +21,8 @@ export interface StartGantryOptions {
   /** postgres://… of a database to use; null or absent: SQLite in the data folder. */
   databaseUrl?: string | null;
   logLevel?: string;
+  /** More GANTRY_* settings, e.g. GANTRY_WEBHOOK_ALLOWED_HOSTS. */
+  env?: Readonly<Record<string, string>>;
 }
 
 
@@ -45,6 +47,7 @@ export async function startGantryServer(options: StartGantryOptions = {}): Promi
       GANTRY_ROOT_URL: `http://127.0.0.1:${port}/`,
       GANTRY_LOG_LEVEL: options.logLevel ?? 'warn',
       ...(options.databaseUrl ? { GANTRY_DATABASE_URL: options.databaseUrl } : {}),
+      ...options.env,
     });
     server = await startServer(config);
   } catch (error) {

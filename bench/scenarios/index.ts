@@ -7,5 +7,6 @@ import { idleRss } from './idle-rss.ts';
 import { repoActionsData } from './repo-actions-data.ts';
 import { runners } from './runners.ts';
 import { scaleOut } from './scale-out.ts';
+import { webhooks } from './webhooks.ts';
 
-export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners, scaleOut, idleRss];
+export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners, webhooks, scaleOut, idleRss];

@@ -15,7 +15,8 @@
 // The receiver is a bare node:http server in a worker thread: a real receiver
 // is another machine, and it must not share Gantry's event loop here.
 //
-// GANTRY_BENCH_WEBHOOK_DELIVERIES sets N (a multiple of 100, default 5,000).
+// GANTRY_BENCH_WEBHOOK_DELIVERIES sets N (a multiple of 100, default 5,000);
+// GANTRY_WEBHOOK_CONCURRENCY, when set, is the server's (and the baseline's).
 import { Worker } from 'node:worker_threads';
 import { Agent, request } from 'undici';
 import { HookTaskStatus } from '../../src/models/hook-tasks.ts';
@@ -218,7 +219,11 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   ctx.defer(() => receiver.close());
   const gantry = await startGantryServer({
     databaseUrl: await ctx.databaseUrl(),
-    env: { GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback', GANTRY_WEBHOOK_DELIVER_TIMEOUT: String(DELIVER_TIMEOUT_SEC) },
+    env: {
+      GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback',
+      GANTRY_WEBHOOK_DELIVER_TIMEOUT: String(DELIVER_TIMEOUT_SEC),
+      ...(process.env.GANTRY_WEBHOOK_CONCURRENCY ? { GANTRY_WEBHOOK_CONCURRENCY: process.env.GANTRY_WEBHOOK_CONCURRENCY } : {}),
+    },
   });
   ctx.defer(() => gantry.stop());
   // Runs first: a stopping Gantry waits for its deliveries in flight, which a closed gate would hold.

@@ -170,23 +170,26 @@ export class RepoService {
       }
     }
     try {
-      await this.db.transaction().execute(async (tx) => {
+      return await this.db.transaction().execute(async (tx) => {
         if (renamed) {
           const clash = await findRepository(tx, owner.id, input.name as string);
           if (clash && clash.id !== repo.id) throw AppError.conflict(EXISTS_MESSAGE);
           changes.name = input.name;
         }
         await updateRepository(tx, repo.id, changes, this.clock.nowSec());
+        // A DELETE that committed since the request loaded the repository wins: nothing was updated.
+        const updated = await findRepositoryById(tx, repo.id);
+        if (!updated) throw AppError.notFound();
         if (renamed && repo.lowerName !== (input.name as string).toLowerCase()) {
           this.git.forget(repo);
           await moveRepository(this.gitPath(owner.name, repo.name), this.gitPath(owner.name, input.name as string));
         }
+        return updated;
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw AppError.conflict(EXISTS_MESSAGE);
       throw error;
     }
-    return (await findRepositoryById(this.db, repo.id)) as Repository;
   }
 
   async delete(doer: User, repo: Repository, owner: User): Promise<void> {

@@ -7,6 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { PingRequestSchema } from '../../src/gen/ping/v1/messages_pb.ts';
+import { AppError } from '../../src/modules/errors.ts';
 import { registerRunner } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
@@ -88,6 +89,20 @@ for (const dialect of testDialects()) {
       }
       const fits = await s.api('POST', '/admin/users', { token: s.admin.token, body: { username: 'srcok', email: 'srcok@example.com', password: 'long-enough-1', source_id: 9007199254740991 } });
       assert.equal(fits.status, 201, fits.text);
+    });
+
+    test('an edit of a repository deleted since the request loaded it is a 404, not a 500', async () => {
+      // The fuzz test's PATCH and DELETE of one repository in the same batch: the DELETE
+      // committed between the PATCH's lookup and its update.
+      const created = await s.api('POST', '/user/repos', { token: alice.token, body: { name: 'raced' } });
+      assert.equal(created.status, 201, created.text);
+      const loaded = await s.server.deps.services.repos.find(alice.user, 'raced');
+      assert.ok(loaded);
+      assert.equal((await s.api('DELETE', '/repos/alice/raced', { token: alice.token })).status, 204);
+      for (const input of [{ description: 'late' }, { name: 'raced-renamed' }]) {
+        await assert.rejects(s.server.deps.services.repos.edit(loaded, alice.user, input), (error: unknown) => error instanceof AppError && error.kind === 'not_found');
+      }
+      assert.equal((await s.api('GET', '/repos/alice/raced-renamed', { token: alice.token })).status, 404);
     });
 
     test('git: a request git cannot read is a 400 that says why', async () => {

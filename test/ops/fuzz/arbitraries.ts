@@ -18,8 +18,10 @@ export interface FuzzWorld {
   pools: Record<string, string[]>;
   /** Names and ids that DELETE and PATCH may destroy, per parameter. */
   disposable: Record<string, string[]>;
+  /** Existing [owner, repo] pairs, and those DELETE and PATCH may destroy: drawn together, so both exist. */
+  repos: { existing: [string, string][]; disposable: [string, string][] };
   /** Values that make sense inside bodies and queries (a commit id, a task id…). */
-  values: { sha: string; taskId: string; runnerUuid: string; labels: string[] };
+  values: { sha: string; taskId: string; runnerUuid: string; registrationToken: string; labels: string[] };
 }
 
 export interface FuzzRequest {
@@ -71,10 +73,12 @@ const segmentText: Arbitrary<string> = fc.oneof(
 );
 
 /** The fixture's values for a parameter: the disposable ones when the request may destroy its target. */
+function destroys(name: string, route: FuzzRoute, method: string): boolean {
+  return (method === 'DELETE' || method === 'PATCH') && name === route.params[route.params.length - 1];
+}
+
 function validValues(name: string, world: FuzzWorld, route: FuzzRoute, method: string): string[] {
-  const last = route.params[route.params.length - 1];
-  const destroys = (method === 'DELETE' || method === 'PATCH') && name === last;
-  const valid = destroys ? (world.disposable[name] ?? []) : (world.pools[name] ?? []);
+  const valid = destroys(name, route, method) ? (world.disposable[name] ?? []) : (world.pools[name] ?? []);
   return route.kind === 'git' && name === 'repo' ? valid.flatMap((r) => [`${r}.git`, r]) : valid;
 }
 
@@ -83,18 +87,33 @@ function hostileSegment(name: string): Arbitrary<string> {
   return name === 'token' ? segmentText.filter((s) => !/^(\+|%2B)?\d+$/.test(s)) : segmentText;
 }
 
+/** Real values for every parameter; `owner` and `repo` as a pair that exists. */
+function realSegments(world: FuzzWorld, route: FuzzRoute, method: string): Arbitrary<string[]> {
+  const each = route.params.map((name) => {
+    const values = validValues(name, world, route, method);
+    return values.length > 0 ? fc.constantFrom(...values.map(pct)) : hostileSegment(name);
+  });
+  const owner = route.params.indexOf('owner');
+  const repo = route.params.indexOf('repo');
+  if (owner < 0 || repo < 0) return fc.tuple(...each);
+  const pairs = destroys('repo', route, method) ? world.repos.disposable : world.repos.existing;
+  const suffix = route.kind === 'git' ? fc.constantFrom('.git', '') : fc.constant('');
+  return fc.tuple(fc.tuple(...each), fc.constantFrom(...pairs), suffix).map(([values, [o, r], end]) => {
+    const out = [...values];
+    out[owner] = pct(o);
+    out[repo] = `${pct(r)}${end}`;
+    return out;
+  });
+}
+
 /**
  * The route's parameters: all real values in half the requests (so they
  * reach the handlers), otherwise each one real or hostile at random.
  */
 function segmentsFor(world: FuzzWorld, route: FuzzRoute, method: string): Arbitrary<string[]> {
-  const valid = route.params.map((name) => {
-    const values = validValues(name, world, route, method);
-    return values.length > 0 ? fc.constantFrom(...values.map(pct)) : hostileSegment(name);
-  });
   const hostile = route.params.map(hostileSegment);
   return fc
-    .tuple(fc.tuple(...valid), fc.tuple(...hostile), fc.boolean(), fc.array(fc.boolean(), { minLength: route.params.length, maxLength: route.params.length }))
+    .tuple(realSegments(world, route, method), fc.tuple(...hostile), fc.boolean(), fc.array(fc.boolean(), { minLength: route.params.length, maxLength: route.params.length }))
     .map(([good, bad, allValid, pickBad]) => good.map((g, i) => (!allValid && pickBad[i] === true ? (bad[i] as string) : g)));
 }
 
@@ -151,7 +170,7 @@ const wrongValue: Arbitrary<unknown> = fc.oneof(
 );
 
 /** Strings that look like names, refs, URLs or nothing at all; some create things, some break things. */
-function stringsFor(field: string, world: FuzzWorld): Arbitrary<string> {
+function stringsFor(field: string, world: FuzzWorld, strict = false): Arbitrary<string> {
   const plausible: Record<string, string[]> = {
     type: ['forgejo', 'gitea', 'gogs', 'slack', 'discord', 'matrix', 'packagist', 'bogus'],
     url: ['http://example.com/hook', 'https://example.com/h?a=b', 'http://127.0.0.1:9/x', 'http://[::1]/', 'file:///etc/passwd', 'ftp://x', 'http://', 'http://exa mple.com', 'javascript:alert(1)'],
@@ -168,6 +187,7 @@ function stringsFor(field: string, world: FuzzWorld): Arbitrary<string> {
     scopes: ['all', 'read:repository', 'write:admin', 'public-only', 'bogus:scope', 'read:'],
   };
   const known = plausible[field] ?? ['fuzz-thing', 'alice', 'acme', 'app', 'FUZZ_VAR', 'ci.yml', 'main'];
+  if (strict) return fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...known) }, { weight: 1, arbitrary: NAME_LIKE });
   return fc.oneof(
     { weight: 4, arbitrary: fc.constantFrom(...known) },
     { weight: 2, arbitrary: NAME_LIKE },
@@ -182,35 +202,36 @@ function stringsFor(field: string, world: FuzzWorld): Arbitrary<string> {
   );
 }
 
-function valueFor(schema: JsonSchema | undefined, field: string, world: FuzzWorld, depth: number): Arbitrary<unknown> {
+/** A value for `schema`: mostly of the right type; `strict` leaves out the wrong ones and keeps required keys. */
+function valueFor(schema: JsonSchema | undefined, field: string, world: FuzzWorld, depth: number, strict = false): Arbitrary<unknown> {
   if (schema === undefined || depth > 3) return wrongValue;
-  const good = goodValueFor(schema, field, world, depth);
-  return fc.oneof({ weight: 4, arbitrary: good }, { weight: 1, arbitrary: wrongValue });
+  const good = goodValueFor(schema, field, world, depth, strict);
+  return strict ? good : fc.oneof({ weight: 4, arbitrary: good }, { weight: 1, arbitrary: wrongValue });
 }
 
-function goodValueFor(schema: JsonSchema, field: string, world: FuzzWorld, depth: number): Arbitrary<unknown> {
+function goodValueFor(schema: JsonSchema, field: string, world: FuzzWorld, depth: number, strict: boolean): Arbitrary<unknown> {
   if (schema.enum && schema.enum.length > 0) return fc.constantFrom(...schema.enum);
-  if (schema.anyOf && schema.anyOf.length > 0) return fc.oneof(...schema.anyOf.map((s) => valueFor(s, field, world, depth + 1)));
+  if (schema.anyOf && schema.anyOf.length > 0) return fc.oneof(...schema.anyOf.map((s) => valueFor(s, field, world, depth + 1, strict)));
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {
     case 'string':
-      return stringsFor(field, world);
+      return stringsFor(field, world, strict);
     case 'integer':
     case 'number':
-      return fc.oneof(fc.integer({ min: -5, max: 100 }), fc.constantFrom(...RAW_NUMBERS).map((n) => new RawJson(n)), fc.double());
+      return strict ? fc.integer({ min: 0, max: 100 }) : fc.oneof(fc.integer({ min: -5, max: 100 }), fc.constantFrom(...RAW_NUMBERS).map((n) => new RawJson(n)), fc.double());
     case 'boolean':
       return fc.boolean();
     case 'array':
-      return fc.array(valueFor(schema.items, field, world, depth + 1), { maxLength: 6 });
+      return fc.array(valueFor(schema.items, field, world, depth + 1, strict), { maxLength: strict ? 3 : 6 });
     case 'object': {
       const props = schema.properties ?? {};
       const known = fc.record(
-        Object.fromEntries(Object.entries(props).map(([key, s]) => [key, valueFor(s, key, world, depth + 1)])),
-        { requiredKeys: [] },
+        Object.fromEntries(Object.entries(props).map(([key, s]) => [key, valueFor(s, key, world, depth + 1, strict)])),
+        { requiredKeys: strict ? (schema.required ?? []).filter((key) => key in props) : [] },
       );
       const extra =
         typeof schema.additionalProperties === 'object'
-          ? fc.dictionary(stringsFor(field, world), valueFor(schema.additionalProperties, field, world, depth + 1), { maxKeys: 4 })
+          ? fc.dictionary(stringsFor(field, world, strict), valueFor(schema.additionalProperties, field, world, depth + 1, strict), { maxKeys: 4 })
           : fc.constant({});
       return fc.tuple(known, extra).map(([a, b]) => ({ ...b, ...a }));
     }
@@ -304,10 +325,14 @@ function apiBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
   );
 }
 
-function scalarValue(scalar: ScalarType, field: string, world: FuzzWorld): Arbitrary<unknown> {
+function scalarValue(scalar: ScalarType, field: string, world: FuzzWorld, strict: boolean): Arbitrary<unknown> {
   switch (scalar) {
     case ScalarType.STRING:
-      return field === 'token' || field === 'handle' ? fc.oneof(fc.constantFrom(world.runner.token, ''), stringsFor(field, world)) : stringsFor(field, world);
+      // Register's token: the fixture's registration token most of the time, so registration goes through.
+      if (field === 'token') {
+        return strict ? fc.constant(world.values.registrationToken) : fc.oneof({ weight: 3, arbitrary: fc.constant(world.values.registrationToken) }, { weight: 1, arbitrary: fc.constantFrom(world.runner.token, '') }, { weight: 1, arbitrary: stringsFor(field, world) });
+      }
+      return stringsFor(field, world, strict);
     case ScalarType.BOOL:
       return fc.boolean();
     case ScalarType.BYTES:
@@ -317,6 +342,7 @@ function scalarValue(scalar: ScalarType, field: string, world: FuzzWorld): Arbit
       return fc.double();
     default:
       // Integers: JSON numbers or strings (int64 travels as a string), the fixture's task id, edge values.
+      if (strict) return fc.constantFrom(world.values.taskId, '0', '1', '2');
       return fc.oneof(
         fc.constantFrom(world.values.taskId, Number(world.values.taskId), 0, 1, -1, 2147483648),
         fc.constantFrom(...NUMBERS_AS_TEXT),
@@ -325,51 +351,59 @@ function scalarValue(scalar: ScalarType, field: string, world: FuzzWorld): Arbit
   }
 }
 
-function messageValue(desc: DescMessage, world: FuzzWorld, depth: number): Arbitrary<unknown> {
+/** A request message as protobuf JSON: fields of the right kind, some of the wrong one unless `strict`. */
+function messageValue(desc: DescMessage, world: FuzzWorld, depth: number, strict = false): Arbitrary<unknown> {
   if (desc.typeName === 'google.protobuf.Timestamp') {
-    return fc.oneof(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), fc.constantFrom('0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z', 'yesterday', ''));
+    const now = fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2030-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString());
+    return strict ? now : fc.oneof(now, fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), fc.constantFrom('0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z', 'yesterday', ''));
   }
   if (desc.typeName === 'google.protobuf.Struct' || depth > 3) return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
-  const entries = desc.fields.map((f) => [f.jsonName, fc.oneof({ weight: 5, arbitrary: fieldValue(f, world, depth) }, { weight: 1, arbitrary: wrongValue })] as const);
+  const entries = desc.fields.map((f) => {
+    const good = fieldValue(f, world, depth, strict);
+    return [f.jsonName, strict ? good : fc.oneof({ weight: 5, arbitrary: good }, { weight: 1, arbitrary: wrongValue })] as const;
+  });
   return fc.record(Object.fromEntries(entries), { requiredKeys: [] });
 }
 
-function fieldValue(field: DescField, world: FuzzWorld, depth: number): Arbitrary<unknown> {
+function fieldValue(field: DescField, world: FuzzWorld, depth: number, strict: boolean): Arbitrary<unknown> {
   switch (field.fieldKind) {
     case 'scalar':
-      return scalarValue(field.scalar, field.localName, world);
+      return scalarValue(field.scalar, field.localName, world, strict);
     case 'enum':
-      return fc.oneof(fc.constantFrom(...field.enum.values.map((v) => v.name)), fc.integer({ min: -2, max: 10 }));
+      return strict ? fc.constantFrom(...field.enum.values.map((v) => v.name)) : fc.oneof(fc.constantFrom(...field.enum.values.map((v) => v.name)), fc.integer({ min: -2, max: 10 }));
     case 'message':
-      return messageValue(field.message, world, depth + 1);
+      return messageValue(field.message, world, depth + 1, strict);
     case 'list': {
       const item =
         field.listKind === 'message'
-          ? messageValue(field.message, world, depth + 1)
+          ? messageValue(field.message, world, depth + 1, strict)
           : field.listKind === 'enum'
             ? fc.constantFrom(...field.enum.values.map((v) => v.name))
-            : scalarValue(field.scalar, field.localName, world);
+            : scalarValue(field.scalar, field.localName, world, strict);
       return fc.array(item, { maxLength: field.localName === 'rows' ? 40 : 5 });
     }
     case 'map':
-      return fc.dictionary(fc.string({ maxLength: 10 }), fc.string({ unit: 'binary', maxLength: 20 }), { maxKeys: 4 });
+      return fc.dictionary(fc.string({ maxLength: 10 }), strict ? NAME_LIKE : fc.string({ unit: 'binary', maxLength: 20 }), { maxKeys: 4 });
   }
+}
+
+/** A message as binary protobuf when it encodes, else its JSON under the binary type. */
+function asBinary(message: DescMessage | null, value: unknown): Body {
+  if (message) {
+    try {
+      return { contentType: 'application/proto', body: Buffer.from(toBinary(message, fromJson(message, value as JsonValue, { ignoreUnknownFields: true }))) };
+    } catch {
+      // Not a valid message: sent as it is.
+    }
+  }
+  return { contentType: 'application/proto', body: Buffer.from(JSON.stringify(value) ?? '') };
 }
 
 /** Bodies for Connect routes: protobuf (binary or JSON) shaped like the method's request, gzip, or junk. */
 function rpcBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
   const message = route.message;
   const shapedMessage: Arbitrary<unknown> = message ? messageValue(message, world, 0) : fc.jsonValue();
-  const binary = shapedMessage.map((value): Body => {
-    if (message) {
-      try {
-        return { contentType: 'application/proto', body: Buffer.from(toBinary(message, fromJson(message, value as JsonValue, { ignoreUnknownFields: true }))) };
-      } catch {
-        // Not a valid message: send its JSON under the binary type instead.
-      }
-    }
-    return { contentType: 'application/proto', body: Buffer.from(JSON.stringify(value) ?? '') };
-  });
+  const binary = shapedMessage.map((value) => asBinary(message, value));
   return fc.oneof(
     { weight: 4, arbitrary: fc.tuple(shapedMessage, fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1')).map(([v, t]) => json(jsonText(v), t)) },
     { weight: 4, arbitrary: binary },
@@ -406,7 +440,44 @@ function gitBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
   );
 }
 
+/** What a well-behaved client sends: a body of the schema's shape, right types, required keys. */
+function plausibleBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
+  if (route.kind === 'rpc') {
+    const value = route.message ? messageValue(route.message, world, 0, true) : fc.constant({});
+    return fc.oneof(value.map((v) => json(jsonText(v))), value.map((v) => asBinary(route.message, v)));
+  }
+  if (route.kind === 'git') return gitBody(route, world);
+  if (route.body === null) return fc.constant<Body>({ contentType: null, body: null });
+  return valueFor(route.body, '', world, 0, true).map((v) => json(jsonText(v)));
+}
+
+/** A query a well-behaved client might send. */
+function plausibleQuery(route: FuzzRoute, world: FuzzWorld): Arbitrary<string> {
+  if (route.kind === 'git') return fc.constantFrom('?service=git-upload-pack', '?service=git-receive-pack');
+  const pair = fc.oneof(
+    fc.integer({ min: 1, max: 3 }).map((n) => `page=${n}`),
+    fc.integer({ min: 1, max: 60 }).map((n) => `limit=${n}`),
+    fc.constantFrom('status=success', 'status=waiting', 'status=running', 'event=push', 'event=workflow_dispatch', 'visible=true', `head_sha=${world.values.sha}`, 'ref=refs/heads/main', 'workflow_id=ci.yml', 'run_number=1', 'labels=fuzz'),
+  );
+  return fc.oneof({ weight: 2, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.array(pair, { minLength: 1, maxLength: 3 }).map((pairs) => `?${pairs.join('&')}`) });
+}
+
 type Auth = { label: string; headers: Record<string, string | string[]> };
+
+/** A signed-in client: the admin or the user with a token, or the runner on the runner protocol. */
+function plausibleAuth(world: FuzzWorld, route: FuzzRoute): Arbitrary<Auth> {
+  if (route.kind === 'rpc') {
+    // A deadline, as runners send: a fetch then answers at once instead of holding the batch for its long poll.
+    const headers = { 'x-runner-uuid': world.runner.uuid, 'x-runner-token': world.runner.token, 'connect-protocol-version': '1', 'connect-timeout-ms': '1000' };
+    return fc.constant<Auth>({ label: 'runner', headers });
+  }
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.constant<Auth>({ label: 'admin', headers: { authorization: `token ${world.identities.admin.token}` } }) },
+    { weight: 3, arbitrary: fc.constant<Auth>({ label: 'user', headers: { authorization: `token ${world.identities.user.token}` } }) },
+    // Passwords cost a hash each: rarer. Token routes need them (Forgejo's reqBasicAuth).
+    { weight: 1, arbitrary: fc.constant<Auth>({ label: 'user', headers: { authorization: basic(world.identities.user.name, world.identities.user.password) } }) },
+  );
+}
 
 function basic(user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -428,7 +499,13 @@ function authArbitrary(world: FuzzWorld, route: FuzzRoute): Arbitrary<Auth> {
     )
     .map((value) => ({ label: 'garbage', headers: { authorization: value } }));
   const runner: Arbitrary<Auth> = fc
-    .tuple(fc.constantFrom(world.runner.uuid, world.values.runnerUuid, '', 'not-a-uuid', '00000000-0000-0000-0000-000000000000'), fc.constantFrom(world.runner.token, '', 'x'.repeat(64), 'garbage'))
+    .oneof(
+      { weight: 4, arbitrary: fc.constant([world.runner.uuid, world.runner.token] as const) },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(fc.constantFrom(world.runner.uuid, world.values.runnerUuid, '', 'not-a-uuid', '00000000-0000-0000-0000-000000000000'), fc.constantFrom(world.runner.token, '', 'x'.repeat(64), 'garbage')),
+      },
+    )
     .map(([uuid, token]) => ({ label: 'runner', headers: { 'x-runner-uuid': uuid, 'x-runner-token': token } }));
   const duplicate: Arbitrary<Auth> = fc
     .tuple(as('user'), as('admin'))
@@ -458,8 +535,11 @@ function extraHeaders(route: FuzzRoute): Arbitrary<Record<string, string>> {
       'x-request-id': sometimes(fc.oneof(printable, fc.constant('r'.repeat(9000))), 8),
       'accept-encoding': sometimes(fc.constantFrom('gzip', 'br', 'deflate', '*', 'identity;q=0', 'bogus'), 6),
       'git-protocol': sometimes(fc.constantFrom('version=2', 'version=1', 'version=999', 'version=2:object-format=sha256', 'x'.repeat(300)), route.kind === 'git' ? 2 : 10),
-      'connect-protocol-version': rpc ? fc.constantFrom('1', '1', '1', '2', 'x') : sometimes(fc.constant('1'), 10),
-      'connect-timeout-ms': sometimes(fc.constantFrom('100', '1500', '0', '-1', 'abc', '99999999999999999999', '1e3'), rpc ? 2 : 10),
+      'connect-protocol-version': rpc ? fc.oneof({ weight: 8, arbitrary: fc.constant('1') }, { weight: 1, arbitrary: fc.constantFrom('2', 'x', '') }) : sometimes(fc.constant('1'), 10),
+      // Mostly set on the runner protocol: without a deadline a fetch holds its batch for the whole long poll.
+      'connect-timeout-ms': rpc
+        ? fc.oneof({ weight: 4, arbitrary: fc.constantFrom('100', '1000', '1500', '0', '-1', 'abc', '99999999999999999999', '1e3') }, { weight: 1, arbitrary: fc.constant(undefined) })
+        : sometimes(fc.constantFrom('100', '1500'), 10),
       // A small set of keys, so that concurrent fetches in one batch share one now and then.
       'x-runner-request-key': sometimes(fc.oneof(fc.constantFrom('fuzz-key-1', 'fuzz-key-2'), printable, fc.constant('k'.repeat(100))), rpc ? 3 : 10),
       accept: sometimes(fc.constantFrom('application/json', '*/*', 'text/html', 'application/proto', ''), 8),
@@ -468,14 +548,17 @@ function extraHeaders(route: FuzzRoute): Arbitrary<Record<string, string>> {
     .map((headers) => Object.fromEntries(Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== undefined)));
 }
 
-/** One request against `route`: mostly its own method, sometimes another; a batch of these runs concurrently. */
+/**
+ * One request against `route`: half of them plausible (real names, a
+ * body of the right shape, a signed-in client), so they reach the handlers;
+ * half hostile in every part. Mostly the route's own method, sometimes
+ * another. A batch of these runs concurrently.
+ */
 export function requestArbitrary(route: FuzzRoute, world: FuzzWorld): Arbitrary<FuzzRequest> {
-  const query = queryFor(route, world);
-  const auth = authArbitrary(world, route);
-  const extra = extraHeaders(route);
-  const body = route.kind === 'rpc' ? rpcBody(route, world) : route.kind === 'git' ? gitBody(route, world) : apiBody(route, world);
-  const forMethod = (m: string): Arbitrary<FuzzRequest> => {
-    return fc.tuple(segmentsFor(world, route, m), query, auth, extra, body).map(([values, q, a, headersExtra, b]): FuzzRequest => {
+  const hostile = { query: queryFor(route, world), auth: authArbitrary(world, route), extra: extraHeaders(route), body: route.kind === 'rpc' ? rpcBody(route, world) : route.kind === 'git' ? gitBody(route, world) : apiBody(route, world) };
+  const plausible = { query: plausibleQuery(route, world), auth: plausibleAuth(world, route), extra: fc.constant<Record<string, string>>({}), body: plausibleBody(route, world) };
+  const build = (m: string, parts: typeof hostile, segments: Arbitrary<string[]>): Arbitrary<FuzzRequest> =>
+    fc.tuple(segments, parts.query, parts.auth, parts.extra, parts.body).map(([values, q, a, headersExtra, b]): FuzzRequest => {
       let i = 0;
       const path = route.template.replace(/:(\w+)|\*/g, () => values[i++] ?? '');
       const headers: Record<string, string | string[]> = { ...headersExtra, ...a.headers };
@@ -484,18 +567,18 @@ export function requestArbitrary(route: FuzzRoute, world: FuzzWorld): Arbitrary<
       const sendsBody = m !== 'GET' && m !== 'HEAD' && b.body !== null;
       return { method: m, path: `${path}${q}`, headers, body: sendsBody ? b.body : null, route: `${route.method} ${route.template}`, auth: a.label };
     });
-  };
+  const forMethod = (m: string): Arbitrary<FuzzRequest> =>
+    fc.oneof(build(m, plausible, realSegments(world, route, m)), build(m, hostile, segmentsFor(world, route, m)));
   // Built once per method, not per request: building arbitraries costs more than drawing from them.
-  const own = forMethod(route.method);
-  const other = fc.constantFrom(...HTTP_METHODS.filter((m) => m !== route.method)).chain((m) => byMethod(m));
   const cache = new Map<string, Arbitrary<FuzzRequest>>();
-  function byMethod(m: string): Arbitrary<FuzzRequest> {
+  const byMethod = (m: string): Arbitrary<FuzzRequest> => {
     let arb = cache.get(m);
     if (arb === undefined) {
       arb = forMethod(m);
       cache.set(m, arb);
     }
     return arb;
-  }
-  return fc.oneof({ weight: 6, arbitrary: own }, { weight: 1, arbitrary: other });
+  };
+  const other = fc.constantFrom(...HTTP_METHODS.filter((m) => m !== route.method)).chain(byMethod);
+  return fc.oneof({ weight: 6, arbitrary: byMethod(route.method) }, { weight: 1, arbitrary: other });
 }

@@ -62,6 +62,16 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
   const registration = (await ok(s, 'GET', '/repos/alice/app/actions/runners/registration-token', t)) as { token: string };
   const keeper = await registerRunner(s.url, registration.token, { name: 'fuzz-keeper', labels: ['fuzz'] });
   const spare = await registerRunner(s.url, registration.token, { name: 'fuzz-spare', labels: ['other'] });
+  // Runners of the other scopes too, so every runners route has one to find.
+  const scopeRunners: string[] = [];
+  for (const [path, token] of [
+    ['/user/actions/runners/registration-token', t],
+    ['/orgs/acme/actions/runners/registration-token', t],
+    ['/admin/actions/runners/registration-token', admin.token],
+  ] as const) {
+    const scoped = (await ok(s, 'GET', path, token)) as { token: string };
+    scopeRunners.push(String((await registerRunner(s.url, scoped.token, { labels: ['elsewhere'] })).credentials?.id));
+  }
   const fetched = await keeper.runner.fetchTask({ tasksVersion: 0n });
   assert.ok(fetched.task, 'the keeper runner took a job');
   const credentials = keeper.credentials;
@@ -103,21 +113,35 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
       token: [disposableToken.name, String(disposableToken.id)],
       secretname: ['FUZZ_SECRET', 'fuzz_secret', 'GITEA_X'],
       variablename: ['FUZZ_VAR', 'fuzz_var', 'CI'],
-      runner_id: [String(credentials.id), String(spare.credentials.id)],
+      runner_id: [String(credentials.id), String(spare.credentials.id), ...scopeRunners],
       run_id: runs.workflow_runs.map((r) => String(r.id)).concat(String(dispatched.id)),
       workflowfilename: ['ci.yml', 'ci.yaml', 'missing.yml'],
       id: [String(team.id), String(hook.id), String(spareHook.id)],
       delivery_id: [String(delivery.id)],
       '*': ['index.html', 'swagger-initializer.js', 'static/index.html'],
     },
+    repos: {
+      existing: [
+        ['alice', 'app'],
+        ['acme', 'builds'],
+        ['root', 'vault'],
+      ],
+      disposable: SCRATCH_REPOS.map((name) => ['alice', name] as [string, string]),
+    },
     disposable: {
       owner: ['alice'],
       repo: SCRATCH_REPOS,
       org: [SCRATCH_ORG],
-      runner_id: [String(spare.credentials.id)],
+      runner_id: [String(spare.credentials.id), ...scopeRunners],
       id: [String(spareHook.id), String(team.id)],
+      // Deleted now and then, and put back by the PUT and POST requests.
+      secretname: ['FUZZ_SECRET'],
+      variablename: ['FUZZ_VAR', 'fuzz_var'],
+      collaborator: ['bob'],
+      username: ['bob'],
+      token: [disposableToken.name],
     },
-    values: { sha, taskId: String(fetched.task.id), runnerUuid: spare.credentials.uuid, labels: ['fuzz', 'other', 'fuzz,other', ''] },
+    values: { sha, taskId: String(fetched.task.id), runnerUuid: spare.credentials.uuid, registrationToken: registration.token, labels: ['fuzz', 'other', 'fuzz,other', ''] },
   };
   return { world, user, replenish };
 }

@@ -13,6 +13,7 @@ export type RouteKind = 'api' | 'git' | 'rpc' | 'other';
 export interface JsonSchema {
   type?: string | string[];
   properties?: Record<string, JsonSchema>;
+  required?: string[];
   items?: JsonSchema;
   enum?: unknown[];
   anyOf?: JsonSchema[];

@@ -8,7 +8,7 @@ import { registerRunner } from '../../support/runner-client.ts';
 import { basicAuth } from '../../support/server.ts';
 import type { TestServer, TestUser } from '../../support/server.ts';
 import { createWorkDir, remoteUrl } from '../../support/workdir.ts';
-import type { FuzzWorld } from './arbitraries.ts';
+import type { FuzzWorld } from './world.ts';
 
 const WORKFLOW = `on:
   push: { branches: [main] }

@@ -3,7 +3,7 @@
 // never a hang, and a well-formed body (`{message, url}` for /api/v1 errors,
 // Connect's `{code, message}` for runner RPC errors).
 import { Agent } from 'undici';
-import type { FuzzRequest } from './arbitraries.ts';
+import type { FuzzRequest } from './world.ts';
 
 export const REQUEST_TIMEOUT_MS = 10_000;
 

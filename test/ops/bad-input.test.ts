@@ -168,6 +168,29 @@ for (const dialect of testDialects()) {
       assert.deepEqual(declared.runner?.labels, ['nul']);
     });
 
+    test('runner protocol: a second fetch with a request key still being served is aborted (409), not internal (500)', async () => {
+      const registration = await s.api('GET', '/repos/alice/app/actions/runners/registration-token', { token: alice.token });
+      const runner = await registerRunner(s.url, (registration.json as { token: string }).token, { labels: ['busy-key'] });
+      const fetchTask = () =>
+        raw(`${s.url}/api/actions/runner.v1.RunnerService/FetchTask`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'connect-protocol-version': '1',
+            'x-runner-uuid': runner.credentials?.uuid ?? '',
+            'x-runner-token': runner.credentials?.token ?? '',
+            'x-runner-request-key': 'one-key',
+          },
+          body: '{"tasksVersion":"0"}',
+        });
+      // No job for this runner: whichever call comes first waits out its long poll (3 s) while the other arrives.
+      const answers = await Promise.all([fetchTask(), fetchTask()]);
+      const refused = answers.filter((a) => a.status === 409);
+      assert.equal(refused.length, 1, JSON.stringify(answers));
+      assert.deepEqual(JSON.parse(refused[0]?.text ?? ''), { code: 'aborted', message: 'request key is currently locked; retry soon' });
+      assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409]);
+    });
+
     test('runner protocol: undecodable bodies are invalid_argument (400), not internal (500)', async () => {
       const ping = `${s.url}/api/actions/ping.v1.PingService/Ping`;
       const call = (body: Uint8Array | string, headers: Record<string, string>) =>

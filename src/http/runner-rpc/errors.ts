@@ -38,7 +38,9 @@ function namedCode(error: unknown): Code | undefined {
 export function toConnectError(error: unknown, log: FastifyBaseLogger, rpc: string): ConnectError {
   if (error instanceof ConnectError) return error;
   if (error instanceof AppError) return new ConnectError(error.message, CODE_OF_KIND[error.kind]);
-  if (error instanceof RequestKeyBusyError) return new ConnectError(error.message, Code.Internal);
+  // Two calls with one request key at once: a conflict the runner resolves by retrying
+  // (it keeps the key until a call succeeds), not a server fault. aborted is 409, internal was 500.
+  if (error instanceof RequestKeyBusyError) return new ConnectError(error.message, Code.Aborted);
   const named = namedCode(error);
   if (named !== undefined && error instanceof Error) return new ConnectError(error.message, named);
   log.error({ err: error, rpc }, 'runner RPC failed');

@@ -164,9 +164,15 @@ export class RepoService {
       if (!isValidBranchName(input.defaultBranch)) throw AppError.unprocessable('[DefaultBranch]: GitRefName');
       // Forgejo (routers/api/v1/repo/repo.go updateBasicProperties) switches the default
       // branch of a non-empty repository only to a branch that exists.
-      if (repo.isEmpty || (await branchExists(gitPath, input.defaultBranch))) {
-        await setHeadBranch(gitPath, input.defaultBranch);
-        changes.defaultBranch = input.defaultBranch;
+      try {
+        if (repo.isEmpty || (await branchExists(gitPath, input.defaultBranch))) {
+          await setHeadBranch(gitPath, input.defaultBranch);
+          changes.defaultBranch = input.defaultBranch;
+        }
+      } catch (error) {
+        // Deleted since the request loaded it: its git directory is gone too.
+        if (!(await findRepositoryById(this.db, repo.id))) throw AppError.notFound();
+        throw error;
       }
     }
     try {

@@ -94,12 +94,12 @@ for (const dialect of testDialects()) {
     test('an edit of a repository deleted since the request loaded it is a 404, not a 500', async () => {
       // The fuzz test's PATCH and DELETE of one repository in the same batch: the DELETE
       // committed between the PATCH's lookup and its update.
-      const created = await s.api('POST', '/user/repos', { token: alice.token, body: { name: 'raced' } });
+      const created = await s.api('POST', '/user/repos', { token: alice.token, body: { name: 'raced', auto_init: true } });
       assert.equal(created.status, 201, created.text);
       const loaded = await s.server.deps.services.repos.find(alice.user, 'raced');
       assert.ok(loaded);
       assert.equal((await s.api('DELETE', '/repos/alice/raced', { token: alice.token })).status, 204);
-      for (const input of [{ description: 'late' }, { name: 'raced-renamed' }]) {
+      for (const input of [{ description: 'late' }, { name: 'raced-renamed' }, { defaultBranch: 'other' }]) {
         await assert.rejects(s.server.deps.services.repos.edit(loaded, alice.user, input), (error: unknown) => error instanceof AppError && error.kind === 'not_found');
       }
       assert.equal((await s.api('GET', '/repos/alice/raced-renamed', { token: alice.token })).status, 404);

@@ -3,13 +3,14 @@
 // error body in the wrong shape, before its fix.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { PingRequestSchema } from '../../src/gen/ping/v1/messages_pb.ts';
 import { AppError } from '../../src/modules/errors.ts';
 import { registerRunner } from '../support/runner-client.ts';
-import { startTestServer, testDialects } from '../support/server.ts';
+import { basicAuth, startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 
 interface Answer {
@@ -88,6 +89,16 @@ for (const dialect of testDialects()) {
         assert.match((res.json as { message: string }).message, /^\[SourceID\]: must be [<>]= -?9007199254740991$/);
       }
       const fits = await s.api('POST', '/admin/users', { token: s.admin.token, body: { username: 'srcok', email: 'srcok@example.com', password: 'long-enough-1', source_id: 9007199254740991 } });
+      assert.equal(fits.status, 201, fits.text);
+    });
+
+    test('a token name too long for the index on (user, name) is a 422, not a database error', async () => {
+      const auth = basicAuth('alice', alice.password);
+      // Random text does not compress: PostgreSQL's btree refuses entries over ~2.7 KB.
+      const long = randomBytes(3000).toString('hex');
+      const res = await s.api('POST', '/users/alice/tokens', { authorization: auth, body: { name: long, scopes: ['all'] } });
+      assert.deepEqual([res.status, res.json], [422, apiError('[Name]: MaxSize')]);
+      const fits = await s.api('POST', '/users/alice/tokens', { authorization: auth, body: { name: long.slice(0, 255), scopes: ['all'] } });
       assert.equal(fits.status, 201, fits.text);
     });
 

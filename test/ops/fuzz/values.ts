@@ -95,6 +95,8 @@ export function stringsFor(field: string, world: FuzzWorld, strict = false): Arb
       ),
     },
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 50 }) },
+    // Long and random, so it does not compress below PostgreSQL's index entry limit (~2.7 KB).
+    { weight: 1, arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 3000, maxLength: 4000 }) },
   );
 }
 

@@ -186,7 +186,9 @@ export const CreateUserOption = Type.Object(
 );
 
 export const CreateAccessTokenOption = Type.Object(
-  { name: Type.String({ minLength: 1 }), scopes: Type.Optional(Type.Array(Type.String())) },
+  // Forgejo stores the name in a VARCHAR(255) and fails on longer ones; here they are a 422. A name
+  // of a few KiB would not fit PostgreSQL's index on (uid, name) either.
+  { name: Type.String({ minLength: 1, maxLength: 255 }), scopes: Type.Optional(Type.Array(Type.String())) },
   { title: 'CreateAccessTokenOption' },
 );
 

@@ -14,8 +14,12 @@ export type DomainEvent =
   /** Refs a `git push` changed; an all-zero oid on one side means created or deleted. */
   | { type: 'repository.pushed'; repo: Repository; owner: User; pusher: User; updates: readonly PushedRef[]; commitLog: PushCommitLogReader }
   | { type: 'actions.run.created'; repo: Repository; owner: User; run: ActionRun; jobs: readonly ActionRunJob[]; triggerUser: User }
-  /** Jobs of one run whose status changed (claimed, released, finished, unblocked, skipped, cancelled), as they now are. */
-  | { type: 'actions.jobs.changed'; run: ActionRun; jobs: readonly ActionRunJob[] }
+  /**
+   * Jobs of one run whose status changed (claimed, released, finished,
+   * unblocked, skipped, cancelled), as they now are; `runJobIds` lists all
+   * the run's jobs in order (a job's position names its page).
+   */
+  | { type: 'actions.jobs.changed'; run: ActionRun; jobs: readonly ActionRunJob[]; runJobIds: readonly number[] }
   /** A run's aggregate status changed; `run` is the run as it now is, `previous` as it was. */
   | { type: 'actions.run.status-changed'; run: ActionRun; previous: ActionRun };
 

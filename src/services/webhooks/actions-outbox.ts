@@ -15,11 +15,11 @@
 import { randomUUID } from 'node:crypto';
 import { ActionStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
-import { findPreviousFinishedRun, listJobsOfRun } from '../../models/action-runs.ts';
+import { findPreviousFinishedRun } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import { findTaskSummary } from '../../models/action-tasks.ts';
 import type { Queryable } from '../../models/database.ts';
-import { insertHookTask } from '../../models/hook-tasks.ts';
+import { insertHookTasks } from '../../models/hook-tasks.ts';
 import { findRepositoryById } from '../../models/repos.ts';
 import { findAccountById, ghostUser } from '../../models/users.ts';
 import type { User } from '../../models/users.ts';
@@ -60,7 +60,7 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
     // Indented as Forgejo stores payloads.
     const body = JSON.stringify(payload, null, 2);
     const nowMs = options.clock.nowMs();
-    for (const hook of hooks) await insertHookTask(tx, { hookId: hook.id, uuid: randomUUID(), eventType, payload: body, nowMs });
+    await insertHookTasks(tx, hooks.map((hook) => ({ hookId: hook.id, uuid: randomUUID(), eventType, payload: body, nowMs })));
   };
 
   /** Repository, owner and trigger user of a run; null when the repository is gone (nothing to report). */
@@ -72,11 +72,10 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
     return { repo, owner, triggerUser: await userOrGhost(tx, run.triggerUserId), rootUrl: options.rootUrl, nowSec: options.clock.nowSec() };
   };
 
-  const jobEvents = async (tx: Queryable, ctx: ActionHookContext, subs: Subscribers, run: ActionRun, jobs: readonly ActionRunJob[]): Promise<void> => {
+  /** `order`: the ids of all the run's jobs in order; a job's position names its page (…/runs/N/jobs/<index>). */
+  const jobEvents = async (tx: Queryable, ctx: ActionHookContext, subs: Subscribers, run: ActionRun, jobs: readonly ActionRunJob[], order: readonly number[]): Promise<void> => {
     const hooks = subs.get('workflow_job');
     if (!hooks) return;
-    // The job's position in its run names its page (…/runs/N/jobs/<index>).
-    const order = (await listJobsOfRun(tx, run.id)).map((job) => job.id);
     for (const job of jobs) {
       const task = job.taskId !== 0 ? await findTaskSummary(tx, job.taskId) : undefined;
       await enqueue(tx, hooks, 'workflow_job', workflowJobPayload(ctx, run, job, Math.max(0, order.indexOf(job.id)), task));
@@ -113,9 +112,9 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
     if (event.type === 'actions.run.created') {
       // A new run is "requested" (or already completed when its workflow could not be parsed).
       await runEvents(tx, ctx, subs, event.run, null);
-      await jobEvents(tx, ctx, subs, event.run, event.jobs);
+      await jobEvents(tx, ctx, subs, event.run, event.jobs, event.jobs.map((job) => job.id));
     } else if (event.type === 'actions.jobs.changed') {
-      await jobEvents(tx, ctx, subs, event.run, event.jobs);
+      await jobEvents(tx, ctx, subs, event.run, event.jobs, event.runJobIds);
     } else {
       await runEvents(tx, ctx, subs, event.run, event.previous);
     }

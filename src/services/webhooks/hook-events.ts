@@ -40,17 +40,9 @@ export type InternalEvent = (typeof INTERNAL_EVENTS)[number];
 /** Forgejo's PATCH leaves these as they were (they can only be chosen at creation). */
 export const CREATE_ONLY_EVENTS: readonly InternalEvent[] = ['package', 'action_run_failure', 'action_run_recover', 'action_run_success'];
 
-const ISSUE_GROUP: readonly InternalEvent[] = ['issues', 'issue_assign', 'issue_label', 'issue_milestone', 'issue_comment'];
-const PULL_GROUP: readonly InternalEvent[] = [
-  'pull_request',
-  'pull_request_assign',
-  'pull_request_label',
-  'pull_request_milestone',
-  'pull_request_comment',
-  'pull_request_review',
-  'pull_request_review_request',
-  'pull_request_sync',
-];
+// The `issues` and `pull_request` API names turn on their whole family.
+const ISSUE_GROUP: readonly InternalEvent[] = INTERNAL_EVENTS.filter((e) => e === 'issues' || e.startsWith('issue_'));
+const PULL_GROUP: readonly InternalEvent[] = INTERNAL_EVENTS.filter((e) => e.startsWith('pull_request'));
 
 /** What each accepted API name turns on (names are matched case-insensitively). */
 const API_EVENT_ENABLES: ReadonlyMap<string, readonly InternalEvent[]> = new Map<string, readonly InternalEvent[]>([

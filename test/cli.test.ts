@@ -70,6 +70,10 @@ for (const dialect of testDialects()) {
         (error: { code: number; stderr: string }) => error.code === 1 && /user already exists \[name: root\]/.test(error.stderr),
       );
       await assert.rejects(
+        run(process.execPath, [GANTRY, 'admin', 'user', 'create', '--username', 'shorty', '--password', 'abc', '--email', 'shorty@example.com'], { env }),
+        (error: { code: number; stderr: string }) => error.code === 1 && /password is too short: use at least 8 characters/.test(error.stderr),
+      );
+      await assert.rejects(
         run(process.execPath, [GANTRY, 'admin', 'user', 'generate-access-token', '--username', 'ghost', '--raw'], { env }),
         (error: { code: number; stderr: string }) => error.code === 1 && /user does not exist/.test(error.stderr),
       );

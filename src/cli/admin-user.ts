@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import { createDeps } from '../deps.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../modules/errors.ts';
+import { MIN_PASSWORD_LENGTH } from '../services/accounts.ts';
 import { CliError } from './main.ts';
 
 interface CreateOptions {
@@ -45,6 +46,9 @@ export async function adminUserCreate(config: Config, opts: CreateOptions): Prom
   if (opts.password && opts.randomPassword) throw new CliError('--password and --random-password are mutually exclusive');
   const password = opts.randomPassword ? randomBytes(12).toString('base64url') : opts.password;
   if (!password) throw new CliError('a password is required: pass --password or --random-password');
+  // The API answers Forgejo's terse `PasswordIsRequired` for this; a person at a
+  // terminal needs the rule itself.
+  if (password.length < MIN_PASSWORD_LENGTH) throw new CliError(`the password is too short: use at least ${MIN_PASSWORD_LENGTH} characters (or --random-password)`);
 
   await withDeps(config, async ({ services }) => {
     // Forgejo: the very first user is not forced to change the password unless asked.

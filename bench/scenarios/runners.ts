@@ -16,7 +16,7 @@
 // The clients are test/support/runner-client.ts (Connect over HTTP/1.1,
 // binary). A "long-polling" client sends tasks_version 0 on every FetchTask:
 // Gantry (like Forgejo) answers a runner that sends the current version at
-// once, and holds only a call whose version is stale (actions-runtime.md §1.9).
+// once, and holds only a call whose version is stale (Forgejo: routers/api/actions/runner/runner.go, FetchTask).
 // GANTRY_BENCH_RUNNER_JOBS changes the queued job count (default 2,000).
 import { setMaxListeners } from 'node:events';
 import http from 'node:http';

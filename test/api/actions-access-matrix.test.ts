@@ -1,5 +1,5 @@
 // Who may use the secrets and variables API, at each scope and for every
-// method (forgejo-api.md §1.1–1.2): Forgejo's guard chains, statuses and
+// method (Forgejo: routers/api/v1/api.go): Forgejo's guard chains, statuses and
 // messages, role by role, on every database.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

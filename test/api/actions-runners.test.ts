@@ -1,4 +1,4 @@
-// Runners at user, organization, repository and instance scope (forgejo-api.md §4):
+// Runners at user, organization, repository and instance scope (Forgejo: routers/api/v1/shared/runners.go):
 // registration token, register, list, get, delete, jobs search, through the
 // forgejo-ts client where it covers the call, on every database.
 import { after, before, describe, test } from 'node:test';

@@ -1,6 +1,6 @@
 // Workflows made real: push a repository with the system git client, see runs
 // created for matching pushes only, dispatch workflows, list and read runs
-// (forgejo-api.md §5), through the forgejo-ts client where it can express it.
+// (Forgejo: routers/api/v1/repo/action.go), through the forgejo-ts client where it can express it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { actionRun, createCurrentUserRepo, dispatchWorkflow, listActionRuns, listActionTasks, repoAddCollaborator, repoEdit } from '@llamaduck/forgejo-ts';

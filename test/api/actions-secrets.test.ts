@@ -1,4 +1,4 @@
-// Actions secrets at user, organization and repository scope (forgejo-api.md §3.1),
+// Actions secrets at user, organization and repository scope (Forgejo: routers/api/v1/*/action.go, secrets),
 // through the forgejo-ts client, on every database.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Actions variables at user, organization and repository scope (forgejo-api.md §3.2),
+// Actions variables at user, organization and repository scope (Forgejo: routers/api/v1/*/action.go, variables),
 // through the forgejo-ts client, on every database.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Organization webhooks (forgejo-api.md §2), through the forgejo-ts client and
+// Organization webhooks (Forgejo: routers/api/v1/org/hook.go), through the forgejo-ts client and
 // raw requests, on every database.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Organizations, teams, repositories and collaborators, with the guards of
-// forgejo-api.md §1 (who gets 401, 403 or 404).
+// Forgejo's routers/api/v1/api.go guards (who gets 401, 403 or 404).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';

@@ -4,7 +4,8 @@
 // report), the user side through the REST API (runs, tasks, runners, jobs
 // search). Covers needs chains, failures that skip dependants, jobs no runner
 // can take, ephemeral and deleted runners, server-side cancellation and the
-// per-task token (actions-runtime.md §1.11–1.14, forgejo-api.md §4–5).
+// per-task token (Forgejo: routers/api/actions/runner/runner.go,
+// services/actions/task.go, routers/api/v1/shared/runners.go).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Code, ConnectError } from '@connectrpc/connect';

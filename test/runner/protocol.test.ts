@@ -1,5 +1,5 @@
 // The runner protocol over real HTTP with a Connect client built from the same
-// generated code (actions-runtime.md §1, §5): Ping, Register and its errors,
+// generated code (Forgejo: routers/api/actions/runner/runner.go): Ping, Register and its errors,
 // authentication, Declare, FetchTask's version check and bounded long poll,
 // the task payload, atomic claims under concurrency (on PostgreSQL also across
 // two Gantry servers sharing the database), FetchSingleTask, request keys,

@@ -1,4 +1,4 @@
-// What a runner receives for a task it claimed (actions-runtime.md §1.10):
+// What a runner receives for a task it claimed (Forgejo: routers/api/actions/runner/runner.go, FetchTask):
 // the one-job workflow, the github context, decrypted secrets and variables
 // (repository over owner), the task token, and the outputs and results of the
 // jobs it needs (Forgejo: services/actions/task.go, services/actions/context.go).

@@ -3,7 +3,7 @@
 //   (ActionPayload: action, run, prior_status, last_run — Forgejo v12);
 // - Gitea's `workflow_run` and `workflow_job` (WorkflowRunPayload and
 //   WorkflowJobPayload, Gitea 1.24/1.25; GitHub's shapes), with Gitea's status
-//   mapping (webhooks.md §3.5): waiting → queued, blocked → waiting, running →
+//   mapping (Gitea: services/convert/convert.go ToActionWorkflowJob): waiting → queued, blocked → waiting, running →
 //   in_progress, done → completed + conclusion.
 // Pure functions: the caller loads the rows.
 import { AccessMode } from '../../modules/access-mode.ts';

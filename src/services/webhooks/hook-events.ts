@@ -146,7 +146,7 @@ export function hookWantsEvent(hook: { events: readonly string[] }, eventName: s
  * Whether a hook's branch filter lets an event about `ref` through: only
  * push/create/delete are filtered; the filter is tried on the short branch
  * name (for `refs/heads/…`) and on the full ref, either matching passes
- * (Gitea #35567 semantics, webhooks.md §1.7). An invalid stored filter lets nothing through.
+ * (Gitea #35567 semantics; Forgejo: services/webhook/webhook.go checkBranch). An invalid stored filter lets nothing through.
  */
 export function hookWantsRef(hook: { branchFilter: string }, eventName: string, ref: string): boolean {
   if (!REF_EVENTS.has(eventName) || hook.branchFilter === '' || hook.branchFilter === '*') return true;

@@ -338,14 +338,6 @@ export async function countRuns(db: Queryable, repoId: number, filter: RunFilter
 }
 
 /** Removes every run, job, task and count of a repository (the repository is being deleted). */
-export async function deleteRunsOfRepo(tx: Queryable, repoId: number): Promise<void> {
-  await tx.deleteFrom('action_task').where('repo_id', '=', repoId).execute();
-  await tx.deleteFrom('action_run_job').where('repo_id', '=', repoId).execute();
-  await tx.deleteFrom('action_run').where('repo_id', '=', repoId).execute();
-  await tx.deleteFrom('action_run_count').where('repo_id', '=', repoId).execute();
-  await tx.deleteFrom('action_run_index').where('repo_id', '=', repoId).execute();
-}
-
 /**
  * Moves blocked jobs to their new status. Only rows still blocked change, so
  * a concurrent cancel is never overwritten; returns the ids that changed.

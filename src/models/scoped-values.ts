@@ -88,7 +88,3 @@ export async function listScopedValuesForRepository(db: Queryable, name: ScopedV
   return rows.map(scopedValueFromRow);
 }
 
-/** Removes every value of a scope (the scope itself is being deleted). */
-export async function deleteScopedValuesOfScope(db: Queryable, name: ScopedValueTableName, key: ScopeKey): Promise<void> {
-  await db.deleteFrom(table(name)).where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
-}

@@ -1,8 +1,11 @@
 // Domain events recorded inside the transaction of the change that causes them.
-// Subscribers (the webhook outbox, later) write their rows in that same
-// transaction, so an event is durable exactly when the change is.
+// Subscribers (the webhook outboxes, the deletion of owned rows) write their
+// rows in that same transaction, so an event is durable exactly when the
+// change is. Work that must not run before the commit (removing files the
+// deleted rows pointed at) subscribes with `afterCommit` and sees the events
+// of transactions opened with `DomainEvents.transaction`.
 import type { ActionRun, ActionRunJob } from '../models/action-runs.ts';
-import type { Queryable } from '../models/database.ts';
+import type { Db, Queryable } from '../models/database.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
 import type { PushCommitLogReader } from './push-payloads.ts';
@@ -30,15 +33,55 @@ export interface PushedRef {
 }
 
 export type DomainEventHandler = (tx: Queryable, event: DomainEvent) => Promise<void>;
+export type AfterCommitHandler = (event: DomainEvent) => Promise<void>;
 
 export class DomainEvents {
   private readonly handlers: DomainEventHandler[] = [];
+  private readonly afterCommitHandlers: AfterCommitHandler[] = [];
+  /** Events recorded so far by each open `transaction()`, keyed by its transaction object. */
+  private readonly pending = new WeakMap<Queryable, DomainEvent[]>();
 
+  /**
+   * @param onAfterCommitError an after-commit handler that fails cannot undo
+   *   the committed change, so its error is reported here and the others still run.
+   */
+  constructor(private readonly onAfterCommitError: (error: unknown, event: DomainEvent) => void = () => {}) {}
+
+  /** Runs inside the transaction of the change (its writes commit or roll back with it). */
   subscribe(handler: DomainEventHandler): void {
     this.handlers.push(handler);
   }
 
+  /** Runs after the transaction that recorded the event committed (never when it rolled back). */
+  afterCommit(handler: AfterCommitHandler): void {
+    this.afterCommitHandlers.push(handler);
+  }
+
   async record(tx: Queryable, event: DomainEvent): Promise<void> {
     for (const handler of this.handlers) await handler(tx, event);
+    this.pending.get(tx)?.push(event);
+  }
+
+  /** A transaction whose recorded events reach the after-commit handlers once it commits. */
+  async transaction<T>(db: Db, work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const recorded: DomainEvent[] = [];
+    const result = await db.transaction().execute(async (tx) => {
+      this.pending.set(tx, recorded);
+      try {
+        return await work(tx);
+      } finally {
+        this.pending.delete(tx);
+      }
+    });
+    for (const event of recorded) {
+      for (const handler of this.afterCommitHandlers) {
+        try {
+          await handler(event);
+        } catch (error) {
+          this.onAfterCommitError(error, event);
+        }
+      }
+    }
+    return result;
   }
 }

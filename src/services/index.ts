@@ -7,7 +7,6 @@ import type { KeyRing } from '../modules/crypto/key-ring.ts';
 import type { Db } from '../models/database.ts';
 import { AccessTokenService } from './access-tokens.ts';
 import { AccountService } from './accounts.ts';
-import { deleteActionsDataOnScopeDeletion } from './actions/cleanup.ts';
 import { DispatchService } from './actions/dispatch.ts';
 import { PushTriggers } from './actions/push-triggers.ts';
 import { RunCreator } from './actions/run-creator.ts';
@@ -32,6 +31,7 @@ import { HookDeliveryService } from './webhooks/deliveries.ts';
 import { createActionsWebhookOutbox } from './webhooks/actions-outbox.ts';
 import { createWebhookOutbox } from './webhooks/outbox.ts';
 import { RepoService } from './repos.ts';
+import { subscribeOwnerDeletion } from './owner-deletion.ts';
 
 export interface Services {
   accounts: AccountService;
@@ -65,9 +65,8 @@ export interface Services {
 }
 
 export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, logger: Logger): Services {
-  const events = new DomainEvents();
+  const events = new DomainEvents((error, event) => logger.error({ err: error, event: event.type }, 'cleanup after a committed change failed; leftover files are harmless'));
   const credentialCache = new CredentialCache(clock);
-  events.subscribe(deleteActionsDataOnScopeDeletion);
   const secrets = new SecretService(db, clock, keys);
   const runners = new RunnerService(db, clock, keys);
   const runProgress = new RunProgress(clock, events);
@@ -82,7 +81,7 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''));
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
   const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
-  repos.onDeleted((repo) => taskReports.logs.removeRepository(repo.id));
+  subscribeOwnerDeletion(events, { removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId) });
   return {
     accounts: new AccountService(db, clock),
     accessTokens: new AccessTokenService(db, clock, credentialCache),

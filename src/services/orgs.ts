@@ -90,7 +90,8 @@ export class OrgService {
 
   /** Deleting an organization that still owns repositories would orphan them: refused. */
   async delete(org: User): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
+    // Teams, memberships, Actions data, runners and hooks go with it (services/owner-deletion.ts).
+    await this.events.transaction(this.db, async (tx) => {
       if ((await countOwnedRepositories(tx, org.id)) > 0) {
         throw AppError.conflict(`user still has ownership of repositories [uid: ${org.id}]; delete or transfer them first`);
       }

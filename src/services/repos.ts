@@ -59,8 +59,6 @@ export interface EditRepoInput {
 }
 
 export class RepoService {
-  private readonly deletedHandlers: Array<(repo: Repository) => Promise<void>> = [];
-
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
@@ -199,18 +197,14 @@ export class RepoService {
   }
 
   async delete(doer: User, repo: Repository, owner: User): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
+    // What the repository owned goes in this transaction, its task logs after
+    // the commit (services/owner-deletion.ts).
+    await this.events.transaction(this.db, async (tx) => {
       await deleteRepository(tx, repo.id);
       await this.events.record(tx, { type: 'repository.deleted', repo, owner, doer });
     });
     this.git.forget(repo);
     await removeRepository(this.gitPath(owner.name, repo.name));
-    for (const handler of this.deletedHandlers) await handler(repo);
-  }
-
-  /** Files a repository leaves outside its git directory (task logs) are removed after its deletion commits. */
-  onDeleted(handler: (repo: Repository) => Promise<void>): void {
-    this.deletedHandlers.push(handler);
   }
 
   /**

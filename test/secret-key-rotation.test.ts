@@ -14,7 +14,7 @@ import { startTestServer, testDialects } from './support/server.ts';
 import type { TestServer, TestUser } from './support/server.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
-import { CliError } from '../src/cli/main.ts';
+import { CliError } from '../src/cli/cli-error.ts';
 import { rotateSecretKey } from '../src/cli/rotate-secret-key.ts';
 import { openKeyRing } from '../src/modules/crypto/key-ring.ts';
 import { SecretCipher } from '../src/modules/crypto/secret-cipher.ts';

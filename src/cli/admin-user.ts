@@ -6,7 +6,7 @@ import { createDeps } from '../deps.ts';
 import type { Deps } from '../deps.ts';
 import { AppError } from '../modules/errors.ts';
 import { MIN_PASSWORD_LENGTH } from '../services/accounts.ts';
-import { CliError } from './main.ts';
+import { CliError } from './cli-error.ts';
 
 interface CreateOptions {
   username?: string;

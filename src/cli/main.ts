@@ -8,6 +8,7 @@ import { runServerUntilSignal } from '../main.ts';
 import { migrateCommand } from './migrate.ts';
 import { adminUserCreate, adminGenerateAccessToken } from './admin-user.ts';
 import { rotateSecretKey } from './rotate-secret-key.ts';
+import { CliError } from './cli-error.ts';
 import { DEFAULT_CHECK_TIMEOUT_SECONDS, runDoctor } from './doctor.ts';
 
 /** Parses Forgejo-style boolean flags: `--flag`, `--flag=false`, `--flag true`. */
@@ -118,6 +119,3 @@ export async function runCli(argv: string[]): Promise<void> {
     throw error;
   }
 }
-
-/** A failure the user can fix; printed without a stack trace. */
-export class CliError extends Error {}

@@ -14,7 +14,7 @@ import type { Config } from '../config.ts';
 import { createDeps } from '../deps.ts';
 import { FileKeyStore } from '../modules/crypto/key-file.ts';
 import type { RotationReport } from '../services/key-rotation.ts';
-import { CliError } from './main.ts';
+import { CliError } from './cli-error.ts';
 
 export interface RotateOptions {
   /** Finish an earlier rotation: re-encrypt under the current key without creating one. */

@@ -21,6 +21,7 @@ import { WorkflowCatalog } from './actions/workflow-catalog.ts';
 import { AuthenticationService } from './authentication.ts';
 import { CredentialCache } from './credential-cache.ts';
 import { DomainEvents } from './events.ts';
+import { ENCRYPTED_COLUMNS } from './encrypted-columns.ts';
 import { GitRepositories } from './git-repositories.ts';
 import { KeyRotationService } from './key-rotation.ts';
 import { OrgService } from './orgs.ts';
@@ -103,6 +104,6 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
     webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
     events,
     keys,
-    keyRotation: new KeyRotationService(db, keys, [secrets.encryptedColumn, runners.encryptedColumn, ...webhooks.encryptedColumns]),
+    keyRotation: new KeyRotationService(db, keys, ENCRYPTED_COLUMNS),
   };
 }

@@ -47,7 +47,7 @@ import { systemClock } from '../../src/modules/clock.ts';
 import { insertRunWithJobs } from '../../src/models/action-runs.ts';
 import type { RunnerScope } from '../../src/models/runners.ts';
 import { KeyRotationService } from '../../src/services/key-rotation.ts';
-import { RunnerService } from '../../src/services/actions/runners.ts';
+import { REGISTRATION_TOKEN_COLUMN, RunnerService } from '../../src/services/actions/runners.ts';
 
 type Label = 'user' | 'org' | 'repo' | 'admin';
 const SCOPED: Label[] = ['user', 'org', 'repo'];
@@ -649,14 +649,14 @@ jobs:
       }
     });
 
-    test('registration tokens follow key rotation (encryptedColumn)', async () => {
+    test('registration tokens follow key rotation (REGISTRATION_TOKEN_COLUMN)', async () => {
       const tokens = new Map<Label, string>();
       for (const label of [...SCOPED, 'admin'] as Label[]) tokens.set(label, ((await api(label).token(clientOf(label))).data as { token: string }).token);
       // A ring whose current key is new, with the data folder's key for decryption.
       const { ring } = openKeyRing({ dataDir: s.dataDir, configuredKey: 'a-brand-new-key-for-rotating-runner-tokens', previousKeys: [] });
       const service = new RunnerService(db(), systemClock, ring);
-      assert.equal(service.encryptedColumn.label, 'action_runner_token');
-      const rotation = new KeyRotationService(db(), ring, [service.encryptedColumn]);
+      assert.equal(REGISTRATION_TOKEN_COLUMN.label, 'action_runner_token');
+      const rotation = new KeyRotationService(db(), ring, [REGISTRATION_TOKEN_COLUMN]);
       const total = (await db().selectFrom('action_runner_token').select('id').execute()).length;
       assert.equal(await rotation.countRemaining(), total);
       const report = await rotation.reencryptAll();

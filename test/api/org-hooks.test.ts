@@ -9,6 +9,7 @@ import type { TestServer, TestUser } from '../support/server.ts';
 import { errorBody } from '../support/actions.ts';
 import { compileBranchFilter } from '../../src/modules/glob.ts';
 import { hookWantsEvent, hookWantsRef, internalEventsFromApi } from '../../src/services/webhooks/hook-events.ts';
+import { WEBHOOK_COLUMNS } from '../../src/services/webhooks/hooks.ts';
 
 const SECRET = 'hmac-s3cr3t-value-7f2a';
 const AUTH = 'Bearer s3cr3t-token-91bc';
@@ -121,7 +122,7 @@ for (const dialect of testDialects()) {
       const record = await s.server.deps.services.webhooks.get(orgId, hook.id!);
       assert.equal(s.server.deps.services.webhooks.secretOf(record), SECRET);
       assert.equal(s.server.deps.services.webhooks.authorizationHeaderOf(record), AUTH);
-      const columns = s.server.deps.services.webhooks.encryptedColumns;
+      const columns = WEBHOOK_COLUMNS;
       assert.equal(columns.length, 2);
       for (const column of columns) {
         assert.equal(await column.count(db(), 'v1:none:'), 1, column.label);

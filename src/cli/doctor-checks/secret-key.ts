@@ -5,15 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Config } from '../../config.ts';
-import { systemClock } from '../../modules/clock.ts';
 import { FileKeyStore } from '../../modules/crypto/key-file.ts';
 import { KeyRing, configuredKeySource, fileKeySource } from '../../modules/crypto/key-ring.ts';
 import { SecretCipher } from '../../modules/crypto/secret-cipher.ts';
 import type { Db } from '../../models/database.ts';
-import { RunnerService } from '../../services/actions/runners.ts';
-import { SecretService } from '../../services/actions/secrets.ts';
-import type { EncryptedColumn, EncryptedValue } from '../../services/key-rotation.ts';
-import { WebhookService } from '../../services/webhooks/hooks.ts';
+import { ENCRYPTED_COLUMNS } from '../../services/encrypted-columns.ts';
+import type { EncryptedValue } from '../../services/key-rotation.ts';
 import type { DoctorContext } from './context.ts';
 import { requireMigratedDatabase } from './migrations.ts';
 import { CheckSkipped, fail, messageOf, ok, warn } from './result.ts';
@@ -63,18 +60,10 @@ export interface StoredValues {
   total: number;
 }
 
-function encryptedColumns(db: Db, ring: KeyRing): EncryptedColumn[] {
-  return [
-    new SecretService(db, systemClock, ring).encryptedColumn,
-    new RunnerService(db, systemClock, ring).encryptedColumn,
-    ...new WebhookService(db, systemClock, ring).encryptedColumns,
-  ];
-}
-
 /** Counts every encrypted column per key and reads a bounded sample of each (first rows by id). */
-export async function readStoredValues(db: Db, ring: KeyRing): Promise<StoredValues> {
+export async function readStoredValues(db: Db): Promise<StoredValues> {
   const columns: ColumnValues[] = [];
-  for (const column of encryptedColumns(db, ring)) {
+  for (const column of ENCRYPTED_COLUMNS) {
     const total = await column.count(db, NO_VALUE_PREFIX);
     const byKey = new Map<string, number>();
     for (const prefix of await column.prefixesInUse(db)) {
@@ -186,5 +175,5 @@ export async function storedValuesFor(ctx: DoctorContext): Promise<StoredValues>
   const db = await requireMigratedDatabase(ctx);
   const keys = ctx.keys();
   if (keys.state === 'unreadable') throw new CheckSkipped('not checked: the secret keys cannot be read (see "secret key")');
-  return readStoredValues(db, keys.ring);
+  return readStoredValues(db);
 }

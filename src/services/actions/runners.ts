@@ -300,18 +300,18 @@ export class RunnerService {
   private decryptToken(row: RegistrationTokenRow): string {
     return this.keys.decrypt(row.tokenEncrypted, tokenAssociatedData(row.ownerId, row.repoId, row.tokenHash));
   }
-
-  /** `action_runner_token.token_encrypted` for key rotation. */
-  readonly encryptedColumn: EncryptedColumn = {
-    label: 'action_runner_token',
-    count: (db, prefix) => countRegistrationTokensNotUnderPrefix(db, prefix),
-    batch: async (db, prefix, afterId, limit) =>
-      (await listRegistrationTokensNotUnderPrefix(db, prefix, afterId, limit)).map((row) => ({
-        id: row.id,
-        stored: row.tokenEncrypted,
-        associatedData: tokenAssociatedData(row.ownerId, row.repoId, row.tokenHash),
-      })),
-    swap: (db, id, expected, next) => swapRegistrationTokenCiphertext(db, id, expected, next),
-    prefixesInUse: (db) => registrationTokenPrefixesInUse(db),
-  };
 }
+
+/** `action_runner_token.token_encrypted` for key rotation (listed in services/encrypted-columns.ts). */
+export const REGISTRATION_TOKEN_COLUMN: EncryptedColumn = {
+  label: 'action_runner_token',
+  count: (db, prefix) => countRegistrationTokensNotUnderPrefix(db, prefix),
+  batch: async (db, prefix, afterId, limit) =>
+    (await listRegistrationTokensNotUnderPrefix(db, prefix, afterId, limit)).map((row) => ({
+      id: row.id,
+      stored: row.tokenEncrypted,
+      associatedData: tokenAssociatedData(row.ownerId, row.repoId, row.tokenHash),
+    })),
+  swap: (db, id, expected, next) => swapRegistrationTokenCiphertext(db, id, expected, next),
+  prefixesInUse: (db) => registrationTokenPrefixesInUse(db),
+};

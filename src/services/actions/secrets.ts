@@ -88,18 +88,18 @@ export class SecretService {
     }
     return values;
   }
-
-  /** `secret.data` for key rotation. */
-  readonly encryptedColumn: EncryptedColumn = {
-    label: 'secret',
-    count: (db, prefix) => countSecretsNotUnderPrefix(db, prefix),
-    batch: async (db, prefix, afterId, limit) =>
-      (await listSecretsNotUnderPrefix(db, prefix, afterId, limit)).map((row) => ({
-        id: row.id,
-        stored: row.data,
-        associatedData: secretAssociatedData(row.ownerId, row.repoId, row.name),
-      })),
-    swap: (db, id, expected, next) => swapSecretData(db, id, expected, next),
-    prefixesInUse: (db) => secretDataPrefixesInUse(db),
-  };
 }
+
+/** `secret.data` for key rotation (listed in services/encrypted-columns.ts). */
+export const SECRET_DATA_COLUMN: EncryptedColumn = {
+  label: 'secret',
+  count: (db, prefix) => countSecretsNotUnderPrefix(db, prefix),
+  batch: async (db, prefix, afterId, limit) =>
+    (await listSecretsNotUnderPrefix(db, prefix, afterId, limit)).map((row) => ({
+      id: row.id,
+      stored: row.data,
+      associatedData: secretAssociatedData(row.ownerId, row.repoId, row.name),
+    })),
+  swap: (db, id, expected, next) => swapSecretData(db, id, expected, next),
+  prefixesInUse: (db) => secretDataPrefixesInUse(db),
+};

@@ -231,24 +231,6 @@ export class WebhookService {
     return Object.fromEntries(Object.entries(defaults).map(([key, zero]) => [key, stored[key] ?? zero]));
   }
 
-  /** `webhook.secret_encrypted` and `webhook.authorization_header_encrypted` for key rotation. */
-  readonly encryptedColumns: EncryptedColumn[] = (['secret_encrypted', 'authorization_header_encrypted'] as const).map((column) => this.columnFor(column));
-
-  private columnFor(column: WebhookCipherColumn): EncryptedColumn {
-    return {
-      label: `webhook.${column}`,
-      count: (db, prefix) => countWebhookValuesNotUnderPrefix(db, column, prefix),
-      batch: async (db, prefix, afterId, limit) =>
-        (await listWebhookValuesNotUnderPrefix(db, column, prefix, afterId, limit)).map((row) => ({
-          id: row.id,
-          stored: row.stored,
-          associatedData: associatedData(row.id, column),
-        })),
-      swap: (db, id, expected, next) => swapWebhookValue(db, column, id, expected, next),
-      prefixesInUse: (db) => webhookValuePrefixesInUse(db, column),
-    };
-  }
-
   private encrypt(plaintext: string, id: number, column: WebhookCipherColumn): string {
     return plaintext === '' ? '' : this.keys.encrypt(plaintext, associatedData(id, column));
   }
@@ -261,4 +243,22 @@ export class WebhookService {
 /** Binds a ciphertext to its row and column, so it cannot be moved to another hook or field. */
 function associatedData(id: number, column: WebhookCipherColumn): string {
   return `webhook:${id}:${column}`;
+}
+
+/** `webhook.secret_encrypted` and `webhook.authorization_header_encrypted` for key rotation (listed in services/encrypted-columns.ts). */
+export const WEBHOOK_COLUMNS: readonly EncryptedColumn[] = (['secret_encrypted', 'authorization_header_encrypted'] as const).map(webhookColumn);
+
+function webhookColumn(column: WebhookCipherColumn): EncryptedColumn {
+  return {
+    label: `webhook.${column}`,
+    count: (db, prefix) => countWebhookValuesNotUnderPrefix(db, column, prefix),
+    batch: async (db, prefix, afterId, limit) =>
+      (await listWebhookValuesNotUnderPrefix(db, column, prefix, afterId, limit)).map((row) => ({
+        id: row.id,
+        stored: row.stored,
+        associatedData: associatedData(row.id, column),
+      })),
+    swap: (db, id, expected, next) => swapWebhookValue(db, column, id, expected, next),
+    prefixesInUse: (db) => webhookValuePrefixesInUse(db, column),
+  };
 }

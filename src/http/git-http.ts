@@ -24,6 +24,7 @@ import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
 import type { Authentication } from '../services/authentication.ts';
 import type { Services } from '../services/index.ts';
+import { unitAccessMode } from '../services/permissions.ts';
 
 const CHALLENGE = 'Basic realm="Gantry"';
 const GIT_ROUTE = /^\/:owner\/:repo\/(info\/refs|git-upload-pack|git-receive-pack)$/;
@@ -167,7 +168,11 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
     return reply.status(500).type('text/plain; charset=utf-8').send('internal error; see the server log\n');
   });
 
-  /** Who may do what: a missing or invisible repository is 404 for a signed-in user, a challenge for anyone else. */
+  /**
+   * Who may do what: a missing repository, and one the caller may not read
+   * (private, under an owner they may not see, or restricted), get the same
+   * answer: 404 for a signed-in user, a challenge for anyone else.
+   */
   async function resolveTarget(req: FastifyRequest, service: GitService): Promise<GitTarget> {
     const { owner: ownerName, repo: rawRepoName } = req.params as { owner: string; repo: string };
     const repoName = rawRepoName.endsWith('.git') ? rawRepoName.slice(0, -'.git'.length) : rawRepoName;
@@ -177,9 +182,12 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
     const write = service === 'git-receive-pack';
     const owner = await services.accounts.findByName(ownerName);
     const repo = owner ? await services.repos.find(owner, repoName) : null;
-    const mode = repo && owner ? await services.permissions.repoAccessMode({ doer, allowAdminOverride: !auth.token?.scope.publicOnly, ...(auth.task ? { taskRepoId: auth.task.repoId } : {}) }, repo, owner) : AccessMode.none;
-    const canRead = repo !== null && (mode >= AccessMode.read || (!repo.isPrivate && owner?.visibility === 'public'));
-    if (!repo || !owner || !canRead) {
+    const actor = { doer, allowAdminOverride: !auth.token?.scope.publicOnly, ...(auth.task ? { taskRepoId: auth.task.repoId } : {}) };
+    // The code unit governs git (Forgejo: routers/web/repo/githttp.go checks
+    // CanAccess(mode, unit.TypeCode)): a team whose units_map gives code none
+    // cannot clone, whatever else it may read.
+    const mode = repo && owner ? unitAccessMode(await services.permissions.repoPermission(actor, repo, owner), repo, 'code') : AccessMode.none;
+    if (!repo || !owner || mode < AccessMode.read) {
       if (!doer) throw refuse(401, 'Authentication required');
       throw refuse(404, `Repository ${ownerName}/${repoName} not found`);
     }

@@ -9,6 +9,7 @@ import { scopeAllows } from '../modules/scopes.ts';
 import type { ScopeCategory } from '../modules/scopes.ts';
 import type { RepoUnit } from '../models/repos.ts';
 import type { Services } from '../services/index.ts';
+import { hasRepoAccess, unitAccessMode } from '../services/permissions.ts';
 import { actorOf } from './request-context.ts';
 
 export type Guard = preHandlerAsyncHookHandler;
@@ -64,18 +65,25 @@ export function createGuards(services: Services) {
     if (req.auth.method !== 'basic') throw AppError.unauthorized('auth required');
   };
 
+  /**
+   * Loads the {org} of /orgs/{org}/… routes. An organization the caller may
+   * not see answers exactly as a missing one (same status, same body), so
+   * neither its existence nor its owner-only routes' 401/403 leak.
+   */
   const orgAssignment: Guard = async (req) => {
     const name = param(req, 'org');
     const org = await accounts.findByName(name);
-    if (!org || !org.isOrganization) throw AppError.notFound([`org does not exist [id: 0, name: ${name}]`], 'GetOrgByName');
+    if (!org || !org.isOrganization || !(await permissions.canSeeAccount(actorOf(req), org))) {
+      throw AppError.notFound([`org does not exist [id: 0, name: ${name}]`], 'GetOrgByName');
+    }
     req.org = org;
   };
 
-  /** Loads the {username} of /users/{username}/… routes. */
+  /** Loads the {username} of /users/{username}/… routes; a user the caller may not see answers as a missing one. */
   const userAssignment: Guard = async (req) => {
     const name = param(req, 'username');
     const user = await accounts.findByName(name);
-    if (!user) throw AppError.notFoundMessage(`user does not exist [uid: 0, name: ${name}]`);
+    if (!user || !(await permissions.canSeeAccount(actorOf(req), user))) throw AppError.notFoundMessage(`user does not exist [uid: 0, name: ${name}]`);
     req.contextUser = user;
   };
 
@@ -86,16 +94,26 @@ export function createGuards(services: Services) {
     }
   };
 
+  /**
+   * Loads {owner}/{repo}. What the caller may not know exists answers as if
+   * it did not: a repository without read access on any unit as a missing
+   * repository, and under an owner the caller may not see (a private
+   * organization or user, or anyone but their own organizations for a
+   * restricted user) as a missing owner.
+   */
   const repoAssignment: Guard = async (req) => {
     const ownerName = param(req, 'owner');
+    const ownerMissing = AppError.notFound([`user does not exist [uid: 0, name: ${ownerName}]`], 'GetUserByName');
     const owner = await accounts.findByName(ownerName);
-    if (!owner) throw AppError.notFound([`user does not exist [uid: 0, name: ${ownerName}]`], 'GetUserByName');
+    if (!owner) throw ownerMissing;
+    const actor = actorOf(req);
     const repo = await repos.find(owner, param(req, 'repo'));
-    if (!repo) throw AppError.notFound();
-    const mode = await permissions.repoAccessMode(actorOf(req), repo, owner);
-    // A repository the doer cannot read does not exist for them.
-    if (mode === AccessMode.none) throw AppError.notFound();
-    req.repoContext = { repo, owner, mode };
+    const permission = repo ? await permissions.repoPermission(actor, repo, owner) : null;
+    if (!repo || !permission || !hasRepoAccess(permission)) {
+      if (!(await permissions.canSeeAccount(actor, owner))) throw ownerMissing;
+      throw AppError.notFound();
+    }
+    req.repoContext = { repo, owner, mode: permission.mode, permission };
   };
 
   /** checkTokenPublicOnly: a public-only token reaches public targets only. */
@@ -124,6 +142,12 @@ export function createGuards(services: Services) {
     req.org = org;
   };
 
+  /**
+   * Forgejo's reqOwner/reqAdmin/reqRepoWriter/reqRepoReader: the level on the
+   * named unit (a team's `units_map` decides it in an organization), or the
+   * repository-wide level when it is admin or more (IsUserRepoAdmin passes
+   * every unit check) or when no unit is named.
+   */
   const unitGuard =
     (minimum: number, message: string, unit?: RepoUnit): Guard =>
     async (req) => {
@@ -131,7 +155,8 @@ export function createGuards(services: Services) {
       if (!ctx) throw AppError.notFound();
       // A disabled unit is invisible: 404, never 403.
       if (unit && !ctx.repo.units[unit]) throw AppError.notFound();
-      if (ctx.mode < minimum) throw AppError.forbidden(message);
+      const level = unit && ctx.mode < AccessMode.admin ? unitAccessMode(ctx.permission, ctx.repo, unit) : ctx.mode;
+      if (level < minimum) throw AppError.forbidden(message);
     };
 
   const reqOwner = (unit?: RepoUnit) => unitGuard(AccessMode.owner, 'user should be the owner of the repo', unit);

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Authentication } from '../services/authentication.ts';
 import { ANONYMOUS } from '../services/authentication.ts';
-import type { Actor } from '../services/permissions.ts';
+import type { Actor, RepoPermission } from '../services/permissions.ts';
 import type { Repository } from '../models/repos.ts';
 import type { Team } from '../models/orgs.ts';
 import type { User } from '../models/users.ts';
@@ -10,8 +10,10 @@ import type { User } from '../models/users.ts';
 export interface RepoContext {
   repo: Repository;
   owner: User;
-  /** The doer's access mode on the repository. */
+  /** The doer's repository-wide access mode (permission.mode). */
   mode: number;
+  /** The doer's permission, unit by unit (guards of unit routes read it). */
+  permission: RepoPermission;
 }
 
 declare module 'fastify' {

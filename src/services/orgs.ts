@@ -1,7 +1,8 @@
 // Organizations, their teams and memberships.
 import { AppError } from '../modules/errors.ts';
 import type { Clock } from '../modules/clock.ts';
-import { AccessMode, accessModeFromName, accessModeName } from '../modules/access-mode.ts';
+import { AccessMode, accessModeName } from '../modules/access-mode.ts';
+import { minUnitAccessMode, parseAccessModeInput } from '../modules/team-units.ts';
 import { isAlphaDashDot } from '../modules/names.ts';
 import type { Db } from '../models/database.ts';
 import { isUniqueViolation } from '../models/database.ts';
@@ -103,14 +104,12 @@ export class OrgService {
   async createTeam(org: User, input: CreateTeamInput): Promise<Team> {
     if (!isAlphaDashDot(input.name)) throw AppError.unprocessable('[Name]: AlphaDashDot');
     if (input.name.length > 255) throw AppError.unprocessable('[Name]: MaxSize');
-    // Forgejo: an unknown or absent permission is "none" unless a units map sets it.
-    let authorize: number = accessModeFromName(input.permission ?? '') ?? AccessMode.none;
-    if (authorize === AccessMode.owner) authorize = AccessMode.none;
+    // Forgejo (routers/api/v1/org/team.go CreateTeam): an unknown or absent
+    // permission is "none"; below admin, a units map sets the team's level to
+    // its lowest unit level above none (none when every unit is none).
+    let authorize = parseAccessModeInput(input.permission ?? '');
     const unitsMap = input.unitsMap ?? {};
-    if (authorize < AccessMode.admin && Object.keys(unitsMap).length > 0) {
-      const modes = Object.values(unitsMap).map((m) => accessModeFromName(m) ?? AccessMode.none);
-      authorize = Math.min(...modes.filter((m) => m > AccessMode.none), AccessMode.admin);
-    }
+    if (authorize < AccessMode.admin && Object.keys(unitsMap).length > 0) authorize = minUnitAccessMode(unitsMap);
     const units = Object.keys(unitsMap).length > 0 ? unitsMap : Object.fromEntries((input.units ?? []).map((u) => [u, accessModeName(authorize)]));
     try {
       return await this.db.transaction().execute(async (tx) => {

@@ -1,12 +1,26 @@
 // Who may do what with a repository or an organization: Forgejo's access modes
 // (models/perm/access/repo_permission.go) computed from ownership, the Owners
-// team, team grants and collaborations.
+// team, team grants (per unit) and collaborations, and who may know that an
+// account exists (restricted users see only what they belong to).
 import { AccessMode } from '../modules/access-mode.ts';
 import type { Db } from '../models/database.ts';
 import { findCollaboratorMode } from '../models/repos.ts';
 import type { Repository } from '../models/repos.ts';
 import { isOrganizationMember, isOrganizationOwner, teamsGrantingRepo, userInRepoCreatingTeam } from '../models/orgs.ts';
+import { PERMISSION_UNITS, teamUnitMode } from '../modules/team-units.ts';
+import type { PermissionUnit } from '../modules/team-units.ts';
 import type { User } from '../models/users.ts';
+
+/**
+ * What an actor may do with one repository: Forgejo's Permission. `units`
+ * is null where every unit has the repository-wide `mode` (users' own
+ * repositories, owners, anonymous callers); in an organization's repository
+ * it holds each unit's level (a unit left out is none).
+ */
+export interface RepoPermission {
+  mode: number;
+  units: Readonly<Partial<Record<PermissionUnit, number>>> | null;
+}
 
 export interface Actor {
   doer: User | null;
@@ -23,13 +37,23 @@ export class PermissionService {
     return actor.doer !== null && actor.doer.isAdmin && actor.allowAdminOverride;
   }
 
-  /** Whether the actor may know that an account exists (Forgejo: IsUserVisibleToViewer / HasOrgOrUserVisible). */
+  /**
+   * Whether the actor may know that an account exists (Forgejo:
+   * models/organization/org.go HasOrgOrUserVisible). Anonymous callers see
+   * public accounts; everyone signed in sees themselves; site admins see
+   * all. A private organization, and for a restricted user every other
+   * account (public users and public or limited organizations too), is seen
+   * only by its members.
+   */
   async canSeeAccount(actor: Actor, account: User): Promise<boolean> {
-    if (account.visibility === 'public') return true;
     const doer = actor.doer;
-    if (!doer) return false;
-    if (account.visibility === 'limited' || this.isSiteAdmin(actor) || doer.id === account.id) return true;
-    return account.isOrganization && (await isOrganizationMember(this.db, account.id, doer.id));
+    if (!doer) return account.visibility === 'public';
+    if (this.isSiteAdmin(actor) || doer.id === account.id) return true;
+    if (account.visibility === 'private' || doer.restricted) {
+      // A user account has no members, so this is false for it.
+      return account.isOrganization && (await isOrganizationMember(this.db, account.id, doer.id));
+    }
+    return true;
   }
 
   async isOrgOwner(actor: Actor, org: User): Promise<boolean> {
@@ -48,26 +72,83 @@ export class PermissionService {
     return actor.doer !== null && (await userInRepoCreatingTeam(this.db, org.id, actor.doer.id));
   }
 
-  /** The actor's access mode on a repository (none means: may not know it exists). */
+  /** The actor's repository-wide access mode (none means: may not know it exists). */
   async repoAccessMode(actor: Actor, repo: Repository, owner: User): Promise<number> {
+    return (await this.repoPermission(actor, repo, owner)).mode;
+  }
+
+  /**
+   * The actor's permission on a repository, following Forgejo's
+   * GetUserRepoPermission (models/perm/access/repo_permission.go):
+   *
+   * - anonymous callers read public repositories of public owners;
+   * - an owner the actor may not see (canSeeAccount) hides its repositories,
+   *   except from their collaborators;
+   * - the repository's owner and site admins are owners; so are members of a
+   *   team with admin level or more;
+   * - otherwise the level is the highest of: read for a public repository
+   *   (not for restricted users), the collaboration, the granting teams;
+   * - in an organization, each unit then gets its own level: a
+   *   collaborator's level on every unit, raised by each granting team's
+   *   level for that unit (its `units_map`); a unit no team grants is
+   *   readable in a public repository, except by restricted users.
+   */
+  async repoPermission(actor: Actor, repo: Repository, owner: User): Promise<RepoPermission> {
     if (actor.taskRepoId !== undefined) {
-      if (actor.taskRepoId === repo.id) return AccessMode.write;
-      return !repo.isPrivate && owner.visibility === 'public' ? AccessMode.read : AccessMode.none;
+      // A task token writes its own repository and reads public ones, nothing more.
+      if (actor.taskRepoId === repo.id) return { mode: AccessMode.write, units: null };
+      return { mode: !repo.isPrivate && owner.visibility === 'public' ? AccessMode.read : AccessMode.none, units: null };
     }
     const doer = actor.doer;
-    if (this.isSiteAdmin(actor)) return AccessMode.owner;
-    if (doer && doer.id === repo.ownerId) return AccessMode.owner;
-    let mode: number = AccessMode.none;
-    if (doer && owner.isOrganization) {
-      if (await isOrganizationOwner(this.db, owner.id, doer.id)) return AccessMode.owner;
-      for (const team of await teamsGrantingRepo(this.db, owner.id, doer.id, repo.id)) {
-        // A team with admin access makes its members repository owners.
-        if (team.authorize >= AccessMode.admin) return AccessMode.owner;
-        mode = Math.max(mode, team.authorize);
+    // Site admins and the owner see every account they could be asked about: no visibility check needed.
+    if (doer && (this.isSiteAdmin(actor) || doer.id === repo.ownerId)) return { mode: AccessMode.owner, units: null };
+    if (!doer && repo.isPrivate) return NO_ACCESS;
+    const collaboratorMode = doer ? await findCollaboratorMode(this.db, repo.id, doer.id) : null;
+    if (collaboratorMode === null && !(await this.canSeeAccount(actor, owner))) return NO_ACCESS;
+    if (!doer) return { mode: AccessMode.read, units: null };
+
+    let mode: number = !doer.restricted && !repo.isPrivate ? AccessMode.read : AccessMode.none;
+    mode = Math.max(mode, collaboratorMode ?? AccessMode.none);
+    if (!owner.isOrganization) return { mode, units: null };
+
+    const teams = await teamsGrantingRepo(this.db, owner.id, doer.id, repo.id);
+    // A team with admin access (the Owners team among them) makes its members repository owners.
+    if (teams.some((team) => team.authorize >= AccessMode.admin)) return { mode: AccessMode.owner, units: null };
+    for (const team of teams) mode = Math.max(mode, team.authorize);
+
+    const units: Partial<Record<PermissionUnit, number>> = {};
+    for (const unit of enabledUnits(repo)) {
+      let level: number = collaboratorMode !== null ? mode : AccessMode.none;
+      let granted = false;
+      for (const team of teams) {
+        const teamMode = teamUnitMode(team, unit);
+        if (teamMode > AccessMode.none) {
+          level = Math.max(level, teamMode);
+          granted = true;
+        }
       }
+      if (!granted && collaboratorMode === null && !repo.isPrivate && !doer.restricted) level = AccessMode.read;
+      if (level > AccessMode.none) units[unit] = level;
     }
-    if (doer) mode = Math.max(mode, (await findCollaboratorMode(this.db, repo.id, doer.id)) ?? AccessMode.none);
-    if (mode === AccessMode.none && !repo.isPrivate && (await this.canSeeAccount(actor, owner))) mode = AccessMode.read;
-    return mode;
+    return { mode, units };
   }
+}
+
+const NO_ACCESS: RepoPermission = Object.freeze({ mode: AccessMode.none, units: null });
+
+/** Forgejo's repo.Units: `code` always, the other units while switched on. */
+function enabledUnits(repo: Repository): PermissionUnit[] {
+  return PERMISSION_UNITS.filter((unit) => unit === 'code' || repo.units[unit]);
+}
+
+/** The level on one unit (Permission.UnitAccessMode); a switched-off unit is none. */
+export function unitAccessMode(permission: RepoPermission, repo: Repository, unit: PermissionUnit): number {
+  if (unit !== 'code' && !repo.units[unit]) return AccessMode.none;
+  return permission.units === null ? permission.mode : (permission.units[unit] ?? AccessMode.none);
+}
+
+/** Whether the repository exists for the actor (Permission.HasAccess): read on at least one unit. */
+export function hasRepoAccess(permission: RepoPermission): boolean {
+  if (permission.units === null) return permission.mode >= AccessMode.read;
+  return Object.values(permission.units).some((level) => level >= AccessMode.read);
 }

@@ -3,6 +3,27 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// The layers of docs/architecture.md, enforced: imports run downward only
+// (http → services → models → modules), only the HTTP layer knows Fastify or
+// Connect, and a migration is frozen code that imports nothing but kysely and
+// its dialect helper (importing a model would change old migrations when the
+// model changes). test/lint-layers.test.ts proves each rule bites.
+const layer = (folders, files = []) => ({
+  regex: `(^|/)(${folders.join('|')})/${files.length ? `|(^|/)(${files.join('|')})\\.ts$` : ''}`,
+  message: 'imports run downward only: http → services → models → modules (docs/architecture.md)',
+});
+const ENTRY_POINTS = ['deps', 'app', 'main', 'config'];
+const WEB_FRAMEWORKS = { regex: '^(fastify|@fastify/|@connectrpc/connect-fastify|@connectrpc/connect-node)', message: 'only src/http, app.ts and main.ts know Fastify and the Connect server' };
+const layerRules = [
+  { files: ['src/modules/**/*.ts', 'src/api-types/**/*.ts'], patterns: [layer(['http', 'services', 'models', 'cli', 'migrations'], ENTRY_POINTS), WEB_FRAMEWORKS, { regex: '^(kysely|pg|better-sqlite3)$', message: 'modules use no database' }] },
+  { files: ['src/models/**/*.ts'], patterns: [layer(['http', 'services', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS] },
+  { files: ['src/services/**/*.ts'], patterns: [layer(['http', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS] },
+  {
+    files: ['src/migrations/0*.ts', 'src/migrations/dialect.ts'],
+    patterns: [{ regex: '^(?!kysely$|\\./dialect\\.ts$)', message: 'a migration imports only kysely and ./dialect.ts (never models: a landed migration must not change)' }],
+  },
+].map(({ files, patterns }) => ({ files, rules: { 'no-restricted-imports': ['error', { patterns }] } }));
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', 'src/gen/**', 'coverage/**'] },
   js.configs.recommended,
@@ -18,4 +39,5 @@ export default tseslint.config(
       eqeqeq: ['error', 'always', { null: 'ignore' }],
     },
   },
+  ...layerRules,
 );

@@ -4,7 +4,7 @@ import type { ActionRun } from '../models/action-runs.ts';
 import type { TaskListEntry } from '../models/action-tasks.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
-import type { ActionRunJson, ActionTaskJson, RepositoryJson, UserJson } from '../http/api/v1/schemas.ts';
+import type { ActionRunJson, ActionTaskJson, RepositoryJson, UserJson } from '../api-types/schemas.ts';
 import { apiTime, toApiRepo, toApiUser } from './convert.ts';
 import type { Viewer } from './convert.ts';
 

@@ -5,7 +5,7 @@ import type { Team } from '../models/orgs.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
 import { scopeToList, parseScopes } from '../modules/scopes.ts';
-import type { AccessTokenJson, OrganizationJson, RepositoryJson, TeamJson, UserJson } from '../http/api/v1/schemas.ts';
+import type { AccessTokenJson, OrganizationJson, RepositoryJson, TeamJson, UserJson } from '../api-types/schemas.ts';
 
 const recentTimes = new Map<number, string>();
 

@@ -26,9 +26,9 @@ import {
   RegistrationToken,
   RunnerJobsQuery,
   RunnerListQuery,
-} from './runner-schemas.ts';
-import type { ActionRunJobJson, ActionRunnerJson, RegisterRunnerOptionsJson } from './runner-schemas.ts';
-import { NoContent, errorResponses } from './schemas.ts';
+} from '../../../api-types/runner-schemas.ts';
+import type { ActionRunJobJson, ActionRunnerJson, RegisterRunnerOptionsJson } from '../../../api-types/runner-schemas.ts';
+import { NoContent, errorResponses } from '../../../api-types/schemas.ts';
 
 interface OperationIds {
   getToken: string;

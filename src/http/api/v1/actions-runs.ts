@@ -23,7 +23,7 @@ import {
   NoContent,
   RunDetails,
   errorResponses,
-} from './schemas.ts';
+} from '../../../api-types/schemas.ts';
 
 type Query = Record<string, string | string[] | undefined>;
 

@@ -26,8 +26,8 @@ import {
   Secret,
   UpdateVariableOption,
   errorResponses,
-} from './schemas.ts';
-import type { ActionVariableJson } from './schemas.ts';
+} from '../../../api-types/schemas.ts';
+import type { ActionVariableJson } from '../../../api-types/schemas.ts';
 
 interface OperationIds {
   /** Forgejo has no GET /user/actions/secrets. */

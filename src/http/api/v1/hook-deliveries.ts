@@ -8,7 +8,7 @@ import { parseIdParam, parsePage } from '../../../modules/pagination.ts';
 import { requireDoer, requireOrg } from '../../request-context.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
-import { PageQuery, errorResponses } from './schemas.ts';
+import { PageQuery, errorResponses } from '../../../api-types/schemas.ts';
 
 const Headers = Type.Record(Type.String(), Type.String());
 

@@ -12,11 +12,11 @@ import { apiEventsOf } from '../../../services/webhooks/hook-events.ts';
 import type { WebhookService } from '../../../services/webhooks/hooks.ts';
 import { bindLikeGo } from '../../guards.ts';
 import { requireOrg } from '../../request-context.ts';
-import { CreateHookOption, EditHookOption, Hook, HookIdParams, HookParams } from './hook-schemas.ts';
-import type { HookJson } from './hook-schemas.ts';
+import { CreateHookOption, EditHookOption, Hook, HookIdParams, HookParams } from '../../../api-types/hook-schemas.ts';
+import type { HookJson } from '../../../api-types/hook-schemas.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
-import { NoContent, PageQuery, errorResponses } from './schemas.ts';
+import { NoContent, PageQuery, errorResponses } from '../../../api-types/schemas.ts';
 
 /** Forgejo's ToHook: config keys come out sorted (a Go map), never with the secret. */
 export function toApiHook(hook: WebhookRecord, webhooks: WebhookService): HookJson {

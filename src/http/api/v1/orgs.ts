@@ -6,7 +6,7 @@ import { toApiOrg, toApiRepo, toApiTeam } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
 import { createRepoInput } from './repos.ts';
-import { CreateOrgOption, CreateRepoOption, CreateTeamOption, NoContent, Organization, Repository, Team, errorResponses } from './schemas.ts';
+import { CreateOrgOption, CreateRepoOption, CreateTeamOption, NoContent, Organization, Repository, Team, errorResponses } from '../../../api-types/schemas.ts';
 
 const OrgParams = Type.Object({ org: Type.String() });
 

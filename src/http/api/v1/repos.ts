@@ -8,7 +8,7 @@ import { actorOf, requireDoer, requireRepo } from '../../request-context.ts';
 import { toApiRepo } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
-import { AddCollaboratorOption, CreateRepoOption, EditRepoOption, NoContent, Repository, errorResponses } from './schemas.ts';
+import { AddCollaboratorOption, CreateRepoOption, EditRepoOption, NoContent, Repository, errorResponses } from '../../../api-types/schemas.ts';
 
 const RepoParams = Type.Object({ owner: Type.String(), repo: Type.String() });
 const CollaboratorParams = Type.Object({ owner: Type.String(), repo: Type.String(), collaborator: Type.String() });

@@ -4,7 +4,7 @@ import { requireContextUser, requireDoer } from '../../request-context.ts';
 import { toApiToken, toApiUser } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
-import { AccessToken, CreateAccessTokenOption, CreateUserOption, NoContent, PageQuery, User, errorResponses } from './schemas.ts';
+import { AccessToken, CreateAccessTokenOption, CreateUserOption, NoContent, PageQuery, User, errorResponses } from '../../../api-types/schemas.ts';
 import { Type } from 'typebox';
 
 export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {

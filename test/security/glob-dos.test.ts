@@ -106,5 +106,28 @@ for (const dialect of testDialects()) {
       const slowest = Math.max(...latencies);
       assert.ok(slowest < latencyBar(), `slowest /api/healthz: ${slowest.toFixed(1)} ms over ${latencies.length} polls (load ${os.loadavg()[0]!.toFixed(1)})`);
     });
+
+    test('a workflow filter pattern over the limits (1,000 characters) makes the workflow invalid: the push gets one failed run saying why', async () => {
+      assert.equal((await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'limits' } })).status, 201);
+      const oversized = ['on:', '  push:', `    paths: ['${'x'.repeat(1001)}']`, 'jobs:', '  build:', '    runs-on: dos-label', '    steps:', '      - run: echo hi', ''].join('\n');
+      const limits = await createWorkDir(remoteUrl(s.url, 'acme', 'limits', { user: 'owner', password: owner.password }));
+      try {
+        await limits.commit({ '.forgejo/workflows/big.yml': oversized }, 'oversized filter');
+        assert.equal((await limits.push('main')).code, 0);
+      } finally {
+        await limits.remove();
+      }
+      let runs: Array<{ status: string; pre_execution_error?: string; workflow_id: string }> = [];
+      for (let tries = 0; runs.length === 0 && tries < 200; tries += 1) {
+        const res = await s.api('GET', '/repos/acme/limits/actions/runs', { token: owner.token });
+        assert.equal(res.status, 200, res.text);
+        runs = (res.json as { workflow_runs: typeof runs }).workflow_runs;
+        if (runs.length === 0) await sleep(50);
+      }
+      assert.equal(runs.length, 1);
+      assert.equal(runs[0]?.workflow_id, 'big.yml');
+      assert.equal(runs[0]?.status, 'failure');
+      assert.equal(runs[0]?.pre_execution_error, 'big.yml: on.push.paths[0]: pattern longer than 1000 characters');
+    });
   });
 }

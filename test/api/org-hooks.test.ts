@@ -206,6 +206,37 @@ for (const dialect of testDialects()) {
       assert.equal((await create(basic({ config: { url: 'HTTPS://x.test:8443/p?q=1', content_type: 'json', is_system_webhook: 'false' } }))).status, 201);
     });
 
+    test('branch_filter on create and PATCH: every gobwas glob Forgejo accepts is accepted (`release-*`, `{unclosed`); over 1,000 characters or 64 wildcards is a 422', async () => {
+      await clearHooks();
+      // gobwas v0.2.3 (Forgejo's GlobPattern binding) compiles all of these; `{unclosed`
+      // too: its parser ends at the end of input without an error.
+      for (const filter of ['release-*', 'feature/{a,b}-[0-9]*', '{unclosed', 'x'.repeat(1000), '*'.repeat(64)]) {
+        const res = await create(basic({ branch_filter: filter }));
+        assert.equal(res.status, 201, `${filter.slice(0, 30)}: ${res.text}`);
+        assert.equal((res.json as Hook).branch_filter, filter);
+      }
+      const tooLong = 'x'.repeat(1001);
+      const tooWild = `${'*a'.repeat(64)}?`;
+      const refused: [string, string][] = [
+        [tooLong, '[BranchFilter]: longer than 1000 characters'],
+        [tooWild, '[BranchFilter]: more than 64 wildcards (* and ?)'],
+        ['[a-', '[BranchFilter]: unexpected end of input'],
+      ];
+      for (const [filter, message] of refused) {
+        const res = await create(basic({ branch_filter: filter }));
+        assert.deepEqual([res.status, res.json], [422, errorBody(s.rootUrl, message)], filter.slice(0, 30));
+      }
+      const id = ((await create(basic({ branch_filter: 'main' }))).json as Hook).id!;
+      for (const [filter, message] of refused) {
+        const res = await s.api('PATCH', `/orgs/acme/hooks/${id}`, { token: alice.token, body: { branch_filter: filter } });
+        assert.deepEqual([res.status, res.json], [422, errorBody(s.rootUrl, message)], filter.slice(0, 30));
+      }
+      assert.equal((await orgGetHook({ client: alice.client, path: { org: 'acme', id } })).data?.branch_filter, 'main', 'refused PATCHes change nothing');
+      const edited = await s.api('PATCH', `/orgs/acme/hooks/${id}`, { token: alice.token, body: { branch_filter: 'release-*' } });
+      assert.equal(edited.status, 200, edited.text);
+      assert.equal((edited.json as Hook).branch_filter, 'release-*');
+    });
+
     test('events: API names map to subscriptions and come back in the fixed order; unknown ignored; case-insensitive; workflow events accepted', async () => {
       await clearHooks();
       const eventsOf = async (events: string[]) => {

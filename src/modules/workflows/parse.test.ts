@@ -159,3 +159,18 @@ test('aliases are accepted, an alias bomb is refused quickly', () => {
   assert.ok(Date.now() - started < 5000);
   assert.deepEqual(parsed.errors, ['bomb.yml: more than 200000 YAML nodes once aliases are expanded']);
 });
+
+test('a filter pattern over the limits makes the workflow invalid (its on: is dropped); malformed but small patterns do not', () => {
+  const long = 'a'.repeat(1001);
+  const stars = '*a'.repeat(65);
+  const parsed = parseWorkflow('ci.yml', `on:\n  push:\n    branches: [main, '${long}']\n    paths-ignore: ['!${stars}']\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n`);
+  assert.deepEqual(parsed.errors, [
+    'ci.yml: on.push.branches[1]: pattern longer than 1000 characters',
+    'ci.yml: on.push.paths-ignore[0]: pattern more than 64 wildcards (*, ? and +)',
+  ]);
+  assert.deepEqual(parsed.events, {});
+  assert.equal(parsed.source, undefined);
+
+  const fine = parseWorkflow('ci.yml', `on:\n  push:\n    branches: ['x[', '${'*a'.repeat(32)}']\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n`);
+  assert.deepEqual(fine.errors, []);
+});

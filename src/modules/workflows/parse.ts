@@ -11,6 +11,7 @@ import { convertJobs } from '@actions/workflow-parser/model/converter/jobs';
 import type { TemplateContext } from '@actions/workflow-parser/templates/template-context';
 import type { TemplateToken } from '@actions/workflow-parser/templates/tokens/template-token';
 import { isAlias, isMap, isScalar, isSeq, parseDocument } from 'yaml';
+import { filterPatternProblem } from './patterns.ts';
 import type { Document, Node as YamlNode, YAMLMap } from 'yaml';
 
 export type { EventsConfig };
@@ -159,6 +160,28 @@ function convertTemplate(context: TemplateContext, root: TemplateToken): Convers
   return { events, errors: context.errors.getErrors().map((error) => firstLine(error.message)) };
 }
 
+const FILTER_KEYS = ['branches', 'branches-ignore', 'tags', 'tags-ignore', 'paths', 'paths-ignore'] as const;
+
+/**
+ * Filter patterns over Gantry's limits (patterns.ts filterPatternProblem), as
+ * parse errors. Checked here, once per file, so matching never sees them.
+ */
+function oversizedFilterPatterns(fileName: string, events: EventsConfig): string[] {
+  const errors: string[] = [];
+  for (const [event, config] of Object.entries(events)) {
+    if (typeof config !== 'object' || config === null) continue;
+    for (const key of FILTER_KEYS) {
+      const list: unknown = (config as Record<string, unknown>)[key];
+      if (!Array.isArray(list)) continue;
+      list.forEach((pattern, index) => {
+        const problem = typeof pattern === 'string' ? filterPatternProblem(pattern) : null;
+        if (problem !== null) errors.push(`${fileName}: on.${event}.${key}[${index}]: pattern ${problem}`);
+      });
+    }
+  }
+  return errors;
+}
+
 function failed(fileName: string, error: unknown): ParsedWorkflow {
   const reason = error instanceof RangeError ? 'nested too deeply' : error instanceof Error ? error.message : String(error);
   return { events: {}, jobs: [], errors: [`${fileName}: ${reason}`] };
@@ -176,7 +199,13 @@ function readWorkflow(fileName: string, content: string): ParsedWorkflow {
     const errors = template.context.errors.getErrors().map((error) => firstLine(error.message));
     return { events: {}, jobs: [], errors: errors.length > 0 ? errors : [`${fileName}: not a workflow`] };
   }
-  const { events, errors } = convertTemplate(template.context, template.value);
+  const converted = convertTemplate(template.context, template.value);
+  const errors = converted.errors;
+  const oversized = oversizedFilterPatterns(fileName, converted.events);
+  errors.push(...oversized);
+  // An `on:` we refuse to evaluate selects nothing trustworthy: dropped, so the
+  // workflow is treated as unreadable and a push gets one failed run saying why.
+  const events = oversized.length > 0 ? {} : converted.events;
 
   const root = isMap(doc.contents) ? doc.contents : undefined;
   const jobNodes = collectJobNodes(root);

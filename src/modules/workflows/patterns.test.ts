@@ -1,6 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileFilterPatterns, filterPatternToRegExp, InvalidFilterPatternError } from './patterns.ts';
+import fc from 'fast-check';
+import {
+  compileFilterPattern,
+  compileFilterPatterns,
+  filterPatternProblem,
+  InvalidFilterPatternError,
+  MAX_FILTER_PATTERN_CHARS,
+  MAX_FILTER_PATTERN_WILDCARDS,
+} from './patterns.ts';
+import { filterPatternToRegExp as referencePattern } from './patterns.reference.ts';
 
 function check(patterns: string[], yes: string[], no: string[]): void {
   const matches = compileFilterPatterns(patterns);
@@ -72,7 +81,7 @@ test('escapes make special characters literal', () => {
   check(['a\\*b', 'c\\?', 'd\\[x\\]', 'e\\+'], ['a*b', 'c?', 'd[x]', 'e+'], ['axb', 'c', 'dx', 'ee']);
   check(['.yml'], ['.yml'], ['fyml']); // regex syntax in the pattern is literal
   check(['(a|b){2}$^'], ['(a|b){2}$^'], ['aa']);
-  assert.throws(() => filterPatternToRegExp('trailing\\'), InvalidFilterPatternError);
+  assert.throws(() => compileFilterPattern('trailing\\'), InvalidFilterPatternError);
 });
 
 test('nested repetition is rejected as act (RE2) rejects it', () => {
@@ -95,4 +104,72 @@ test('star stops at slashes; double star and names with newlines', () => {
   check(['a/*/c'], ['a/b/c', 'a//c'], ['a/b/b/c']);
   check(['a/**/c'], ['a/c', 'a/b/c', 'a/b/b/c'], ['ac']);
   check(['**'], ['line\nbreak'], []);
+});
+
+/** A matcher, or where and why the pattern is refused. */
+function attempt(compile: (pattern: string) => (text: string) => boolean, pattern: string): ((text: string) => boolean) | string {
+  try {
+    return compile(pattern);
+  } catch (error) {
+    // The reference throws its own copy of InvalidFilterPatternError: compare names and texts.
+    assert.equal((error as Error).name, 'InvalidFilterPatternError', String(error));
+    return (error as Error).message;
+  }
+}
+
+const referenceMatcher = (pattern: string) => {
+  const regex = referencePattern(pattern);
+  return (text: string) => regex.test(text);
+};
+
+test('agrees with the RegExp reference (act\'s translation) on random short patterns and values', () => {
+  const patternChars = fc.constantFrom('a', 'b', '/', '.', '*', '?', '+', '[', ']', '-', 'z', '0', '9', '\\', 'é', '\n');
+  const valueChars = fc.constantFrom('a', 'b', '/', '.', 'z', '0', '-', '+', '?', '*', 'é', '\n');
+  fc.assert(
+    fc.property(fc.array(patternChars, { maxLength: 10 }), fc.array(fc.array(valueChars, { maxLength: 12 }), { minLength: 1, maxLength: 8 }), (p, values) => {
+      const pattern = p.join('');
+      const ours = attempt(compileFilterPattern, pattern);
+      const theirs = attempt(referenceMatcher, pattern);
+      if (typeof theirs === 'string' || typeof ours === 'string') {
+        assert.equal(ours, theirs, `compile ${JSON.stringify(pattern)}`);
+        return;
+      }
+      for (const v of values) {
+        const value = v.join('');
+        assert.equal(ours(value), theirs(value), `${JSON.stringify(pattern)} on ${JSON.stringify(value)}`);
+      }
+    }),
+    { numRuns: 3000 },
+  );
+});
+
+test('hostile patterns match in linear time: 20 and 64 wildcards against 10,000 characters in milliseconds', () => {
+  const subject = 'a/'.repeat(5_000);
+  const cases: [string, boolean][] = [
+    [`${'**a'.repeat(10)}b`, true],
+    [`${'*a'.repeat(20)}*b`, false],
+    [`${'a?'.repeat(MAX_FILTER_PATTERN_WILDCARDS)}b`, false],
+    [`${'**/a+'.repeat(21)}b`, true],
+  ];
+  for (const [pattern, matchesLonger] of cases) {
+    assert.equal(filterPatternProblem(pattern), null, 'within the limits');
+    const match = compileFilterPatterns([pattern]);
+    const started = performance.now();
+    assert.equal(match(subject), false);
+    assert.equal(match(`${subject}ab`), matchesLonger, pattern);
+    const elapsed = performance.now() - started;
+    // Linear: a few to 60 ms, even on a loaded machine; act's RegExp translation
+    // does not finish in minutes. The bound is for a loaded machine.
+    assert.ok(elapsed < 1500, `${pattern.slice(0, 20)}…: ${elapsed.toFixed(1)} ms`);
+  }
+});
+
+test('limits on one pattern: length and wildcards; malformed patterns are not a limit problem', () => {
+  assert.equal(filterPatternProblem('docs/**/*.md'), null);
+  assert.equal(filterPatternProblem('x'.repeat(MAX_FILTER_PATTERN_CHARS)), null);
+  assert.equal(filterPatternProblem('x'.repeat(MAX_FILTER_PATTERN_CHARS + 1)), `longer than ${MAX_FILTER_PATTERN_CHARS} characters`);
+  assert.equal(filterPatternProblem('*'.repeat(MAX_FILTER_PATTERN_WILDCARDS)), null);
+  assert.equal(filterPatternProblem(`!${'*a'.repeat(MAX_FILTER_PATTERN_WILDCARDS)}+`), `more than ${MAX_FILTER_PATTERN_WILDCARDS} wildcards (*, ? and +)`);
+  assert.equal(filterPatternProblem('\\*'.repeat(MAX_FILTER_PATTERN_WILDCARDS + 1)), null, 'escaped stars are text');
+  assert.equal(filterPatternProblem('x['), null, 'a syntax error only makes the filter never match (act)');
 });

@@ -3,7 +3,7 @@
 // (routers/api/v1/utils/hook.go updateHookEvents; models/webhook/webhook.go
 // EventCheckers and HasEvent). `workflow_run` and `workflow_job` are Gitea's
 // (1.24/1.25) and accepted here too; Forgejo 15 silently ignores them.
-import { compileBranchFilter } from '../../modules/glob.ts';
+import { branchFilterProblem, compileBranchFilter } from '../../modules/glob.ts';
 
 /** Internal subscription keys, in the order they are stored. */
 export const INTERNAL_EVENTS = [
@@ -146,16 +146,15 @@ export function hookWantsEvent(hook: { events: readonly string[] }, eventName: s
  * Whether a hook's branch filter lets an event about `ref` through: only
  * push/create/delete are filtered; the filter is tried on the short branch
  * name (for `refs/heads/…`) and on the full ref, either matching passes
- * (Gitea #35567 semantics; Forgejo: services/webhook/webhook.go checkBranch). An invalid stored filter lets nothing through.
+ * (Gitea #35567 semantics; Forgejo: services/webhook/webhook.go checkBranch). An
+ * invalid stored filter (or one over Gantry's limits) lets nothing through.
  */
 export function hookWantsRef(hook: { branchFilter: string }, eventName: string, ref: string): boolean {
   if (!REF_EVENTS.has(eventName) || hook.branchFilter === '' || hook.branchFilter === '*') return true;
-  let match: (text: string) => boolean;
-  try {
-    match = compileBranchFilter(hook.branchFilter);
-  } catch {
-    return false;
-  }
+  // Stored filters were checked when saved; one saved before the limits existed
+  // and over them is treated as invalid rather than matched.
+  if (branchFilterProblem(hook.branchFilter) !== null) return false;
+  const match = compileBranchFilter(hook.branchFilter);
   if (ref.startsWith('refs/heads/') && match(ref.slice('refs/heads/'.length))) return true;
   return match(ref);
 }

@@ -6,7 +6,7 @@
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
 import type { KeyRing } from '../../modules/crypto/key-ring.ts';
-import { compileBranchFilter } from '../../modules/glob.ts';
+import { branchFilterProblem } from '../../modules/glob.ts';
 import type { Page } from '../../modules/pagination.ts';
 import type { Db } from '../../models/database.ts';
 import {
@@ -88,15 +88,12 @@ export function isValidHookUrl(raw: string): boolean {
   return /^\d*$/.test(port);
 }
 
+// Forgejo's `GlobPattern` binding (modules/validation/binding.go), plus
+// Gantry's size limits so that no stored filter is costly to match.
 function checkBranchFilter(pattern: string | undefined): string {
   const filter = pattern ?? '';
-  if (filter !== '') {
-    try {
-      compileBranchFilter(filter);
-    } catch (error) {
-      throw AppError.unprocessable(`[BranchFilter]: ${(error as Error).message}`);
-    }
-  }
+  const problem = branchFilterProblem(filter);
+  if (problem !== null) throw AppError.unprocessable(`[BranchFilter]: ${problem}`);
   return filter;
 }
 

@@ -65,6 +65,20 @@ export const wrongValue: Arbitrary<unknown> = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
 );
 
+// Globs that made the old RegExp matchers backtrack for minutes (issue 13), at and
+// over the limits (1,000 characters, 64 wildcards), and deep or unclosed braces.
+const HOSTILE_GLOBS = [
+  `${'*a'.repeat(20)}*b`,
+  `${'*a'.repeat(32)}*`,
+  `${'*a'.repeat(65)}*b`,
+  `${'{a,aa}'.repeat(150)}b`,
+  '{'.repeat(999),
+  `${'{a,'.repeat(300)}b${'}'.repeat(300)}`,
+  '*'.repeat(1001),
+  '{unclosed',
+  'release-*',
+];
+
 /** Strings that look like names, refs, URLs or nothing at all; some create things, some break things. */
 export function stringsFor(field: string, world: FuzzWorld, strict = false): Arbitrary<string> {
   const plausible: Record<string, string[]> = {
@@ -76,7 +90,7 @@ export function stringsFor(field: string, world: FuzzWorld, strict = false): Arb
     ref: ['main', 'refs/heads/main', 'v1', 'refs/tags/nope', world.values.sha, 'HEAD', '-h', '--upload-pack=x', '..', 'main..other', 'main^{}', 'main@{1}'],
     default_branch: ['main', 'dev', '-x', 'a..b', 'a b', 'refs/heads/main', '.lock', 'x.lock'],
     object_format_name: ['sha1', 'sha256', 'md5'],
-    branch_filter: ['*', 'main', '{main,dev}', '[', '**/*', '\\'],
+    branch_filter: ['*', 'main', '{main,dev}', '[', '**/*', '\\', ...HOSTILE_GLOBS],
     email: ['a@example.com', 'root@example.com', 'not-an-email', '@', 'a@b'],
     events: ['push', 'create', 'delete', 'repository', 'pull_request', 'bogus'],
     units: ['repo.code', 'repo.actions', 'repo.bogus'],

@@ -1,0 +1,274 @@
+// REFERENCE ONLY, never imported by the server: the RegExp translation that
+// glob.ts used before issue 13, kept as the oracle for the property tests in
+// glob.test.ts (it backtracks, so only short inputs are fed to it). One fix:
+// see escapeRegExp.
+// Glob patterns as github.com/gobwas/glob compiles them without separators —
+// what Forgejo uses for webhook branch filters (binding rule `GlobPattern` and
+// models/webhook/webhook.go checkBranch). Without separators `*` and `**` both
+// match any run of characters and `?` any one character. Syntax errors carry
+// gobwas' texts, since Forgejo answers them verbatim in `[BranchFilter]: <error>`.
+
+const EOF = '\0';
+
+type TokenType =
+  | 'eof'
+  | 'error'
+  | 'text'
+  | 'any'
+  | 'super'
+  | 'single'
+  | 'range_open'
+  | 'not'
+  | 'range_lo'
+  | 'range_between'
+  | 'range_hi'
+  | 'range_close'
+  | 'terms_open'
+  | 'separator'
+  | 'terms_close';
+
+interface Token {
+  type: TokenType;
+  raw: string;
+}
+
+const IN_TEXT_BREAKERS = ['?', '*', '[', '{'];
+const IN_TERMS_BREAKERS = [...IN_TEXT_BREAKERS, '}', ','];
+
+/** A port of gobwas/glob syntax/lexer: lazy, and an error hides the tokens still queued. */
+class Lexer {
+  private readonly runes: string[];
+  private pos = 0;
+  private err: string | null = null;
+  private readonly tokens: Token[] = [];
+  private termsLevel = 0;
+
+  constructor(source: string) {
+    this.runes = Array.from(source);
+  }
+
+  next(): Token {
+    for (;;) {
+      if (this.err !== null) return { type: 'error', raw: this.err };
+      const queued = this.tokens.shift();
+      if (queued) return queued;
+      this.fetchItem();
+    }
+  }
+
+  private read(): string {
+    if (this.pos >= this.runes.length) {
+      this.pos += 1;
+      return EOF;
+    }
+    return this.runes[this.pos++] as string;
+  }
+
+  private unread(): void {
+    this.pos -= 1;
+  }
+
+  private peek(): string {
+    return this.pos >= this.runes.length ? EOF : (this.runes[this.pos] as string);
+  }
+
+  private fetchItem(): void {
+    const r = this.read();
+    if (r === EOF) this.tokens.push({ type: 'eof', raw: '' });
+    else if (r === '{') {
+      this.termsLevel += 1;
+      this.tokens.push({ type: 'terms_open', raw: r });
+    } else if (r === ',' && this.termsLevel > 0) this.tokens.push({ type: 'separator', raw: r });
+    else if (r === '}' && this.termsLevel > 0) {
+      this.tokens.push({ type: 'terms_close', raw: r });
+      this.termsLevel -= 1;
+    } else if (r === '[') {
+      this.tokens.push({ type: 'range_open', raw: r });
+      this.fetchRange();
+    } else if (r === '?') this.tokens.push({ type: 'single', raw: r });
+    else if (r === '*') {
+      if (this.read() === '*') this.tokens.push({ type: 'super', raw: '**' });
+      else {
+        this.unread();
+        this.tokens.push({ type: 'any', raw: r });
+      }
+    } else {
+      this.unread();
+      this.fetchText(this.termsLevel > 0 ? IN_TERMS_BREAKERS : IN_TEXT_BREAKERS);
+    }
+  }
+
+  private fetchRange(): void {
+    let wantHi = false;
+    let wantClose = false;
+    let seenNot = false;
+    for (;;) {
+      const r = this.read();
+      if (r === EOF) {
+        this.err = 'unexpected end of input';
+        return;
+      }
+      if (wantClose) {
+        if (r !== ']') this.err = 'expected close range character';
+        else this.tokens.push({ type: 'range_close', raw: r });
+        return;
+      }
+      if (wantHi) {
+        this.tokens.push({ type: 'range_hi', raw: r });
+        wantClose = true;
+        continue;
+      }
+      if (!seenNot && r === '!') {
+        this.tokens.push({ type: 'not', raw: r });
+        seenNot = true;
+        continue;
+      }
+      if (this.peek() === '-') {
+        this.pos += 1;
+        this.tokens.push({ type: 'range_lo', raw: r }, { type: 'range_between', raw: '-' });
+        wantHi = true;
+        continue;
+      }
+      this.unread();
+      this.fetchText([']']);
+      wantClose = true;
+    }
+  }
+
+  private fetchText(breakers: string[]): void {
+    let data = '';
+    let escaped = false;
+    for (;;) {
+      const r = this.read();
+      if (r === EOF) break;
+      if (!escaped) {
+        if (r === '\\') {
+          escaped = true;
+          continue;
+        }
+        if (breakers.includes(r)) {
+          this.unread();
+          break;
+        }
+      }
+      escaped = false;
+      data += r;
+    }
+    if (data.length > 0) this.tokens.push({ type: 'text', raw: data });
+  }
+}
+
+function escapeRegExp(text: string): string {
+  // Fixed here: the original also escaped `-`, which the `u` flag rejects outside
+  // a set, so every filter with a `-` (`release-*`) failed to compile.
+  return text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
+}
+
+function classChar(r: string): string {
+  return `\\u{${(r.codePointAt(0) as number).toString(16)}}`;
+}
+
+/** Parses like gobwas syntax/ast/parser.go and emits an anchored regular expression. */
+function toRegExpSource(pattern: string): string {
+  const lex = new Lexer(pattern);
+  // One frame per open `{`: the alternatives seen so far and the current one.
+  const stack: { alternatives: string[]; current: string }[] = [{ alternatives: [], current: '' }];
+  const top = () => stack[stack.length - 1] as { alternatives: string[]; current: string };
+  for (;;) {
+    const token = lex.next();
+    switch (token.type) {
+      case 'eof': {
+        // gobwas accepts unclosed `{`: close what is open.
+        while (stack.length > 1) {
+          const frame = stack.pop() as { alternatives: string[]; current: string };
+          top().current += `(?:${[...frame.alternatives, frame.current].join('|')})`;
+        }
+        return `^${top().current}$`;
+      }
+      case 'error':
+        throw new Error(token.raw);
+      case 'text':
+        top().current += escapeRegExp(token.raw);
+        break;
+      case 'any':
+      case 'super':
+        top().current += '.*';
+        break;
+      case 'single':
+        top().current += '.';
+        break;
+      case 'range_open':
+        top().current += parseRange(lex);
+        break;
+      case 'terms_open':
+        stack.push({ alternatives: [], current: '' });
+        break;
+      case 'separator':
+        top().alternatives.push(top().current);
+        top().current = '';
+        break;
+      case 'terms_close': {
+        const frame = stack.pop() as { alternatives: string[]; current: string };
+        top().current += `(?:${[...frame.alternatives, frame.current].join('|')})`;
+        break;
+      }
+      default:
+        throw new Error(`unexpected token: ${token.raw}`);
+    }
+  }
+}
+
+function parseRange(lex: Lexer): string {
+  let not = false;
+  let lo = '';
+  let hi = '';
+  let chars = '';
+  for (;;) {
+    const token = lex.next();
+    switch (token.type) {
+      case 'eof':
+        throw new Error('unexpected end');
+      case 'error':
+        throw new Error(token.raw);
+      case 'not':
+        not = true;
+        break;
+      case 'range_lo':
+        lo = token.raw;
+        break;
+      case 'range_between':
+        break;
+      case 'range_hi':
+        hi = token.raw;
+        if ((hi.codePointAt(0) as number) < (lo.codePointAt(0) as number)) throw new Error(`hi character '${hi}' should be greater than lo '${lo}'`);
+        break;
+      case 'text':
+        chars = token.raw;
+        break;
+      case 'range_close': {
+        const isRange = lo !== '' && hi !== '';
+        const isChars = chars !== '';
+        if (isChars === isRange) throw new Error('could not parse range');
+        const body = isRange ? `${classChar(lo)}-${classChar(hi)}` : Array.from(chars, classChar).join('');
+        return `[${not ? '^' : ''}${body}]`;
+      }
+      default:
+        throw new Error(`unexpected token: ${token.raw}`);
+    }
+  }
+}
+
+/** Throws gobwas' error text when the pattern does not compile. */
+export function compileGlob(pattern: string): (text: string) => boolean {
+  const re = new RegExp(toRegExpSource(pattern), 'su');
+  return (text) => re.test(text);
+}
+
+/**
+ * A webhook branch filter: empty (or `*`) matches everything, as Forgejo's
+ * checkBranch; anything else must compile as a gobwas glob (throws otherwise).
+ */
+export function compileBranchFilter(pattern: string): (branch: string) => boolean {
+  if (pattern === '' || pattern === '*') return () => true;
+  return compileGlob(pattern);
+}

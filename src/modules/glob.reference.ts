@@ -177,14 +177,10 @@ function toRegExpSource(pattern: string): string {
   for (;;) {
     const token = lex.next();
     switch (token.type) {
-      case 'eof': {
-        // gobwas accepts unclosed `{`: close what is open.
-        while (stack.length > 1) {
-          const frame = stack.pop() as { alternatives: string[]; current: string };
-          top().current += `(?:${[...frame.alternatives, frame.current].join('|')})`;
-        }
+      case 'eof':
+        // An unclosed `{` is refused (see glob.ts).
+        if (stack.length > 1) throw new Error('unexpected end of input');
         return `^${top().current}$`;
-      }
       case 'error':
         throw new Error(token.raw);
       case 'text':

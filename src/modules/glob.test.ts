@@ -70,10 +70,10 @@ test('hostile patterns match in linear time: 20 and 64 wildcards against 10,000 
   }
 });
 
-test('limits: length and wildcards are bounded; syntax errors keep gobwas texts; {unclosed is accepted as gobwas does', () => {
+test('limits: length and wildcards are bounded; syntax errors keep gobwas texts; an unclosed { is refused as Forgejo does', () => {
   assert.equal(branchFilterProblem(''), null);
   assert.equal(branchFilterProblem('{main,release/*}'), null);
-  assert.equal(branchFilterProblem('{unclosed'), null, 'gobwas v0.2.3 parses an unclosed brace without error');
+  assert.equal(branchFilterProblem('{unclosed'), 'unexpected end of input', 'Forgejo answers 422 for an unclosed brace');
   assert.equal(branchFilterProblem('x'.repeat(MAX_BRANCH_FILTER_CHARS)), null);
   assert.equal(branchFilterProblem('x'.repeat(MAX_BRANCH_FILTER_CHARS + 1)), `longer than ${MAX_BRANCH_FILTER_CHARS} characters`);
   assert.equal(branchFilterProblem('é'.repeat(MAX_BRANCH_FILTER_CHARS)), null, 'counted in characters, not UTF-16 units or bytes');

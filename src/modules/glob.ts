@@ -187,16 +187,11 @@ export function parseGlob(source: string): GlobShape {
   for (;;) {
     const token = lex.next();
     switch (token.type) {
-      case 'eof': {
-        // gobwas accepts an unclosed `{`: its parser (syntax/ast/parser.go,
-        // parserMain) ends at the end of input
-        // with the open alternatives as they are, no error; so do we.
-        while (stack.length > 1) {
-          const frame = stack.pop() as Frame;
-          top().current.push(alt(frame));
-        }
+      case 'eof':
+        // An unclosed `{` is refused: Forgejo's GlobPattern binding
+        // (modules/validation/binding.go) answers it with a 422.
+        if (stack.length > 1) throw new Error('unexpected end of input');
         return { pattern: seq(top().current), wildcards };
-      }
       case 'error':
         throw new Error(token.raw);
       case 'text':

@@ -80,9 +80,14 @@ export function createGuards(services: Services) {
     if (!permissions.isSiteAdmin(actorOf(req))) throw AppError.forbidden('user should be the site admin');
   };
 
-  /** Basic auth only (token creation): Forgejo's reqBasicOrRevProxyAuth. */
+  /**
+   * Access-token routes: the account password, sent with basic auth, and
+   * nothing else (Forgejo: routers/api/v1/permissions/req_basic_or_rev_proxy_auth.go
+   * requires IsPasswordAuthentication). A token, in any header and also as
+   * the basic password, is refused, so no token can mint a wider one.
+   */
   const reqBasicAuth: Guard = async (req) => {
-    if (req.auth.method !== 'basic') throw AppError.unauthorized('auth required');
+    if (req.auth.method !== 'basic' || req.auth.token !== null) throw AppError.unauthorized('auth method not allowed');
   };
 
   const orgAssignment: Guard = async (req) => {

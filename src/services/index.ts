@@ -21,6 +21,8 @@ import { VariableService } from './actions/variables.ts';
 import { WorkflowCatalog } from './actions/workflow-catalog.ts';
 import { AuthenticationService } from './authentication.ts';
 import { CredentialCache } from './credential-cache.ts';
+import { LoginLimiter } from './login-limiter.ts';
+import { PasswordHasher } from '../modules/crypto/password.ts';
 import { DomainEvents } from './events.ts';
 import { GitRepositories } from './git-repositories.ts';
 import { KeyRotationService } from './key-rotation.ts';
@@ -67,6 +69,7 @@ export interface Services {
 export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, logger: Logger): Services {
   const events = new DomainEvents();
   const credentialCache = new CredentialCache(clock);
+  const hasher = new PasswordHasher(config.passwordHashCost);
   events.subscribe(deleteActionsDataOnScopeDeletion);
   const secrets = new SecretService(db, clock, keys);
   const runners = new RunnerService(db, clock, keys);
@@ -84,9 +87,9 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
   repos.onDeleted((repo) => taskReports.logs.removeRepository(repo.id));
   return {
-    accounts: new AccountService(db, clock),
+    accounts: new AccountService(db, clock, hasher),
     accessTokens: new AccessTokenService(db, clock, credentialCache),
-    authentication: new AuthenticationService(db, credentialCache),
+    authentication: new AuthenticationService(db, credentialCache, hasher, new LoginLimiter(clock, config.loginMaxFailures)),
     permissions: new PermissionService(db),
     orgs: new OrgService(db, clock, events),
     repos,

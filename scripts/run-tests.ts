@@ -107,6 +107,10 @@ async function setupDatabases(options: Options): Promise<DatabaseSetup> {
 
 function childEnv(setup: DatabaseSetup): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, GANTRY_TEST_DATABASES: setup.databases };
+  // Password hashing at the lowest cost (production: 17, about 0.4 s and 128 MiB
+  // per hash): the tests create and sign in many users, and every Gantry
+  // process a test spawns inherits this. A test of the cost itself sets its own.
+  env.GANTRY_PASSWORD_HASH_COST ??= '14';
   // A stale URL from the caller's shell must not sneak PostgreSQL into a SQLite-only run.
   if (setup.pgUrl === undefined) delete env.GANTRY_TEST_PG_URL;
   else env.GANTRY_TEST_PG_URL = setup.pgUrl;

@@ -2,6 +2,7 @@
 // passed down. The same table generates the configuration reference (README).
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { DEFAULT_PASSWORD_HASH_COST, MAX_PASSWORD_HASH_COST, MIN_PASSWORD_HASH_COST } from './modules/crypto/password.ts';
 
 export interface Config {
   /** Folder for the SQLite database, git repositories, logs and the generated key. */
@@ -27,6 +28,10 @@ export interface Config {
   readonly webhookRetentionDays: number;
   /** Unset: GET /metrics answers 404. Set: it answers to `Authorization: Bearer <token>`. */
   readonly metricsToken: string | null;
+  /** log2 of scrypt's N for new password hashes (17: OWASP's minimum); lower only for tests. */
+  readonly passwordHashCost: number;
+  /** Failed password sign-ins of one account within 5 minutes that lock its password sign-in for 15 (0: no limit). */
+  readonly loginMaxFailures: number;
   /** Requests per minute per client IP (0: unlimited). */
   readonly rateLimitPerIp: number;
   /** Requests per minute per access token, runner or task token (0: unlimited). */
@@ -77,6 +82,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_WEBHOOK_CONCURRENCY', description: 'Webhook deliveries each Gantry process sends at the same time.', default: '8' },
   { key: 'GANTRY_WEBHOOK_RETENTION_DAYS', description: 'Finished webhook deliveries (and their attempts) older than this many days are deleted; 0 keeps them forever.', default: '7' },
   { key: 'GANTRY_METRICS_TOKEN', description: 'Enables `GET /metrics` (Prometheus text format), answered only to `Authorization: Bearer <token>`. Unset: /metrics answers 404.', default: '' },
+  { key: 'GANTRY_PASSWORD_HASH_COST', description: 'Cost of password hashing: log2 of scrypt\'s N (r=8, p=1), 14 to 20; 17 is OWASP\'s minimum (about 128 MiB and 0.3–0.5 s of CPU per sign-in). Lower only for tests. Stored hashes below the cost are rehashed at the next successful sign-in.', default: '17' },
+  { key: 'GANTRY_LOGIN_MAX_FAILURES', description: 'Failed password sign-ins of one account (basic auth, on every route) within 5 minutes that lock its password sign-in for 15 minutes (429 with Retry-After; tokens still work); 0: no limit. Counted per process.', default: '10' },
   { key: 'GANTRY_RATE_LIMIT_PER_IP', description: 'Requests per minute one client IP may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
   { key: 'GANTRY_RATE_LIMIT_PER_TOKEN', description: 'Requests per minute one access token, runner or task token may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
   { key: 'GANTRY_TRUSTED_PROXIES', description: 'Comma-separated addresses or CIDRs (or `loopback`, `linklocal`, `uniquelocal`) of reverse proxies in front of Gantry: a request from one of them is counted (rate limits) and logged under the client address its X-Forwarded-For names. Unset: the connecting address is the client, X-Forwarded-For is ignored.', default: '' },
@@ -186,6 +193,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookConcurrency: readInt(env, 'GANTRY_WEBHOOK_CONCURRENCY', 8, 1, 256),
     webhookRetentionDays: readInt(env, 'GANTRY_WEBHOOK_RETENTION_DAYS', 7, 0, 3650),
     metricsToken: read(env, 'GANTRY_METRICS_TOKEN') ?? null,
+    passwordHashCost: readInt(env, 'GANTRY_PASSWORD_HASH_COST', DEFAULT_PASSWORD_HASH_COST, MIN_PASSWORD_HASH_COST, MAX_PASSWORD_HASH_COST),
+    loginMaxFailures: readInt(env, 'GANTRY_LOGIN_MAX_FAILURES', 10, 0, 1_000_000),
     rateLimitPerIp: readInt(env, 'GANTRY_RATE_LIMIT_PER_IP', 0, 0, 10_000_000),
     rateLimitPerToken: readInt(env, 'GANTRY_RATE_LIMIT_PER_TOKEN', 0, 0, 10_000_000),
     trustedProxies: parseTrustedProxies(read(env, 'GANTRY_TRUSTED_PROXIES')),

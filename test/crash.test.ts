@@ -34,7 +34,7 @@ import { GantryChild } from './support/gantry-child.ts';
 import { createScratchPgDatabase } from './support/pg-database.ts';
 import { decodeTask, registerRunner } from './support/runner-client.ts';
 import type { RunnerClient } from './support/runner-client.ts';
-import { startTestServer, testDialects } from './support/server.ts';
+import { TEST_PASSWORD_HASH_COST, startTestServer, testDialects } from './support/server.ts';
 import { startWebhookReceiver } from './support/webhook-receiver.ts';
 import type { WebhookReceiver } from './support/webhook-receiver.ts';
 import { createWorkDir, remoteUrl } from './support/workdir.ts';
@@ -216,6 +216,7 @@ for (const dialect of testDialects()) {
         GANTRY_ROOT_URL: `${url}/`,
         GANTRY_LOG_LEVEL: 'warn',
         GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback',
+        GANTRY_PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST,
         ...(scratch ? { GANTRY_DATABASE_URL: scratch.url } : {}),
       };
       const env: NodeJS.ProcessEnv = { ...process.env, ...settings };

@@ -101,6 +101,7 @@ export function frameworkErrorHandler(rootUrl: string, maxParamLength: number) {
 export function installErrorHandlers(app: FastifyInstance, rootUrl: string): void {
   app.setErrorHandler((error: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) {
+      if (error.options.retryAfterSec !== undefined) reply.header('Retry-After', String(error.options.retryAfterSec));
       return reply.status(STATUS_OF_KIND[error.kind]).send(errorBody(rootUrl, error.message, error.options));
     }
     if (error.validation) {

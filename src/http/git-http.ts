@@ -159,6 +159,13 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
     if (error instanceof AppError && error.kind === 'unauthorized') {
       return reply.status(401).header('WWW-Authenticate', CHALLENGE).type('text/plain; charset=utf-8').send(`${error.message}\n`);
     }
+    if (error instanceof AppError && error.kind === 'too_many_requests') {
+      return reply
+        .status(429)
+        .header('Retry-After', String(error.options.retryAfterSec ?? 60))
+        .type('text/plain; charset=utf-8')
+        .send(`${error.message}\n`);
+    }
     if (error instanceof AppError && error.kind === 'forbidden') return reply.status(403).type('text/plain; charset=utf-8').send(`${error.message}\n`);
     // A request git could not read, or one Fastify refused (a body type no parser takes): the client's to fix.
     if (error instanceof GitRequestRejectedError) return reply.status(400).type('text/plain; charset=utf-8').send(`${error.message}\n`);

@@ -6,7 +6,7 @@ import { AppError } from '../modules/errors.ts';
 import { AccessMode } from '../modules/access-mode.ts';
 import { parseIdParam } from '../modules/pagination.ts';
 import { scopeAllows } from '../modules/scopes.ts';
-import type { ScopeCategory } from '../modules/scopes.ts';
+import type { ScopeCategory, ScopeLevel } from '../modules/scopes.ts';
 import type { RepoUnit } from '../models/repos.ts';
 import type { Services } from '../services/index.ts';
 import { hasRepoAccess, unitAccessMode } from '../services/permissions.ts';
@@ -15,6 +15,9 @@ import { actorOf } from './request-context.ts';
 export type Guard = preHandlerAsyncHookHandler;
 
 type Params = Record<string, string | undefined>;
+
+/** The 403 a job token gets on the registration-token and runner-registration routes. */
+export const JOB_TOKEN_REFUSED = 'a job token cannot create runner registration tokens or register runners';
 
 function param(req: FastifyRequest, name: string): string {
   return (req.params as Params)[name] ?? '';
@@ -36,21 +39,39 @@ export const bindLikeGo: Guard = async (req) => {
   }
 };
 
+/** Forgejo's tokenRequiresScopes: a token needs every category at `level`; the refusal names what was required. */
+function requireScopes(req: FastifyRequest, level: ScopeLevel, categories: readonly ScopeCategory[]): void {
+  const token = req.auth.token;
+  if (!token) return;
+  if (!categories.every((c) => scopeAllows(token.scope, c, level))) {
+    const required = categories.map((c) => `${level}:${c}`);
+    throw AppError.forbidden(`token does not have at least one of required scope(s): [${required.join(' ')}]`);
+  }
+}
+
 export function createGuards(services: Services) {
   const { permissions, accounts, repos, orgs } = services;
 
-  /** tokenRequiresScopes: GET/HEAD need read, everything else write, for every listed category. */
+  /** tokenRequiresScopes as Forgejo routes use it: GET/HEAD need read, everything else write. */
   const scopes =
     (...categories: ScopeCategory[]): Guard =>
-    async (req) => {
-      const token = req.auth.token;
-      if (!token) return;
-      const level = req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'write';
-      const required = categories.map((c) => `${level}:${c}`);
-      if (!categories.every((c) => scopeAllows(token.scope, c, level))) {
-        throw AppError.forbidden(`token does not have at least one of required scope(s): [${required.join(' ')}]`);
-      }
-    };
+    async (req) =>
+      requireScopes(req, req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'write', categories);
+
+  /** The same check at a fixed level, whatever the method (registration tokens need write even on GET). */
+  const scopesAt =
+    (level: ScopeLevel, ...categories: ScopeCategory[]): Guard =>
+    async (req) =>
+      requireScopes(req, level, categories);
+
+  /**
+   * Job (task) tokens authenticate as the Actions user; they never obtain
+   * runner registration tokens or register runners, whatever their scope (a
+   * job could otherwise enrol a runner that receives every secret).
+   */
+  const refuseJobToken: Guard = async (req) => {
+    if (req.auth.task) throw AppError.forbidden(JOB_TOKEN_REFUSED);
+  };
 
   const reqToken: Guard = async (req) => {
     if (!req.auth.doer) throw AppError.unauthorized('token is required');
@@ -60,9 +81,14 @@ export function createGuards(services: Services) {
     if (!permissions.isSiteAdmin(actorOf(req))) throw AppError.forbidden('user should be the site admin');
   };
 
-  /** Basic auth only (token creation): Forgejo's reqBasicOrRevProxyAuth. */
+  /**
+   * Access-token routes: the account password, sent with basic auth, and
+   * nothing else (Forgejo: routers/api/v1/permissions/req_basic_or_rev_proxy_auth.go
+   * requires IsPasswordAuthentication). A token, in any header and also as
+   * the basic password, is refused, so no token can mint a wider one.
+   */
   const reqBasicAuth: Guard = async (req) => {
-    if (req.auth.method !== 'basic') throw AppError.unauthorized('auth required');
+    if (req.auth.method !== 'basic' || req.auth.token !== null) throw AppError.unauthorized('auth method not allowed');
   };
 
   /**
@@ -173,6 +199,8 @@ export function createGuards(services: Services) {
 
   return {
     scopes,
+    scopesAt,
+    refuseJobToken,
     reqToken,
     reqSiteAdmin,
     reqBasicAuth,

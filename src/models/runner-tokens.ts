@@ -32,15 +32,14 @@ function tokenFromRow(row: Selectable<ActionRunnerTokenTable>): RegistrationToke
   };
 }
 
-/** The scope's newest token, active or not (Forgejo: GetLatestRunnerToken). */
-export async function findNewestRegistrationToken(db: Queryable, scope: RunnerScope): Promise<RegistrationTokenRow | null> {
+/** The scope's active token (the unique index allows one at most), or null. */
+export async function findActiveRegistrationToken(db: Queryable, scope: RunnerScope): Promise<RegistrationTokenRow | null> {
   const row = await db
     .selectFrom('action_runner_token')
     .selectAll()
     .where('owner_id', '=', scope.ownerId)
     .where('repo_id', '=', scope.repoId)
-    .orderBy('id', 'desc')
-    .limit(1)
+    .where('is_active', '=', 1)
     .executeTakeFirst();
   return row ? tokenFromRow(row) : null;
 }
@@ -50,14 +49,16 @@ export async function findRegistrationTokenByHash(db: Queryable, tokenHash: stri
   return row ? tokenFromRow(row) : null;
 }
 
-export async function deactivateRegistrationTokens(db: Queryable, scope: RunnerScope, now: number): Promise<void> {
-  await db
+/** Deactivates the scope's active token; true when there was one. */
+export async function deactivateRegistrationTokens(db: Queryable, scope: RunnerScope, now: number): Promise<boolean> {
+  const result = await db
     .updateTable('action_runner_token')
     .set({ is_active: 0, updated: now })
     .where('owner_id', '=', scope.ownerId)
     .where('repo_id', '=', scope.repoId)
     .where('is_active', '=', 1)
-    .execute();
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 export interface NewRegistrationToken {
@@ -66,8 +67,15 @@ export interface NewRegistrationToken {
   tokenEncrypted: string;
 }
 
-export async function insertRegistrationToken(db: Queryable, token: NewRegistrationToken, now: number): Promise<RegistrationTokenRow> {
-  const row = await db
+/**
+ * Inserts `token` as the scope's active token unless the scope already has
+ * one (migration 0008's unique partial index `action_runner_token_active_uq`).
+ * Returns whether it was inserted. Race-free without a transaction: of
+ * concurrent inserts, one wins; the others wait on the index entry until the
+ * winner commits and then do nothing, so a read afterwards finds the winner.
+ */
+export async function insertRegistrationTokenIfNoneActive(db: Queryable, token: NewRegistrationToken, now: number): Promise<boolean> {
+  const result = await db
     .insertInto('action_runner_token')
     .values({
       owner_id: token.scope.ownerId,
@@ -78,18 +86,12 @@ export async function insertRegistrationToken(db: Queryable, token: NewRegistrat
       created: now,
       updated: now,
     })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return tokenFromRow(row);
-}
-
-/**
- * PostgreSQL refused to commit a SERIALIZABLE transaction that raced with
- * another (SQLSTATE 40001); running it again is safe. SQLite never reports
- * it: its transactions run one at a time.
- */
-export function isSerializationFailure(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '40001';
+    // The conflict target names the partial index by its columns and its
+    // literal predicate; both dialects need the predicate to infer the index.
+    .onConflict((oc) => oc.columns(['owner_id', 'repo_id']).where(sql<boolean>`is_active = 1`).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return result !== undefined;
 }
 
 // Key rotation. `prefix` is the stored prefix of the target key ("v1:<id>:").

@@ -156,6 +156,12 @@ export async function setPasswordHash(db: Queryable, userId: number, passwordHas
     .execute();
 }
 
+/** Replaces the password hash only while it is still `expected`; true when it did. */
+export async function replacePasswordHash(db: Queryable, userId: number, expected: string, next: string): Promise<boolean> {
+  const result = await db.updateTable('user').set({ passwd: next }).where('id', '=', userId).where('passwd', '=', expected).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
 export async function deleteAccount(db: Queryable, id: number): Promise<void> {
   await db.deleteFrom('user').where('id', '=', id).execute();
 }

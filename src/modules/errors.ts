@@ -9,13 +9,16 @@ export type ErrorKind =
   | 'conflict' // 409
   | 'too_large' // 413
   | 'unprocessable' // 422
-  | 'locked'; // 423
+  | 'locked' // 423
+  | 'too_many_requests'; // 429
 
 export interface AppErrorOptions {
   /** Forgejo's ctx.NotFound adds an `errors` array; handler-level 404s do not. */
   errors?: string[];
   /** Some Forgejo guards answer without the `url` key (account checks, sudo). */
   omitUrl?: boolean;
+  /** Whole seconds for a Retry-After header (too_many_requests). */
+  retryAfterSec?: number;
 }
 
 export class AppError extends Error {
@@ -57,6 +60,9 @@ export class AppError extends Error {
   static locked(message: string): AppError {
     return new AppError('locked', message);
   }
+  static tooManyRequests(message: string, retryAfterSec: number): AppError {
+    return new AppError('too_many_requests', message, { retryAfterSec });
+  }
 }
 
 export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
@@ -68,4 +74,5 @@ export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   too_large: 413,
   unprocessable: 422,
   locked: 423,
+  too_many_requests: 429,
 };

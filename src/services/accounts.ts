@@ -1,7 +1,7 @@
 // Creating users (admin API and CLI) and looking accounts up.
 import { AppError } from '../modules/errors.ts';
 import type { Clock } from '../modules/clock.ts';
-import { hashPassword } from '../modules/crypto/password.ts';
+import type { PasswordHasher } from '../modules/crypto/password.ts';
 import { describeNameProblem, isValidEmail, isValidUsername, usernameProblem } from '../modules/names.ts';
 import type { Db } from '../models/database.ts';
 import { isUniqueViolation } from '../models/database.ts';
@@ -27,6 +27,7 @@ export class AccountService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    private readonly hasher: PasswordHasher,
   ) {}
 
   /** Name checks shared by users and organizations (Forgejo: IsUsableUsername). */
@@ -40,7 +41,7 @@ export class AccountService {
     AccountService.checkUsableName(input.username);
     if (!isValidEmail(input.email)) throw AppError.unprocessable(`e-mail invalid [email: ${input.email}]`);
     if (input.password.length < MIN_PASSWORD_LENGTH) throw AppError.invalid('PasswordIsRequired');
-    const passwordHash = await hashPassword(input.password);
+    const passwordHash = await this.hasher.hash(input.password);
     try {
       return await this.db.transaction().execute(async (tx) => {
         if (await findAccountByName(tx, input.username)) throw AppError.unprocessable(`user already exists [name: ${input.username}]`);

@@ -1,17 +1,25 @@
 // Turns credentials into a doer. Forgejo's rules (services/auth/*): `token` and
 // `Bearer` schemes; Basic with a password, with a token as password, or with the
 // token as user name; any well-formed credential that does not verify is a 401.
+//
+// Password sign-ins: an unknown user name costs the same hashing as a known
+// one (no timing tells which names exist); failures are counted per user name
+// and lock its password sign-in for a while (LoginLimiter: 429 with
+// Retry-After); a hash below the current cost is replaced after a successful
+// sign-in. Passwords are never cached: each request verifies against the
+// stored hash, so a changed password or a lock applies to the next request.
 import { AppError } from '../modules/errors.ts';
-import { verifyPassword } from '../modules/crypto/password.ts';
+import type { PasswordHasher } from '../modules/crypto/password.ts';
 import { digestsEqual, hashToken, looksLikeAccessToken } from '../modules/crypto/tokens.ts';
 import { parseScopes } from '../modules/scopes.ts';
 import type { TokenScope } from '../modules/scopes.ts';
 import type { Db } from '../models/database.ts';
 import { findAccessTokenWithOwner } from '../models/access-tokens.ts';
 import { findRunningTaskByTokenHash } from '../models/task-tokens.ts';
-import { actionsUser, findAccountByName } from '../models/users.ts';
+import { actionsUser, findAccountByName, replacePasswordHash } from '../models/users.ts';
 import type { User } from '../models/users.ts';
 import type { CredentialCache, VerifiedToken } from './credential-cache.ts';
+import type { LoginLimiter } from './login-limiter.ts';
 
 export type AuthMethod = 'anonymous' | 'token' | 'basic';
 
@@ -40,6 +48,8 @@ export class AuthenticationService {
   constructor(
     private readonly db: Db,
     private readonly cache: CredentialCache,
+    private readonly hasher: PasswordHasher,
+    private readonly limiter: LoginLimiter,
   ) {}
 
   private async lookupToken(digest: string): Promise<VerifiedToken | null> {
@@ -101,10 +111,24 @@ export class AuthenticationService {
       const task = await this.byTaskToken(digest, 'basic');
       if (task) return task;
     }
+    return this.byPassword(username, password);
+  }
+
+  private async byPassword(username: string, password: string): Promise<Authentication> {
+    const wait = this.limiter.retryAfterSec(username);
+    if (wait > 0) throw AppError.tooManyRequests(`too many failed sign-ins for this account; try again in ${wait} s`, wait);
     const user = await findAccountByName(this.db, username);
-    if (!user || user.isOrganization || user.passwordHash === '' || !(await verifyPassword(password, user.passwordHash))) {
+    // Organizations and accounts without a password cannot sign in; they take
+    // the unknown-name path, so their timing matches it.
+    const check = user && !user.isOrganization && user.passwordHash !== '' ? await this.hasher.verify(password, user.passwordHash) : null;
+    if (check === null) await this.hasher.verifyUnknown(password);
+    if (!user || !check?.ok) {
+      this.limiter.recordFailure(username);
       throw AppError.unauthorized(INVALID);
     }
+    this.limiter.recordSuccess(username);
+    // Compare-and-swap: a password changed meanwhile is not overwritten.
+    if (check.needsRehash) await replacePasswordHash(this.db, user.id, user.passwordHash, await this.hasher.hash(password));
     return { doer: user, method: 'basic', token: null };
   }
 }

@@ -2,6 +2,9 @@
 // largest cost of an authenticated request. Only successful lookups are kept,
 // for at most TTL_MS; deleting a token forgets it here at once, and other
 // Gantry processes see a deletion or a changed account within TTL_MS.
+// Passwords are never cached (AuthenticationService verifies each one against
+// the stored hash), so a changed password or a sign-in lock (LoginLimiter)
+// applies to the very next request.
 import type { Clock } from '../modules/clock.ts';
 import type { TokenScope } from '../modules/scopes.ts';
 import type { AccessToken } from '../models/access-tokens.ts';

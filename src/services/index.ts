@@ -20,6 +20,8 @@ import { VariableService } from './actions/variables.ts';
 import { WorkflowCatalog } from './actions/workflow-catalog.ts';
 import { AuthenticationService } from './authentication.ts';
 import { CredentialCache } from './credential-cache.ts';
+import { LoginLimiter } from './login-limiter.ts';
+import { PasswordHasher } from '../modules/crypto/password.ts';
 import { DomainEvents } from './events.ts';
 import { ENCRYPTED_COLUMNS } from './encrypted-columns.ts';
 import { GitRepositories } from './git-repositories.ts';
@@ -68,6 +70,7 @@ export interface Services {
 export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, logger: Logger): Services {
   const events = new DomainEvents((error, event) => logger.error({ err: error, event: event.type }, 'cleanup after a committed change failed; leftover files are harmless'));
   const credentialCache = new CredentialCache(clock);
+  const hasher = new PasswordHasher(config.passwordHashCost);
   const secrets = new SecretService(db, clock, keys);
   const runners = new RunnerService(db, clock, keys);
   const runProgress = new RunProgress(clock, events);
@@ -84,9 +87,9 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
   subscribeOwnerDeletion(events, { removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId) });
   return {
-    accounts: new AccountService(db, clock),
+    accounts: new AccountService(db, clock, hasher),
     accessTokens: new AccessTokenService(db, clock, credentialCache),
-    authentication: new AuthenticationService(db, credentialCache),
+    authentication: new AuthenticationService(db, credentialCache, hasher, new LoginLimiter(clock, config.loginMaxFailures)),
     permissions: new PermissionService(db),
     orgs: new OrgService(db, clock, events),
     repos,

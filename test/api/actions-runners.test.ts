@@ -483,9 +483,11 @@ for (const dialect of testDialects()) {
       }
       assert.equal((await repoEdit({ client: alice.client, path: { owner: 'acme', repo: 'svc' }, body: { has_actions: true } })).status, 200);
 
-      // Token scopes: read works for GET (even when it creates the token), writing needs write.
+      // Token scopes: read works for GET, writing needs write; a registration token needs
+      // write even on GET (a runner registered with it receives the scope's secrets).
       const readOrg = await s.tokenFor(alice, ['read:organization']);
-      assert.equal((await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: readOrg })).status, 200);
+      const readToken = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: readOrg });
+      assert.deepEqual([readToken.status, readToken.json], [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:organization]')]);
       assert.equal((await s.api('GET', '/orgs/acme/actions/runners', { token: readOrg })).status, 200);
       const denied = await s.api('POST', '/orgs/acme/actions/runners', { token: readOrg, body: { name: 'r' } });
       assert.deepEqual([denied.status, denied.json], [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:organization]')]);

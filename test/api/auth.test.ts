@@ -124,10 +124,10 @@ for (const dialect of testDialects()) {
       assert.equal((await s.api('DELETE', '/users/bob/tokens/named', { authorization: basicAuth('bob', bob.password) })).status, 404);
     });
 
-    test('token API guards: basic auth required, self or admin only, unknown user 404', async () => {
+    test('token API guards: password (basic auth) required, self or admin only, unknown user 404', async () => {
       const withToken = await s.api('POST', '/users/bob/tokens', { token: bob.token, body: { name: 'z', scopes: ['all'] } });
       assert.equal(withToken.status, 401);
-      assert.equal((withToken.json as { message: string }).message, 'auth required');
+      assert.equal((withToken.json as { message: string }).message, 'auth method not allowed');
       const anonymous = await s.api('GET', '/users/bob/tokens');
       assert.equal(anonymous.status, 403);
       const other = await s.api('GET', '/users/bob/tokens', { authorization: basicAuth('alice', alice.password) });

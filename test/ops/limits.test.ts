@@ -20,7 +20,7 @@ import { freePort } from '../support/free-port.ts';
 import { createScratchPgDatabase } from '../support/pg-database.ts';
 import { createRunnerClient, decodeTask, registerRunner } from '../support/runner-client.ts';
 import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
-import { basicAuth, startTestServer, testDialects } from '../support/server.ts';
+import { TEST_PASSWORD_HASH_COST, basicAuth, startTestServer, testDialects } from '../support/server.ts';
 import type { TestDialect, TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
@@ -61,6 +61,7 @@ async function startClockedServer(dialect: TestDialect, env: Record<string, stri
     GANTRY_HTTP_PORT: String(port),
     GANTRY_ROOT_URL: `http://127.0.0.1:${port}/`,
     GANTRY_LOG_LEVEL: process.env.GANTRY_TEST_LOG_LEVEL ?? 'silent',
+    GANTRY_PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST,
     ...(scratch ? { GANTRY_DATABASE_URL: scratch.url } : {}),
     ...env,
   });

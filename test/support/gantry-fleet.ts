@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { freePort } from './free-port.ts';
 import { GANTRY } from './gantry-process.ts';
 import { startNginx } from './nginx.ts';
+import { TEST_PASSWORD_HASH_COST } from './server.ts';
 import type { NginxProxy } from './nginx.ts';
 
 const run = promisify(execFile);
@@ -96,6 +97,7 @@ export async function startGantryFleet(options: StartFleetOptions): Promise<Gant
     // One key for all: a secret one process encrypts, another decrypts for a job.
     GANTRY_SECRET_KEY: 'scale-out-fleet-key-0123456789abcdef',
     GANTRY_LOG_LEVEL: 'warn',
+    GANTRY_PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST,
     ...options.env,
   };
   const processes: FleetProcess[] = [];

@@ -62,6 +62,13 @@ export interface ApiResponse {
 
 let counter = 0;
 
+/**
+ * Password hashing cost (log2 N) of test servers: GANTRY_PASSWORD_HASH_COST
+ * from the environment (scripts/run-tests.ts sets 14 for every test process
+ * and the Gantry processes they spawn), else 14. Production defaults to 17.
+ */
+export const TEST_PASSWORD_HASH_COST = process.env.GANTRY_PASSWORD_HASH_COST ?? '14';
+
 export interface TestServerOptions {
   /** Write the server's log (JSON lines) to this file instead of discarding it. */
   logFile?: string;
@@ -83,6 +90,9 @@ export async function startTestServer(dialect: TestDialect, env: Record<string, 
     GANTRY_HTTP_PORT: String(port),
     GANTRY_ROOT_URL: `http://127.0.0.1:${port}/`,
     GANTRY_LOG_LEVEL: process.env.GANTRY_TEST_LOG_LEVEL ?? 'silent',
+    // The lowest password cost (N=2^14, not the default 2^17): tests create and
+    // sign in many users on small machines. See TEST_PASSWORD_HASH_COST.
+    GANTRY_PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST,
     ...(scratch ? { GANTRY_DATABASE_URL: scratch.url } : {}),
     ...env,
   });

@@ -15,6 +15,7 @@ const CODE_OF_KIND: Readonly<Record<ErrorKind, Code>> = {
   too_large: Code.ResourceExhausted,
   unprocessable: Code.InvalidArgument,
   locked: Code.FailedPrecondition,
+  too_many_requests: Code.ResourceExhausted,
 };
 
 /** Connect's wire names (`already_exists`) and their codes, for errors that name a code directly. */

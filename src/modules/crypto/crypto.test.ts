@@ -1,17 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hashPassword, verifyPassword } from './password.ts';
 import { SecretCipher } from './secret-cipher.ts';
 import { digestsEqual, generateTokenString, hashToken, looksLikeAccessToken } from './tokens.ts';
-
-test('passwords: salted scrypt, verified, wrong ones refused', async () => {
-  const stored = await hashPassword('p4ss-w0rd');
-  assert.match(stored, /^scrypt\$16384\$8\$1\$/);
-  assert.notEqual(stored, await hashPassword('p4ss-w0rd'), 'a fresh salt each time');
-  assert.equal(await verifyPassword('p4ss-w0rd', stored), true);
-  assert.equal(await verifyPassword('p4ss-w0rD', stored), false);
-  assert.equal(await verifyPassword('x', 'garbage'), false);
-});
 
 test('tokens: 40 hex, hashed, compared', () => {
   const token = generateTokenString();

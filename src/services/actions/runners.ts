@@ -16,10 +16,9 @@ import type { JobSelection, RunnerSelection } from '../../models/runner-lists.ts
 import {
   countRegistrationTokensNotUnderPrefix,
   deactivateRegistrationTokens,
-  findNewestRegistrationToken,
+  findActiveRegistrationToken,
   findRegistrationTokenByHash,
-  insertRegistrationToken,
-  isSerializationFailure,
+  insertRegistrationTokenIfNoneActive,
   listRegistrationTokensNotUnderPrefix,
   registrationTokenPrefixesInUse,
   swapRegistrationTokenCiphertext,
@@ -182,8 +181,6 @@ export interface RunnerListOptions {
   page: { limit: number; offset: number };
 }
 
-const MAX_TOKEN_ATTEMPTS = 10;
-
 export class RunnerService {
   constructor(
     readonly db: Db,
@@ -192,37 +189,34 @@ export class RunnerService {
   ) {}
 
   /**
-   * The scope's active registration token: the newest one when it is active,
-   * else a new one that replaces every older token. Repeated calls give the
-   * same token. On PostgreSQL the transaction is SERIALIZABLE, so two first
-   * calls racing each other still agree on one token (the loser retries and
-   * reads the winner's).
+   * The scope's active registration token, created when there is none (GET
+   * and POST …/runners/registration-token; repeated calls give the same
+   * token). Race-free on both databases without a transaction: a new token is
+   * offered with INSERT … ON CONFLICT DO NOTHING against the unique index on
+   * the active token (migration 0008), then the active row is read, so
+   * concurrent first calls all answer the one token that won.
    */
   async registrationToken(scope: RunnerScope): Promise<string> {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await this.db
-          .transaction()
-          .setIsolationLevel('serializable')
-          .execute(async (tx) => {
-            const newest = await findNewestRegistrationToken(tx, scope);
-            if (newest?.isActive) return this.decryptToken(newest);
-            const token = generateRegistrationToken();
-            const tokenHash = hashToken(token);
-            const now = this.clock.nowSec();
-            await deactivateRegistrationTokens(tx, scope, now);
-            await insertRegistrationToken(
-              tx,
-              { scope, tokenHash, tokenEncrypted: this.keys.encrypt(token, tokenAssociatedData(scope.ownerId, scope.repoId, tokenHash)) },
-              now,
-            );
-            return token;
-          });
-      } catch (error) {
-        if (attempt < MAX_TOKEN_ATTEMPTS && isSerializationFailure(error)) continue;
-        throw error;
-      }
-    }
+    const existing = await findActiveRegistrationToken(this.db, scope);
+    if (existing) return this.decryptToken(existing);
+    const token = generateRegistrationToken();
+    const tokenHash = hashToken(token);
+    const tokenEncrypted = this.keys.encrypt(token, tokenAssociatedData(scope.ownerId, scope.repoId, tokenHash));
+    if (await insertRegistrationTokenIfNoneActive(this.db, { scope, tokenHash, tokenEncrypted }, this.clock.nowSec())) return token;
+    const winner = await findActiveRegistrationToken(this.db, scope);
+    // Only a rotation (DELETE) landing between the insert and this read leaves
+    // no active row; a caller that raced with it gets the next token.
+    if (!winner) return this.registrationToken(scope);
+    return this.decryptToken(winner);
+  }
+
+  /**
+   * Rotation (DELETE …/runners/registration-token): the active token stops
+   * registering runners; the next GET or POST creates a new one. Runners
+   * already registered keep their own secrets and are not affected.
+   */
+  async deactivateRegistrationToken(scope: RunnerScope): Promise<void> {
+    await deactivateRegistrationTokens(this.db, scope, this.clock.nowSec());
   }
 
   /**

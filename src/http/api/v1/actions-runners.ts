@@ -34,6 +34,8 @@ interface OperationIds {
   getToken: string;
   /** Gitea's POST variant (Forgejo has GET only); Gantry answers both with the active token. */
   createToken: string;
+  /** Gantry's rotation: deactivates the active token (neither Forgejo nor Gitea has it). */
+  deleteToken: string;
   list: string;
   register: string;
   get: string;
@@ -112,11 +114,14 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     prefix: '/admin/actions',
     params: {},
     tag: 'admin',
+    category: 'admin',
+    access: [g.reqToken, g.reqSiteAdmin],
     guards: [g.scopes('admin'), g.reqToken, g.reqSiteAdmin],
     scopeOf: () => INSTANCE_RUNNER_SCOPE,
     ops: {
       getToken: 'adminGetRunnerRegistrationToken',
       createToken: 'adminCreateRunnerRegistrationToken',
+      deleteToken: 'adminDeleteRunnerRegistrationToken',
       list: 'getAdminRunners',
       register: 'registerAdminRunner',
       get: 'getAdminRunner',
@@ -132,6 +137,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
       ops: {
         getToken: 'userGetRunnerRegistrationToken',
         createToken: 'userCreateRunnerRegistrationToken',
+      deleteToken: 'userDeleteRunnerRegistrationToken',
         list: 'getUserRunners',
         register: 'registerUserRunner',
         get: 'getUserRunner',
@@ -145,6 +151,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
       ops: {
         getToken: 'orgGetRunnerRegistrationToken',
         createToken: 'orgCreateRunnerRegistrationToken',
+      deleteToken: 'orgDeleteRunnerRegistrationToken',
         list: 'getOrgRunners',
         register: 'registerOrgRunner',
         get: 'getOrgRunner',
@@ -158,6 +165,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
       ops: {
         getToken: 'repoGetRunnerRegistrationToken',
         createToken: 'repoCreateRunnerRegistrationToken',
+      deleteToken: 'repoDeleteRunnerRegistrationToken',
         list: 'getRepoRunners',
         register: 'registerRepoRunner',
         get: 'getRepoRunner',
@@ -176,6 +184,14 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     return jobs.length > 0 ? jobs.map(toApiRunJob) : null;
   };
 
+  /**
+   * Registration tokens need the write scope of their category even on GET (a
+   * deliberate departure from Forgejo 15, which asks read: a runner registered
+   * with the token receives every secret of the scope). Job tokens are refused
+   * before anything else.
+   */
+  const tokenGuards = (scope: ScopeRoutes) => [g.refuseJobToken, g.scopesAt('write', scope.category), ...scope.access];
+
   for (const scope of scopes) registerScope(scope);
 
   // Forgejo's deprecated instance paths (before /admin/actions/runners existed).
@@ -188,7 +204,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
         deprecated: true,
         response: { 200: RegistrationToken, ...errorResponses(401, 403) },
       },
-      preValidation: instance.guards,
+      preValidation: tokenGuards(instance),
     },
     tokenHandler(instance),
   );
@@ -221,13 +237,37 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     // Static segments (`registration-token`, `jobs`) win over `:runner_id` in the router.
     app.get(
       `${prefix}/runners/registration-token`,
-      { schema: tokenSchema(ops.getToken, "The scope's active registration token, created when there is none."), preValidation: guards },
+      {
+        schema: tokenSchema(ops.getToken, "The scope's active registration token, created when there is none. Needs the write scope of the category."),
+        preValidation: tokenGuards(scope),
+      },
       tokenHandler(scope),
     );
     app.post(
       `${prefix}/runners/registration-token`,
-      { schema: tokenSchema(ops.createToken, 'Same as GET (Gitea has POST): the active token, created when there is none.'), preValidation: guards },
+      {
+        schema: tokenSchema(ops.createToken, 'Same as GET (Gitea has POST): the active token, created when there is none.'),
+        preValidation: tokenGuards(scope),
+      },
       tokenHandler(scope),
+    );
+    app.delete(
+      `${prefix}/runners/registration-token`,
+      {
+        schema: {
+          operationId: ops.deleteToken,
+          tags: [tag],
+          description:
+            'Rotation: deactivates the active registration token (204, also when there is none); the next GET or POST creates a new one. Registered runners keep working.',
+          params: params(scope),
+          response: { 204: NoContent, ...errorResponses(401, 403, 404) },
+        },
+        preValidation: tokenGuards(scope),
+      },
+      async (req, reply: FastifyReply) => {
+        await runners.deactivateRegistrationToken(ownScope(scope.scopeOf(req)));
+        return reply.status(204).send();
+      },
     );
 
     app.get(
@@ -284,7 +324,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
           body: RegisterRunnerOptions,
           response: { 201: RegisterRunnerResponse, ...errorResponses(400, 401, 403, 404, 422) },
         },
-        preValidation: [...guards, bindLikeGo],
+        preValidation: [g.refuseJobToken, ...guards, bindLikeGo],
       },
       async (req, reply: FastifyReply) => {
         const body = req.body as RegisterRunnerOptionsJson;

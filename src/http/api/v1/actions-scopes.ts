@@ -3,6 +3,7 @@
 // routers/api/v1/api.go). Secrets, variables and runners share these.
 import { Type } from 'typebox';
 import type { TSchema } from 'typebox';
+import type { ScopeCategory } from '../../../modules/scopes.ts';
 import type { Guard, Guards } from '../../guards.ts';
 
 export interface ActionsRouteScope {
@@ -10,25 +11,36 @@ export interface ActionsRouteScope {
   prefix: string;
   params: Record<string, TSchema>;
   tag: string;
+  /** The token scope category of the routes (`write:<category>` to change anything). */
+  category: ScopeCategory;
+  /** Every guard after the token scope check: lookups, public-only, sign-in, ownership. */
+  access: Guard[];
+  /** The full chain: the method's scope check (read for GET, else write), then `access`. */
   guards: Guard[];
+}
+
+function routeScope(g: Guards, scope: Omit<ActionsRouteScope, 'guards'>): ActionsRouteScope {
+  return { ...scope, guards: [g.scopes(scope.category), ...scope.access] };
 }
 
 export function actionsRouteScopes(g: Guards): Record<'user' | 'org' | 'repo', ActionsRouteScope> {
   return {
-    user: { prefix: '/user/actions', params: {}, tag: 'user', guards: [g.scopes('user'), g.reqToken] },
-    org: {
+    user: routeScope(g, { prefix: '/user/actions', params: {}, tag: 'user', category: 'user', access: [g.reqToken] }),
+    org: routeScope(g, {
       prefix: '/orgs/:org/actions',
       params: { org: Type.String({ description: 'name of the organization' }) },
       tag: 'organization',
-      guards: [g.scopes('organization'), g.orgAssignment, g.publicOnly, g.reqToken, g.reqOrgOwnership],
-    },
-    repo: {
+      category: 'organization',
+      access: [g.orgAssignment, g.publicOnly, g.reqToken, g.reqOrgOwnership],
+    }),
+    repo: routeScope(g, {
       prefix: '/repos/:owner/:repo/actions',
       params: { owner: Type.String({ description: 'owner of the repository' }), repo: Type.String({ description: 'name of the repository' }) },
       tag: 'repository',
+      category: 'repository',
       // reqOwner: repository owner level (a collaborator with admin rights is not
       // enough), and 404 when the Actions unit is disabled.
-      guards: [g.scopes('repository'), g.repoAssignment, g.publicOnly, g.reqToken, g.reqOwner('actions')],
-    },
+      access: [g.repoAssignment, g.publicOnly, g.reqToken, g.reqOwner('actions')],
+    }),
   };
 }

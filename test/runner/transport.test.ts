@@ -203,7 +203,7 @@ for (const dialect of testDialects()) {
 
     test('a gzip-compressed UpdateLog larger than one batch is stored line for line; no_more archives it', async () => {
       const taskId = nextTask();
-      const count = 25_000; // about 2.7 MiB: two batches
+      const count = 25_000; // about 2.7 MiB: several batches
       const answer = await updateLog({ taskId: BigInt(taskId), index: 0n, rows: rows(0, count), noMore: true }, {}, true);
       assert.equal(ackOf(answer), count);
       const lines = await storedLines(taskId);

@@ -32,7 +32,8 @@ interface Decoded {
 async function decode(bytes: Uint8Array, cuts: number[] = []): Promise<Decoded> {
   const decoder = new UpdateLogDecoder(chunked(bytes, cuts));
   const rows: LogRow[] = [];
-  for (let row = await decoder.nextRow(); row !== null; row = await decoder.nextRow()) rows.push(row);
+  // Plain copies: the decoder's rows are instances of a class (see DecodedRow), fromBinary's mapping gives literals.
+  for (let row = await decoder.nextRow(); row !== null; row = await decoder.nextRow()) rows.push({ ...row });
   return { taskId: Number(decoder.taskId), index: Number(decoder.index), rows, noMore: decoder.noMore };
 }
 
@@ -128,7 +129,7 @@ describe('UpdateLogDecoder', () => {
     const first = toBinary(UpdateLogRequestSchema, create(UpdateLogRequestSchema, { taskId: 4n, rows: [{ content: 'a' }] }));
     const late = toBinary(UpdateLogRequestSchema, create(UpdateLogRequestSchema, { index: 10n }));
     const decoder = new UpdateLogDecoder(chunked(new Uint8Array([...first, ...late]), []));
-    assert.deepEqual(await decoder.nextRow(), { content: 'a' });
+    assert.deepEqual({ ...(await decoder.nextRow()) }, { content: 'a' });
     assert.deepEqual(decoder.freezeHead(), { taskId: 4n, index: 0n });
     await assert.rejects(decoder.nextRow(), /index must precede the rows/);
   });

@@ -17,7 +17,7 @@ export class BodyLimitError extends ConnectError {
 }
 
 /** The gzip data is broken (a client mistake: invalid_argument, as connect-go answers it). */
-export class BodyEncodingError extends ConnectError {
+class BodyEncodingError extends ConnectError {
   constructor(detail: string) {
     super(`cannot decompress the request body (gzip): ${detail}`, Code.InvalidArgument);
   }

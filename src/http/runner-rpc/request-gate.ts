@@ -48,7 +48,7 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<Uint8Array> {
 }
 
 /** A Connect unary error answer, as the handlers write them. */
-export function connectErrorResponse(error: ConnectError, header: Record<string, string> = {}): UniversalServerResponse {
+function connectErrorResponse(error: ConnectError, header: Record<string, string> = {}): UniversalServerResponse {
   return {
     status: codeToHttpStatus(error.code),
     header: new Headers({ ...header, 'content-type': 'application/json' }),

@@ -13,11 +13,11 @@ import type { DescMethod } from '@bufbuild/protobuf';
 import type { BodyLimit } from './request-body.ts';
 
 /** Ping, Register, Declare, FetchTask, FetchSingleTask: a few hundred bytes in practice. */
-export const SMALL_REQUEST_BYTES = 64 * 1024;
+const SMALL_REQUEST_BYTES = 64 * 1024;
 /** UpdateTask (outputs), and UpdateLog when it is not streamed. */
-export const BUFFERED_REQUEST_BYTES = 32 * 1024 * 1024;
+const BUFFERED_REQUEST_BYTES = 32 * 1024 * 1024;
 
-export const LOG_REQUEST_SETTING = 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE';
+const LOG_REQUEST_SETTING = 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE';
 
 /** The limit of `method`'s request when it is read whole (Connect's readMaxBytes, and the gate's). */
 export function bufferedLimitOf(method: DescMethod, logRequestMaxBytes: number): BodyLimit {

@@ -34,7 +34,7 @@ import { UpdateLogDecoder } from './update-log-decoder.ts';
 import type { LogRequestHead } from './update-log-decoder.ts';
 
 /** Rows are stored once about this many bytes of them are decoded (a batch is one append and one fsync). */
-export const BATCH_BYTES = 1024 * 1024;
+const BATCH_BYTES = 1024 * 1024;
 /** What a row costs besides its content (its object, timestamp, line prefix), so tiny rows still make bounded batches. */
 const ROW_OVERHEAD_BYTES = 128;
 

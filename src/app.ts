@@ -149,7 +149,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // Git over HTTP lives beside the API, at the repositories' clone URLs.
   await app.register(async (git) => gitHttpRoutes(git, services));
   // The runner protocol (Connect RPC) that forgejo-runner and act_runner speak.
-  await app.register(async (rpc) => runnerRpcRoutes(rpc, services), { prefix: '/api/actions' });
+  await app.register(async (rpc) => runnerRpcRoutes(rpc, services, { logRequestMaxBytes: config.actionsLogMaxRequestBytes }), { prefix: '/api/actions' });
 
   return app as unknown as FastifyInstance;
 }

@@ -44,6 +44,7 @@ export interface Config {
   readonly gitMaxPushBytes: number;
   /** Largest log one Actions task may write, in bytes; lines beyond it are dropped. */
   readonly actionsLogMaxBytes: number;
+  readonly actionsLogMaxRequestBytes: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -90,6 +91,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_HEADER_LIMIT', description: 'Largest request line plus headers in bytes (larger: 431).', default: '16384' },
   { key: 'GANTRY_GIT_MAX_PUSH_SIZE', description: 'Largest git push in bytes (larger: refused, nothing is written).', default: '2147483648' },
   { key: 'GANTRY_ACTIONS_LOG_MAX_SIZE', description: 'Largest log of one Actions task in bytes; later lines are dropped and a notice is appended.', default: '134217728' },
+  { key: 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE', description: "Most bytes (after gzip) read from one runner's UpdateLog; its rows are stored in batches as they arrive, so memory stays flat. Past it, the rows read so far are stored and acknowledged and the runner sends the rest in its next call.", default: '268435456' },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   { key: 'GANTRY_BODY_LIMIT', description: 'Largest accepted request body in bytes (larger: 413).', default: '1048576' },
   { key: 'GANTRY_DEFAULT_PAGING_NUM', description: 'Page size of lists when no limit is given.', default: '30' },
@@ -201,6 +203,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     headerLimitBytes: readInt(env, 'GANTRY_HEADER_LIMIT', 16 * 1024, 1024, 1024 * 1024),
     gitMaxPushBytes: readInt(env, 'GANTRY_GIT_MAX_PUSH_SIZE', 2 * 1024 ** 3, 1024, 1024 ** 4),
     actionsLogMaxBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_SIZE', 128 * 1024 ** 2, 1024, 1024 ** 4),
+    actionsLogMaxRequestBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE', 256 * 1024 ** 2, 1024 ** 2, 1024 ** 4),
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

@@ -45,7 +45,7 @@ export function toProtoTask(task: TaskPayload): Task {
  * convertTimestamp). Whole seconds for task and step times, which are stored
  * as integers; log rows keep the fraction for the line's time stamp.
  */
-export function secondsOf(timestamp: Timestamp | undefined, fraction = false): number | undefined {
+export function secondsOf(timestamp: Pick<Timestamp, 'seconds' | 'nanos'> | undefined, fraction = false): number | undefined {
   if (timestamp === undefined) return undefined;
   if (timestamp.seconds === 0n && timestamp.nanos === 0) return undefined;
   return Number(timestamp.seconds) + (fraction ? timestamp.nanos / 1e9 : 0);

@@ -1,10 +1,17 @@
 // The Connect services runners call, under /api/actions (Forgejo:
-// routers/api/actions/{ping,runner}): binary and JSON codecs, gzip answers from
-// 1 KiB on (connect.WithCompressMinBytes(1024)), runner authentication on
-// everything but Ping and Register. Handlers only translate between protocol
-// messages and the services.
+// routers/api/actions/{ping,runner}): binary and JSON codecs; compression as
+// a connect-go handler does it: gzip is the only encoding accepted or sent
+// (connect-go registers gzip alone by default, handler.go newHandlerConfig),
+// answers gzip-compressed from 1 KiB on (Forgejo's
+// connect.WithCompressMinBytes(1024)) when the runner accepts gzip, identity
+// otherwise, whatever else its Accept-Encoding lists. Runner authentication
+// and each method's body limit come before the body is read
+// (request-gate.ts). Handlers only translate between protocol messages and
+// the services.
 import { fastifyConnectPlugin } from '@connectrpc/connect-fastify';
-import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { compressionGzip } from '@connectrpc/connect-node';
+import type { ConnectRouter, HandlerContext, Interceptor, MethodImpl, ServiceImpl } from '@connectrpc/connect';
+import type { DescMethod } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
 import type { FastifyError, FastifyInstance } from 'fastify';
@@ -13,14 +20,18 @@ import type { Result } from '../../gen/runner/v1/messages_pb.ts';
 import { RunnerService } from '../../gen/runner/v1/services_pb.ts';
 import type { Services } from '../../services/index.ts';
 import { truncateUtf8 } from '../../services/actions/runners.ts';
-import { REQUEST_KEY_HEADER, runnerAuthInterceptor, runnerOf } from './auth.ts';
+import { REQUEST_KEY_HEADER, runnerOf } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { refuseNulStrings } from './nul-strings.ts';
-import { decodeRequestsFirst } from './request-decoding.ts';
+import { gateRequests } from './request-gate.ts';
+import { bufferedLimitOf, streamedLogLimit } from './request-limits.ts';
 import { fromProtoLogRequest, fromProtoTaskState, toNumber, toProtoRunner, toProtoTask } from './mapping.ts';
+import { updateLogFromStream, updateLogResponse } from './update-log-stream.ts';
 
-/** Runners send whole log batches; larger bodies are refused before they are read whole. */
-const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+export interface RunnerRpcOptions {
+  /** GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE: the largest streamed UpdateLog, after decompression. */
+  logRequestMaxBytes: number;
+}
 /** Answer a little before the caller's Connect deadline rather than after it. */
 const DEADLINE_MARGIN_MS = 1000;
 
@@ -112,7 +123,7 @@ function runnerService(services: Services): ServiceImpl<typeof RunnerService> {
   };
 }
 
-export async function runnerRpcRoutes(app: FastifyInstance, services: Services): Promise<void> {
+export async function runnerRpcRoutes(app: FastifyInstance, services: Services, options: RunnerRpcOptions): Promise<void> {
   // Connect reads the bodies itself: drop the API's parsers (JSON, forms, the
   // 415 catch-all) in this context only, so the plugin can register its own.
   app.removeAllContentTypeParsers();
@@ -127,26 +138,43 @@ export async function runnerRpcRoutes(app: FastifyInstance, services: Services):
   // A closing server ends the long polls at once instead of holding shutdown for their bound.
   app.addHook('preClose', async () => services.runnerProtocol.interruptWaits());
   const log = app.log;
+  const mapErrors: Interceptor = (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (error) {
+      throw toConnectError(error, log, req.method.name);
+    }
+  };
   await app.register(fastifyConnectPlugin, {
+    acceptCompression: [compressionGzip],
     compressMinBytes: 1024,
-    readMaxBytes: MAX_REQUEST_BYTES,
-    // The first interceptor is the outermost: every failure, authentication's included, is mapped once.
-    interceptors: [
-      (next) => async (req) => {
-        try {
-          return await next(req);
-        } catch (error) {
-          throw toConnectError(error, log, req.method.name);
-        }
-      },
-      refuseNulStrings,
-      runnerAuthInterceptor(services.runnerProtocol),
-    ],
+    // The first interceptor is the outermost: every failure is mapped once.
+    interceptors: [mapErrors, refuseNulStrings],
     routes: (router: ConnectRouter) => {
-      router.service(PingService, { ping: (req) => ({ data: `Hello, ${req.data}!` }) });
-      router.service(RunnerService, runnerService(services));
-      // The plugin mounts router.handlers once this returns: each decodes its body first.
-      router.handlers.splice(0, router.handlers.length, ...router.handlers.map((handler) => decodeRequestsFirst(handler, MAX_REQUEST_BYTES)));
+      // One registration per method: each has its own body limit (Connect's readMaxBytes, and the gate's).
+      const limitOf = (method: DescMethod) => ({ readMaxBytes: bufferedLimitOf(method, options.logRequestMaxBytes).maxBytes });
+      router.rpc(PingService.method.ping, (req) => ({ data: `Hello, ${req.data}!` }), limitOf(PingService.method.ping));
+      const runnerImpl = runnerService(services);
+      for (const method of RunnerService.methods) {
+        router.rpc(method, runnerImpl[method.localName as keyof typeof runnerImpl] as MethodImpl<DescMethod>, limitOf(method));
+      }
+      // The plugin mounts router.handlers once this returns: each passes the gate first.
+      const gated = router.handlers.map((handler) =>
+        gateRequests(handler, {
+          protocol: services.runnerProtocol,
+          limit: bufferedLimitOf(handler.method, options.logRequestMaxBytes),
+          onError: (error) => toConnectError(error, log, handler.method.name),
+          ...(handler.method.name === 'UpdateLog'
+            ? {
+                stream: {
+                  limit: streamedLogLimit(options.logRequestMaxBytes),
+                  serve: async (runner, body) => updateLogResponse(await updateLogFromStream(services.taskReports, runner, body)),
+                },
+              }
+            : {}),
+        }),
+      );
+      router.handlers.splice(0, router.handlers.length, ...gated);
     },
   });
 }

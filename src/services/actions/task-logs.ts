@@ -90,8 +90,9 @@ export function formatLogTime(seconds: number | undefined): string {
  */
 export function formatLogLine(row: LogRow): string {
   let content = row.content.replaceAll('\n', '\\n');
-  const bytes = Buffer.from(content, 'utf8');
-  if (bytes.length > MAX_LOG_LINE_BYTES) {
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: most lines need no byte count at all.
+  const bytes = content.length * 3 > MAX_LOG_LINE_BYTES ? Buffer.from(content, 'utf8') : null;
+  if (bytes !== null && bytes.length > MAX_LOG_LINE_BYTES) {
     let end = MAX_LOG_LINE_BYTES;
     while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
     content = bytes.subarray(0, end).toString('utf8');

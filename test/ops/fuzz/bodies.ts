@@ -1,6 +1,6 @@
 // Request bodies for fuzz requests, per kind of route: JSON for the REST API
 // (schema-shaped, wrong, malformed, oversized, not JSON), protobuf for the
-// runner protocol (binary or JSON, gzip, junk), pkt-lines for git.
+// runner protocol (binary or JSON, gzip, gzip bombs, junk), pkt-lines for git.
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import type { Arbitrary } from 'fast-check';
@@ -169,7 +169,38 @@ function asBinary(message: DescMessage | null, value: unknown): Body {
   return { contentType: 'application/proto', body: Buffer.from(JSON.stringify(value) ?? '') };
 }
 
-/** Bodies for Connect routes: protobuf (binary or JSON) shaped like the method's request, gzip, or junk. */
+/** Inflated sizes of the gzip bombs: past every method's cap but UpdateLog's, and far past the small ones. */
+const BOMB_SIZES = [1024 * 1024, 40 * 1024 * 1024, 300 * 1024 * 1024];
+const zerosGzipped = new Map<number, Buffer>();
+
+function varint(value: number): number[] {
+  const bytes: number[] = [];
+  let rest = value;
+  while (rest >= 0x80) {
+    bytes.push((rest % 0x80) | 0x80);
+    rest = Math.floor(rest / 0x80);
+  }
+  bytes.push(rest);
+  return bytes;
+}
+
+/**
+ * A gzip bomb of a few KiB to a few hundred: `message`, then an unknown
+ * length-delimited field (number 15) of `size` zero bytes, so it still
+ * decodes as the method's request once inflated. Two gzip members back to
+ * back (readers take both, as Go's and Node's do); the zeros' member is
+ * made once per size.
+ */
+function gzipBomb(message: Buffer, size: number): Buffer {
+  let zeros = zerosGzipped.get(size);
+  if (zeros === undefined) {
+    zeros = gzipSync(Buffer.alloc(size), { level: 9 });
+    zerosGzipped.set(size, zeros);
+  }
+  return Buffer.concat([gzipSync(Buffer.concat([message, Buffer.from([0x7a, ...varint(size)])])), zeros]);
+}
+
+/** Bodies for Connect routes: protobuf (binary or JSON) shaped like the method's request, gzip (bombs too), or junk. */
 export function rpcBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
   const message = route.message;
   const shapedMessage: Arbitrary<unknown> = message ? messageValue(message, world, 0) : fc.jsonValue();
@@ -179,6 +210,8 @@ export function rpcBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
     { weight: 4, arbitrary: binary },
     { weight: 1, arbitrary: binary.map((b) => ({ ...b, body: b.body ? gzipSync(b.body) : null, encoding: 'gzip' })) },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => ({ contentType: 'application/proto', body: Buffer.from(b), encoding: 'gzip' })) },
+    { weight: 1, arbitrary: fc.tuple(binary, fc.constantFrom(...BOMB_SIZES)).map(([b, size]) => ({ contentType: 'application/proto', body: gzipBomb(b.body ?? Buffer.alloc(0), size), encoding: 'gzip' })) },
+    { weight: 1, arbitrary: fc.constantFrom(...BOMB_SIZES).map((size) => ({ contentType: 'application/json', body: gzipBomb(Buffer.from('{"data":"'), size), encoding: 'gzip' })) },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => ({ contentType: 'application/proto', body: Buffer.from(b) })) },
     { weight: 1, arbitrary: apiBody(route, world) },
   );

@@ -180,6 +180,29 @@ for (const dialect of testDialects()) {
       await work.remove();
     });
 
+    test('a form hook gets payload=<url-encoded JSON>, signed over the JSON (as Forgejo signs it), so a receiver written for Forgejo verifies it', async () => {
+      const created = await s.api('POST', '/orgs/acme/hooks', {
+        token: owner.token,
+        body: { type: 'gitea', config: { url: `${receiver.url}/form`, content_type: 'form', secret: SECRET }, events: ['push'], active: true },
+      });
+      assert.equal(created.status, 201, created.text);
+      const formHookId = (created.json as { id: number }).id;
+      assert.equal((await s.api('POST', `/orgs/acme/hooks/${formHookId}/pings`, { token: owner.token })).status, 202);
+      await receiver.waitFor((r) => r.some((d) => d.path === '/form'));
+      const got = receiver.received.find((d) => d.path === '/form');
+      assert.ok(got);
+      assert.equal(got.headers['content-type'], 'application/x-www-form-urlencoded');
+      const json = new URLSearchParams(got.rawBody.toString('utf8')).get('payload') ?? '';
+      assert.equal((JSON.parse(json) as { hook_id: number }).hook_id, formHookId);
+      // Forgejo (services/webhook/shared/payloader.go AddDefaultHeaders) signs the JSON, not the form body.
+      assert.ok(verifySignature(SECRET, Buffer.from(json, 'utf8'), got.headers['x-gitea-signature'] as string), 'X-Gitea-Signature is the HMAC-SHA256 of the JSON payload');
+      assert.equal(got.headers['x-forgejo-signature'], got.headers['x-gitea-signature']);
+      assert.equal(got.headers['x-hub-signature-256'], `sha256=${got.headers['x-gitea-signature'] as string}`);
+      assert.equal(got.headers['x-hub-signature'], `sha1=${createHmac('sha1', SECRET).update(json).digest('hex')}`);
+      assert.ok(!verifySignature(SECRET, got.rawBody, got.headers['x-gitea-signature'] as string), 'not over the form body');
+      assert.equal((await s.api('DELETE', `/orgs/acme/hooks/${formHookId}`, { token: owner.token })).status, 204);
+    });
+
     test('redeliver queues a new delivery of the same payload; ping queues a ping; others get 404', async () => {
       const list = (await s.api('GET', `/orgs/acme/hooks/${hookId}/deliveries`, { token: owner.token })).json as Array<{ id: number; guid: string }>;
       const first = list[0];

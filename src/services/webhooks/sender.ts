@@ -19,6 +19,7 @@
 import { createHmac } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
+import { isRefusedTarget } from './ssrf.ts';
 
 export const DEFAULT_DELIVER_TIMEOUT_MS = 5000;
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
@@ -124,6 +125,8 @@ export interface SendResult {
   error: string;
   durationMs: number;
   retryAfter: string | undefined;
+  /** The allow list refused the target (GANTRY_WEBHOOK_ALLOWED_HOSTS): nothing was sent, and a retry cannot help. */
+  refused: boolean;
 }
 
 export interface SendOptions {
@@ -169,8 +172,10 @@ export async function sendRequest(req: BuiltRequest, options: SendOptions): Prom
     }
     const headers = flattenHeaders(response.headers);
     const retryAfter = headers['retry-after'];
-    return { status: response.statusCode, headers, body: Buffer.concat(chunks).toString('utf8'), error: '', durationMs: Math.round(performance.now() - started), retryAfter };
+    return { status: response.statusCode, headers, body: Buffer.concat(chunks).toString('utf8'), error: '', durationMs: Math.round(performance.now() - started), retryAfter, refused: false };
   } catch (error) {
-    return { status: 0, headers: {}, body: '', error: signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error), durationMs: Math.round(performance.now() - started), retryAfter: undefined };
+    const refused = isRefusedTarget(error);
+    const message = signal.aborted && !refused ? `timed out after ${timeoutMs} ms` : describe(error);
+    return { status: 0, headers: {}, body: '', error: message, durationMs: Math.round(performance.now() - started), retryAfter: undefined, refused };
   }
 }

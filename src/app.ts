@@ -16,6 +16,8 @@ import { frameworkErrorHandler, installErrorHandlers } from './http/errors.ts';
 import { installMetrics } from './http/metrics.ts';
 import { installRateLimits } from './http/rate-limit.ts';
 import { installRequestIdHeader, requestIdOf } from './http/request-id.ts';
+import { installRequestDeadlines, useTransferDeadlines } from './http/request-deadlines.ts';
+import type { RequestDeadlineLimits } from './http/request-deadlines.ts';
 import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
 import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
@@ -56,11 +58,38 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler(config.rootUrl, MAX_PARAM_LENGTH),
-    http: { maxHeaderSize: config.headerLimitBytes },
+    http: {
+      maxHeaderSize: config.headerLimitBytes,
+      // Bounds the request line and headers of every request, from its first
+      // byte (or from connecting): a slow head gets 408 (client-errors.ts).
+      headersTimeout: config.httpHeadersTimeoutMs,
+      // Node looks for expired heads on this interval (default 30 s, which
+      // would let a 20 s headersTimeout run to 50 s): a quarter of it.
+      connectionsCheckingInterval: Math.min(30_000, Math.max(250, Math.floor(config.httpHeadersTimeoutMs / 4))),
+    },
+    // Off here: it is one value for the whole server, and git pushes and
+    // runner uploads need far longer than API bodies. request-deadlines.ts
+    // bounds the time to receive a request per route class instead.
+    requestTimeout: 0,
+    // Above a reverse proxy's upstream keepalive_timeout (nginx: 60 s in the
+    // README's example), so the proxy, not Gantry, closes an idle connection
+    // and never sends a request on one Gantry is closing.
+    keepAliveTimeout: config.httpKeepAliveTimeoutMs,
     clientErrorHandler: clientErrorHandler(),
     // req.ip: the client X-Forwarded-For names when the peer is a trusted proxy (rate limits, logs).
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Beyond the cap Node closes a new connection at once, unanswered (refused,
+  // not queued): the process keeps its file descriptors and memory for the
+  // connections it has. 0 leaves it unlimited.
+  if (config.httpMaxConnections > 0) app.server.maxConnections = config.httpMaxConnections;
+  const deadlines: RequestDeadlineLimits = {
+    requestTimeoutMs: config.httpRequestTimeoutMs,
+    transferIdleTimeoutMs: config.httpTransferIdleTimeoutMs,
+    transferTimeoutMs: config.httpTransferTimeoutMs,
+    rootUrl: config.rootUrl,
+  };
 
   const ajv = bodyValidator();
   app.setValidatorCompiler(({ schema, httpPart }) => {
@@ -69,6 +98,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   });
 
   installRequestIdHeader(app);
+  installRequestDeadlines(app, deadlines);
   decorateRequests(app);
   installBodyParsers(app);
   installErrorHandlers(app, config.rootUrl);
@@ -147,9 +177,19 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   );
 
   // Git over HTTP lives beside the API, at the repositories' clone URLs.
-  await app.register(async (git) => gitHttpRoutes(git, services));
+  // Both stream large bodies (packs, logs): transfer deadlines, not the API's.
+  await app.register(async (git) => {
+    useTransferDeadlines(git, deadlines);
+    gitHttpRoutes(git, services);
+  });
   // The runner protocol (Connect RPC) that forgejo-runner and act_runner speak.
-  await app.register(async (rpc) => runnerRpcRoutes(rpc, services, { logRequestMaxBytes: config.actionsLogMaxRequestBytes }), { prefix: '/api/actions' });
+  await app.register(
+    async (rpc) => {
+      useTransferDeadlines(rpc, deadlines);
+      await runnerRpcRoutes(rpc, services, { logRequestMaxBytes: config.actionsLogMaxRequestBytes });
+    },
+    { prefix: '/api/actions' },
+  );
 
   return app as unknown as FastifyInstance;
 }

@@ -40,6 +40,18 @@ export interface Config {
   readonly trustedProxies: readonly string[];
   /** Largest request head (request line and headers) in bytes (larger: 431). */
   readonly headerLimitBytes: number;
+  /** API requests: the whole body must arrive within this many ms of the headers (else 408, connection closed). */
+  readonly httpRequestTimeoutMs: number;
+  /** Every request: the request line and headers must arrive within this many ms (else 408). */
+  readonly httpHeadersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this many ms. */
+  readonly httpKeepAliveTimeoutMs: number;
+  /** Open connections per process (0: unlimited); beyond it a new connection is closed at once. */
+  readonly httpMaxConnections: number;
+  /** Git smart HTTP and the runner protocol: ms a request body may go without a byte arriving. */
+  readonly httpTransferIdleTimeoutMs: number;
+  /** Git smart HTTP and the runner protocol: the whole body within this many ms (0: no bound). */
+  readonly httpTransferTimeoutMs: number;
   /** Largest git push (pack bytes received) in bytes. */
   readonly gitMaxPushBytes: number;
   /** Largest log one Actions task may write, in bytes; lines beyond it are dropped. */
@@ -89,6 +101,12 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_RATE_LIMIT_PER_TOKEN', description: 'Requests per minute one access token, runner or task token may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
   { key: 'GANTRY_TRUSTED_PROXIES', description: 'Comma-separated addresses or CIDRs (or `loopback`, `linklocal`, `uniquelocal`) of reverse proxies in front of Gantry: a request from one of them is counted (rate limits) and logged under the client address its X-Forwarded-For names. Unset: the connecting address is the client, X-Forwarded-For is ignored.', default: '' },
   { key: 'GANTRY_HEADER_LIMIT', description: 'Largest request line plus headers in bytes (larger: 431).', default: '16384' },
+  { key: 'GANTRY_HTTP_REQUEST_TIMEOUT', description: 'Seconds an API request body may take to arrive after its headers (slower: 408 and the connection is closed). Git and the runner protocol use the two transfer settings instead.', default: '30' },
+  { key: 'GANTRY_HTTP_HEADERS_TIMEOUT', description: 'Seconds the request line and headers of any request may take to arrive, from the first byte (or from connecting) (slower: 408 and the connection is closed).', default: '20' },
+  { key: 'GANTRY_HTTP_KEEPALIVE_TIMEOUT', description: 'Seconds an idle keep-alive connection stays open; keep it above a reverse proxy\'s upstream keepalive_timeout, so the proxy closes idle connections first.', default: '75' },
+  { key: 'GANTRY_HTTP_MAX_CONNECTIONS', description: 'Open connections each process accepts (idle keep-alive and runner long polls included); a connection beyond it is closed at once, unanswered. 0: unlimited.', default: '4096' },
+  { key: 'GANTRY_HTTP_TRANSFER_IDLE_TIMEOUT', description: 'Git pushes and fetches and the runner protocol: seconds a request body may go without a byte arriving (then the connection is closed).', default: '60' },
+  { key: 'GANTRY_HTTP_TRANSFER_TIMEOUT', description: 'Git pushes and fetches and the runner protocol: seconds the whole request body may take (then the connection is closed); 0: no bound.', default: '3600' },
   { key: 'GANTRY_GIT_MAX_PUSH_SIZE', description: 'Largest git push in bytes (larger: refused, nothing is written).', default: '2147483648' },
   { key: 'GANTRY_ACTIONS_LOG_MAX_SIZE', description: 'Largest log of one Actions task in bytes; later lines are dropped and a notice is appended.', default: '134217728' },
   { key: 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE', description: "Most bytes (after gzip) read from one runner's UpdateLog; its rows are stored in batches as they arrive, so memory stays flat. Past it, the rows read so far are stored and acknowledged and the runner sends the rest in its next call.", default: '268435456' },
@@ -201,6 +219,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     rateLimitPerToken: readInt(env, 'GANTRY_RATE_LIMIT_PER_TOKEN', 0, 0, 10_000_000),
     trustedProxies: parseTrustedProxies(read(env, 'GANTRY_TRUSTED_PROXIES')),
     headerLimitBytes: readInt(env, 'GANTRY_HEADER_LIMIT', 16 * 1024, 1024, 1024 * 1024),
+    httpRequestTimeoutMs: readInt(env, 'GANTRY_HTTP_REQUEST_TIMEOUT', 30, 1, 3600) * 1000,
+    httpHeadersTimeoutMs: readInt(env, 'GANTRY_HTTP_HEADERS_TIMEOUT', 20, 1, 600) * 1000,
+    httpKeepAliveTimeoutMs: readInt(env, 'GANTRY_HTTP_KEEPALIVE_TIMEOUT', 75, 1, 3600) * 1000,
+    httpMaxConnections: readInt(env, 'GANTRY_HTTP_MAX_CONNECTIONS', 4096, 0, 1_000_000),
+    httpTransferIdleTimeoutMs: readInt(env, 'GANTRY_HTTP_TRANSFER_IDLE_TIMEOUT', 60, 1, 3600) * 1000,
+    httpTransferTimeoutMs: readInt(env, 'GANTRY_HTTP_TRANSFER_TIMEOUT', 3600, 0, 7 * 86400) * 1000,
     gitMaxPushBytes: readInt(env, 'GANTRY_GIT_MAX_PUSH_SIZE', 2 * 1024 ** 3, 1024, 1024 ** 4),
     actionsLogMaxBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_SIZE', 128 * 1024 ** 2, 1024, 1024 ** 4),
     actionsLogMaxRequestBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE', 256 * 1024 ** 2, 1024 ** 2, 1024 ** 4),

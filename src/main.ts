@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps } from './deps.ts';
+import { restrictUmask } from './modules/private-files.ts';
 import type { CreateDepsOptions, Deps } from './deps.ts';
 import { ActionsHousekeeping } from './services/actions/housekeeping.ts';
 import { WebhookDeliveryWorker } from './services/webhooks/delivery-worker.ts';
@@ -24,6 +25,8 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, options: CreateDepsOptions = {}): Promise<RunningServer> {
+  // Before anything is created: the data folder, the database and what git writes are owner-only.
+  restrictUmask();
   const deps = await createDeps(config, options);
   let app: FastifyInstance;
   try {

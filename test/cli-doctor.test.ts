@@ -115,7 +115,7 @@ for (const dialect of testDialects()) {
         const result = await doctor(install.env);
         assert.equal(result.code, 0, result.stdout + result.stderr);
         const lines = result.stdout.split('\n').filter((l) => /^(ok|warn|FAIL|skip)\s/.test(l));
-        const names = ['configuration', 'data folder', 'disk space', 'key file permissions', 'repositories folder', 'database', 'migrations', 'git', 'git init', 'secret key', 'encrypted values', 'http port', 'root url'];
+        const names = ['configuration', 'data folder', 'disk space', 'key file permissions', 'data permissions', 'repositories folder', 'database', 'migrations', 'git', 'git init', 'secret key', 'encrypted values', 'http port', 'root url'];
         for (const name of names) lineOf(result.stdout, name);
         for (const line of lines) {
           // Disk space depends on the machine running the tests, not on Gantry.
@@ -187,6 +187,26 @@ for (const dialect of testDialects()) {
         const result = await doctor(install.env);
         assert.match(lineOf(result.stdout, 'key file permissions'), new RegExp(`^warn\\s+key file permissions\\s+readable by other users: ${keyFile} \\(0644\\) → chmod 600 ${keyFile}`));
         await fs.chmod(keyFile, 0o600);
+      });
+
+      test('a data folder or database open to other users (as older versions created them): a warning that says chmod -R go-rwx', async () => {
+        const dir = install.dataDir;
+        const db = path.join(dir, 'gantry.db');
+        const opened = dialect === 'sqlite' ? [dir, db] : [dir];
+        await fs.chmod(dir, 0o755);
+        if (dialect === 'sqlite') await fs.chmod(db, 0o644);
+        try {
+          const result = await doctor(install.env);
+          const line = lineOf(result.stdout, 'data permissions');
+          assert.match(line, /^warn\s+data permissions\s+open to other users: /);
+          for (const file of opened) assert.ok(line.includes(`${file} (${file === dir ? '0755' : '0644'})`), line);
+          assert.ok(line.includes(`→ chmod -R go-rwx ${dir};`), line);
+          assert.equal(result.code, 0, 'a warning, not a failure');
+        } finally {
+          await fs.chmod(dir, 0o700);
+          if (dialect === 'sqlite') await fs.chmod(db, 0o600);
+        }
+        assert.match(lineOf((await doctor(install.env)).stdout, 'data permissions'), /^ok\s+data permissions\s/);
       });
     });
 

@@ -6,7 +6,7 @@
 import { ConfigError } from '../config.ts';
 import type { Config } from '../config.ts';
 import type { BaseContext, DoctorContext } from './doctor-checks/context.ts';
-import { dataFolderCheck, diskSpaceCheck, keyFilePermissionsCheck, repositoriesFolderCheck } from './doctor-checks/data-folder.ts';
+import { dataFolderCheck, dataPermissionsCheck, diskSpaceCheck, keyFilePermissionsCheck, repositoriesFolderCheck } from './doctor-checks/data-folder.ts';
 import { databaseCheck, openForInspection, postgresVersionCheck, sqliteJournalModeCheck } from './doctor-checks/database.ts';
 import type { InspectedDatabase } from './doctor-checks/database.ts';
 import { gitInitCheck, gitVersionCheck } from './doctor-checks/git.ts';
@@ -44,6 +44,7 @@ function checksFor(config: Config): Check<DoctorContext>[] {
     dataFolderCheck,
     diskSpaceCheck,
     keyFilePermissionsCheck,
+    dataPermissionsCheck,
     repositoriesFolderCheck,
     databaseCheck,
     migrationsCheck,

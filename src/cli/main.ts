@@ -10,6 +10,7 @@ import { adminUserCreate, adminGenerateAccessToken } from './admin-user.ts';
 import { rotateSecretKey } from './rotate-secret-key.ts';
 import { CliError } from './cli-error.ts';
 import { DEFAULT_CHECK_TIMEOUT_SECONDS, runDoctor } from './doctor.ts';
+import { restrictUmask } from '../modules/private-files.ts';
 
 /** Parses Forgejo-style boolean flags: `--flag`, `--flag=false`, `--flag true`. */
 export function parseBoolFlag(value: string | undefined): boolean {
@@ -103,6 +104,8 @@ export function buildCli(): Command {
 }
 
 export async function runCli(argv: string[]): Promise<void> {
+  // Admin commands may create the data folder, the database or a key: owner-only, as the server does.
+  restrictUmask();
   try {
     await buildCli().parseAsync(argv);
   } catch (error) {

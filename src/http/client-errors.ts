@@ -24,6 +24,16 @@ function answerOf(code: string | undefined): ClientErrorAnswer {
   return { status: 400, message: 'Client Error', label: 'error' };
 }
 
+/**
+ * Writes a whole answer straight to the socket (no request object owns it
+ * yet, or ours gave up on it), closes the connection gracefully and destroys
+ * it after LINGER_MS.
+ */
+export function endWithAnswer(socket: Socket, status: number, body: string, contentType: string): void {
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: ${contentType}\r\nConnection: close\r\n\r\n${body}`);
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
+}
+
 /** Fastify's `clientErrorHandler` option. */
 export function clientErrorHandler(): (this: FastifyInstance, error: Error & { code?: string }, socket: Socket) => void {
   // The parser fails again on every chunk that arrives while a socket lingers: answer once.
@@ -37,8 +47,6 @@ export function clientErrorHandler(): (this: FastifyInstance, error: Error & { c
       socket.destroy(error);
       return;
     }
-    const body = JSON.stringify({ error: STATUS_CODES[status], message, statusCode: status });
-    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`);
-    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    endWithAnswer(socket, status, JSON.stringify({ error: STATUS_CODES[status], message, statusCode: status }), 'application/json');
   };
 }

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Migration, MigrationProvider, MigrationResult, Transaction } from 'kysely';
 import { MIGRATIONS } from '../migrations/index.ts';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../modules/private-files.ts';
 import type { Database } from './tables.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -72,8 +73,11 @@ export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
     };
     return { db, dialect: 'postgres', sqlitePath: null, destroy };
   }
-  fs.mkdirSync(options.dataDir, { recursive: true });
+  fs.mkdirSync(options.dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const sqlitePath = path.join(options.dataDir, 'gantry.db');
+  // Created here with 0600 (not by SQLite, with 0644 & ~umask): SQLite gives
+  // the -wal and -shm files it creates later the database file's mode.
+  fs.closeSync(fs.openSync(sqlitePath, 'a', PRIVATE_FILE_MODE));
   const sqlite = new BetterSqlite3(sqlitePath);
   // WAL lets the CLI and readers work while the server writes; busy_timeout makes
   // a second process wait for the lock instead of failing at once.

@@ -210,6 +210,29 @@ for (const dialect of testDialects()) {
       assert.equal((await s.api('GET', '/orgs/acme/actions/secrets/ANY', { token: alice.token })).status, 404);
     });
 
+    test('an empty secret name (PUT or DELETE …/actions/secrets/): 405 with an empty body for repo and org, 404 for user, as Forgejo\'s router answers; nothing is stored', async () => {
+      // Forgejo strips the trailing slash before routing: …/actions/secrets only has GET
+      // (repo, org: 405, Allow: GET), and /user/actions/secrets is no route (404).
+      for (const label of ['repo', 'org'] as const) {
+        const { api } = scope(label);
+        for (const method of ['PUT', 'DELETE']) {
+          const res = await s.api(method, `${api.base}/secrets/`, { token: alice.token, ...(method === 'PUT' ? { body: { data: 'v' } } : {}) });
+          assert.equal(res.status, 405, `${method} ${label}`);
+          assert.equal(res.text, '', `${method} ${label}`);
+          assert.equal(res.headers.get('allow'), 'GET', `${method} ${label}`);
+        }
+        // Without a token too: the router answers before any guard.
+        assert.equal((await s.api('PUT', `${api.base}/secrets/`, { body: { data: 'v' } })).status, 405, label);
+      }
+      for (const method of ['PUT', 'DELETE']) {
+        const res = await s.api(method, '/user/actions/secrets/', { token: alice.token, ...(method === 'PUT' ? { body: { data: 'v' } } : {}) });
+        assert.equal(res.status, 404, method);
+        assert.deepEqual(res.json, { ...errorBody(s.rootUrl, "The target couldn't be found."), errors: [] });
+      }
+      const empty = await db().selectFrom('secret').select('id').where('name', '=', '').execute();
+      assert.equal(empty.length, 0);
+    });
+
     test('scopes are separate: one name in three scopes is three secrets', async () => {
       for (const label of LABELS) assert.ok([201, 204].includes((await scope(label).api.putSecret(alice.client, 'SHARED_NAME', `in-${label}`)).status));
       for (const label of LABELS) assert.equal(await readValue(scope(label).key, 'SHARED_NAME'), `in-${label}`);

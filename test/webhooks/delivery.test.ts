@@ -92,7 +92,10 @@ describe('webhook retry policy and allow list (unit)', () => {
     try {
       const refused = await sendRequest(request, { dispatcher: external });
       assert.equal(refused.status, 0);
-      assert.match(refused.error, /deny 'localhost\((127\.0\.0\.1|::1)/);
+      // The host name only: never the address it resolved to (that would map the inside for an SSRF probe).
+      assert.match(refused.error, /deny 'localhost'$/);
+      assert.doesNotMatch(refused.error, /127\.0\.0\.1|::1/);
+      assert.equal(refused.refused, true);
       assert.equal((await sendRequest(request, { dispatcher: byName })).status, 200);
       assert.equal(receiver.received.length, 1);
     } finally {
@@ -180,6 +183,29 @@ for (const dialect of testDialects()) {
       await work.remove();
     });
 
+    test('a form hook gets payload=<url-encoded JSON>, signed over the JSON (as Forgejo signs it), so a receiver written for Forgejo verifies it', async () => {
+      const created = await s.api('POST', '/orgs/acme/hooks', {
+        token: owner.token,
+        body: { type: 'gitea', config: { url: `${receiver.url}/form`, content_type: 'form', secret: SECRET }, events: ['push'], active: true },
+      });
+      assert.equal(created.status, 201, created.text);
+      const formHookId = (created.json as { id: number }).id;
+      assert.equal((await s.api('POST', `/orgs/acme/hooks/${formHookId}/pings`, { token: owner.token })).status, 202);
+      await receiver.waitFor((r) => r.some((d) => d.path === '/form'));
+      const got = receiver.received.find((d) => d.path === '/form');
+      assert.ok(got);
+      assert.equal(got.headers['content-type'], 'application/x-www-form-urlencoded');
+      const json = new URLSearchParams(got.rawBody.toString('utf8')).get('payload') ?? '';
+      assert.equal((JSON.parse(json) as { hook_id: number }).hook_id, formHookId);
+      // Forgejo (services/webhook/shared/payloader.go AddDefaultHeaders) signs the JSON, not the form body.
+      assert.ok(verifySignature(SECRET, Buffer.from(json, 'utf8'), got.headers['x-gitea-signature'] as string), 'X-Gitea-Signature is the HMAC-SHA256 of the JSON payload');
+      assert.equal(got.headers['x-forgejo-signature'], got.headers['x-gitea-signature']);
+      assert.equal(got.headers['x-hub-signature-256'], `sha256=${got.headers['x-gitea-signature'] as string}`);
+      assert.equal(got.headers['x-hub-signature'], `sha1=${createHmac('sha1', SECRET).update(json).digest('hex')}`);
+      assert.ok(!verifySignature(SECRET, got.rawBody, got.headers['x-gitea-signature'] as string), 'not over the form body');
+      assert.equal((await s.api('DELETE', `/orgs/acme/hooks/${formHookId}`, { token: owner.token })).status, 204);
+    });
+
     test('redeliver queues a new delivery of the same payload; ping queues a ping; others get 404', async () => {
       const list = (await s.api('GET', `/orgs/acme/hooks/${hookId}/deliveries`, { token: owner.token })).json as Array<{ id: number; guid: string }>;
       const first = list[0];
@@ -247,11 +273,12 @@ for (const dialect of testDialects()) {
       assert.deepEqual(detail.attempt_history.map((a) => a.attempt), [1, 2, 3, 4]);
     });
 
-    test('under the default `external` list a hook to 127.0.0.1 is refused and recorded as a failed attempt', async () => {
+    test('under the default `external` list a hook to 127.0.0.1 is refused, recorded as a permanent failure after one attempt (no retries), naming the host only', async () => {
       const db = scratch.handle.db;
       const hookId = await addHook(`${receiver.url}/refused`);
       const taskId = await insertHookTask(db, { hookId, uuid: '99999999-2222-4333-8444-555555555555', eventType: 'push', payload: '{}', nowMs: Date.now() });
-      const worker = new WebhookDeliveryWorker(db, systemClock, secrets, { pollIntervalMs: 20, retry: { maxAttempts: 1 } });
+      // The default 8 attempts, with retries due at once: a refusal must still settle after the first.
+      const worker = new WebhookDeliveryWorker(db, systemClock, secrets, { pollIntervalMs: 20, retry: { baseDelayMs: 0, factor: 1, jitter: 0 } });
       worker.start();
       const service = new HookDeliveryService(db, systemClock, 'http://x/');
       try {
@@ -265,9 +292,12 @@ for (const dialect of testDialects()) {
       }
       assert.equal(receiver.received.filter((d) => d.path === '/refused').length, 0);
       const detail = await service.get(7, hookId, taskId);
+      assert.equal(detail.attempts, 1);
       assert.equal(detail.attempt_history.length, 1);
       assert.equal(detail.attempt_history[0]?.response.status_code, 0);
-      assert.match(detail.attempt_history[0]?.error ?? '', /can only call allowed HTTP servers.*GANTRY_WEBHOOK_ALLOWED_HOSTS.*deny '127\.0\.0\.1/);
+      const port = new URL(receiver.url).port;
+      assert.match(detail.attempt_history[0]?.error ?? '', /can only call allowed HTTP servers.*GANTRY_WEBHOOK_ALLOWED_HOSTS.*deny '127\.0\.0\.1'$/);
+      assert.ok(!(detail.attempt_history[0]?.error ?? '').includes(`:${port}`), 'no address:port');
       assert.match(detail.status, /allowed HTTP servers/);
     });
 

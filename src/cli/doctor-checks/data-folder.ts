@@ -8,6 +8,7 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { CURRENT_FILE_NAME, KEY_DIR_NAME, KEY_FILE_NAME } from '../../modules/crypto/key-file.ts';
+import { GROUP_OTHER_BITS } from '../../modules/private-files.ts';
 import type { DoctorContext } from './context.ts';
 import { fail, messageOf, ok, warn } from './result.ts';
 import type { Check, Finding } from './result.ts';
@@ -144,6 +145,40 @@ export const keyFilePermissionsCheck: Check<DoctorContext> = {
     }
     if (checked === 0) return ok(ctx.config.secretKey !== null ? 'no key files (GANTRY_SECRET_KEY is set)' : 'no key file yet (generated with mode 0600 at first start)');
     return ok(`${checked} key file(s), none readable by other users (0600)`);
+  },
+};
+
+/**
+ * What Gantry creates owner-only (modules/private-files.ts) but an older
+ * version, a restore or an operator may have left open: the data folder, the
+ * SQLite files and the top folders. Only these few paths are looked at, not
+ * the whole tree (a large installation has millions of git objects): a
+ * 0700 data folder already keeps other users out of everything inside it.
+ */
+const PRIVATE_PATHS = ['', 'gantry.db', 'gantry.db-wal', 'gantry.db-shm', 'git', path.join('git', 'repositories'), 'actions_log', KEY_DIR_NAME];
+
+export const dataPermissionsCheck: Check<DoctorContext> = {
+  name: 'data permissions',
+  onTimeout: { status: 'fail', fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount' },
+  async run(ctx): Promise<Finding> {
+    const dir = ctx.config.dataDir;
+    const open: string[] = [];
+    let checked = 0;
+    for (const name of PRIVATE_PATHS) {
+      const file = path.join(dir, name);
+      const stat = await statOrNull(file);
+      if (stat === null) continue;
+      checked += 1;
+      if ((stat.mode & GROUP_OTHER_BITS) !== 0) open.push(`${file} (${(stat.mode & 0o777).toString(8).padStart(4, '0')})`);
+    }
+    if (open.length > 0) {
+      return warn(
+        `open to other users: ${open.join(', ')}`,
+        `chmod -R go-rwx ${dir}; the database, private repositories and Actions logs are for the user running Gantry only (Gantry creates folders 0700 and files 0600)`,
+      );
+    }
+    if (checked === 0) return ok(`${dir} does not exist yet (created 0700 at first start)`);
+    return ok(`${dir} and its database and top folders are owner-only`);
   },
 };
 

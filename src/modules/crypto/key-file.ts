@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.ts';
 import { SecretCipher } from './secret-cipher.ts';
 
 export const KEY_FILE_NAME = 'secret.key';
@@ -32,7 +33,7 @@ function generateMaterial(): string {
 /** Writes a whole file under a temporary name, flushes it and renames it into place. */
 function writeFileAtomic(file: string, content: string): void {
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const fd = fs.openSync(tmp, 'wx', 0o600);
+  const fd = fs.openSync(tmp, 'wx', PRIVATE_FILE_MODE);
   try {
     fs.writeSync(fd, content);
     fs.fsyncSync(fd);
@@ -75,10 +76,10 @@ export class FileKeyStore {
   /** Generates the first key into <data>/secret.key when the folder holds no key at all. */
   ensureKey(): void {
     if (fs.existsSync(this.legacyPath) || this.keyFileNames().length > 0) return;
-    fs.mkdirSync(this.dataDir, { recursive: true });
+    fs.mkdirSync(this.dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
     try {
       // `wx` fails if another process (a second server, the CLI) created it first: then theirs is used.
-      fs.writeFileSync(this.legacyPath, `${generateMaterial()}\n`, { mode: 0o600, flag: 'wx' });
+      fs.writeFileSync(this.legacyPath, `${generateMaterial()}\n`, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
@@ -125,7 +126,7 @@ export class FileKeyStore {
 
   /** Generates a new key file (not yet current). */
   addKey(): StoredKey {
-    fs.mkdirSync(this.dirPath, { recursive: true, mode: 0o700 });
+    fs.mkdirSync(this.dirPath, { recursive: true, mode: PRIVATE_DIR_MODE });
     const existing = new Set(this.readKeys({ skipUnusable: true }).map((k) => k.id));
     for (;;) {
       const material = generateMaterial();
@@ -141,7 +142,7 @@ export class FileKeyStore {
   /** Makes `id` the key new values are encrypted with (atomically, for running servers). */
   setCurrent(id: string): void {
     if (!this.readKeys().some((k) => k.id === id)) throw new Error(`no key file holds key ${id}`);
-    fs.mkdirSync(this.dirPath, { recursive: true, mode: 0o700 });
+    fs.mkdirSync(this.dirPath, { recursive: true, mode: PRIVATE_DIR_MODE });
     writeFileAtomic(this.currentPath, `${id}\n`);
   }
 

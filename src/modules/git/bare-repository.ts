@@ -3,6 +3,7 @@
 // no work tree or index is ever involved.
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { PRIVATE_DIR_MODE } from '../private-files.ts';
 import { isValidBranchName } from './ref-name.ts';
 import { GitCommandError, runGit } from './run-git.ts';
 
@@ -86,7 +87,7 @@ export async function initBareRepository(path: string, opts: InitBareRepositoryO
   if (existed && !(await isMissingOrEmptyDir(dir))) {
     throw new Error(`cannot create repository: ${dir} already exists and is not an empty directory`);
   }
-  await mkdir(dirname(dir), { recursive: true });
+  await mkdir(dirname(dir), { recursive: true, mode: PRIVATE_DIR_MODE });
 
   const args = ['init', '--bare', '--quiet'];
   // Only pass the flag when needed: sha1 is git's default and the flag is
@@ -186,7 +187,7 @@ export async function moveRepository(from: string, to: string): Promise<void> {
   if (await pathExists(dest)) {
     throw new Error(`cannot move repository: ${dest} already exists`);
   }
-  await mkdir(dirname(dest), { recursive: true });
+  await mkdir(dirname(dest), { recursive: true, mode: PRIVATE_DIR_MODE });
   await rename(src, dest);
 }
 

@@ -9,6 +9,7 @@
 // directory (all end in `.git`) has that name.
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.ts';
 
 function markerPath(gitPath: string): string {
   return `${resolve(gitPath)}.provisional`;
@@ -17,8 +18,8 @@ function markerPath(gitPath: string): string {
 /** Marks `gitPath` as not yet owned by a committed row (call before creating it). */
 export async function markProvisional(gitPath: string): Promise<void> {
   const marker = markerPath(gitPath);
-  await mkdir(dirname(marker), { recursive: true });
-  await writeFile(marker, 'A Gantry repository creation that has not committed yet; removable when no repository row has this name.\n');
+  await mkdir(dirname(marker), { recursive: true, mode: PRIVATE_DIR_MODE });
+  await writeFile(marker, 'A Gantry repository creation that has not committed yet; removable when no repository row has this name.\n', { mode: PRIVATE_FILE_MODE });
 }
 
 /** True when `gitPath` was left by a creation that never committed (its marker is there). */

@@ -5,6 +5,7 @@
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_EXECUTABLE_MODE } from '../private-files.ts';
 
 /** One line of post-receive input: `<old-oid> SP <new-oid> SP <ref>`. */
 export interface RefUpdate {
@@ -41,12 +42,13 @@ exec cat >/dev/null
  */
 export async function ensureHooks(dir: string): Promise<string> {
   const hooksDir = resolve(dir);
-  await mkdir(hooksDir, { recursive: true, mode: 0o755 });
+  await mkdir(hooksDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const target = join(hooksDir, 'post-receive');
   const temp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeFile(temp, POST_RECEIVE, { mode: 0o755 });
+  await writeFile(temp, POST_RECEIVE, { mode: PRIVATE_EXECUTABLE_MODE });
   // writeFile's mode is filtered by the umask and ignored for an existing file.
-  await chmod(temp, 0o755);
+  // Owner-only: git runs the hook as the user running Gantry.
+  await chmod(temp, PRIVATE_EXECUTABLE_MODE);
   await rename(temp, target);
   return hooksDir;
 }

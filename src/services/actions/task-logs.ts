@@ -33,6 +33,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../modules/private-files.ts';
 
 /** Forgejo's MaxLineSize: a line's content is cut at 64 KiB. */
 export const MAX_LOG_LINE_BYTES = 64 * 1024;
@@ -182,10 +183,11 @@ export class TaskLogStore {
       handle = await fs.open(file, 'r+');
     } catch (error) {
       if (!isMissing(error)) throw error;
-      await fs.mkdir(path.dirname(file), { recursive: true });
+      await fs.mkdir(path.dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
       // Create without truncating and without O_APPEND (which would ignore the
       // offset): a concurrent writer may have created it a moment ago.
-      handle = await fs.open(file, fsConstants.O_RDWR | fsConstants.O_CREAT, 0o644);
+      // Owner-only: a log may echo what a step printed, secrets included.
+      handle = await fs.open(file, fsConstants.O_RDWR | fsConstants.O_CREAT, PRIVATE_FILE_MODE);
       created = true;
     }
     try {
@@ -256,7 +258,7 @@ export class TaskLogStore {
     const target = this.resolve(archivedName);
     const temporary = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {
-      await pipeline(createReadStream(plain, { start: 0, end: size - 1 }), createGzip(), createWriteStream(temporary));
+      await pipeline(createReadStream(plain, { start: 0, end: size - 1 }), createGzip(), createWriteStream(temporary, { mode: PRIVATE_FILE_MODE }));
       await fsyncPath(temporary);
       await fs.rename(temporary, target);
     } catch (error) {

@@ -317,6 +317,8 @@ export class WebhookDeliveryWorker {
           error: ok ? '' : result.error || `the receiver answered ${result.status}${result.status >= 300 && result.status < 400 ? ' (redirects are not followed)' : ''}`,
         };
         if (result.status === 429 || result.status === 503) retryAfterMs = parseRetryAfter(result.retryAfter, this.clock.nowMs());
+        // A target the allow list refuses stays refused until someone edits the hook or the setting: no retries.
+        if (result.refused) permanent = true;
       }
     }
     const nowMs = this.clock.nowMs();

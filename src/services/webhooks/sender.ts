@@ -6,10 +6,12 @@
 //
 // Signatures (X-Forgejo/Gitea/Gogs-Signature: hex HMAC-SHA256,
 // X-Hub-Signature-256: sha256=…, X-Hub-Signature: sha1=…) are computed over
-// the exact bytes of the body sent. For `json` that is what Forgejo signs too;
-// for `form` Forgejo signs the JSON inside `payload=` instead — we sign the
-// body as GitHub does, so a receiver can verify before parsing. Without a
-// secret the headers go out with empty digests, as Forgejo sends them.
+// the JSON payload, as Forgejo computes them (services/webhook/shared/
+// payloader.go AddDefaultHeaders gets the payload, not the request body): for
+// `json` that is the exact body sent; for `form` it is the JSON inside
+// `payload=`, not the form body, so receivers written for Forgejo (decode the
+// form, verify the JSON) work unchanged. Without a secret the headers go out
+// with empty digests, as Forgejo sends them.
 //
 // Redirects are not followed (a 3xx is a failed attempt), the whole attempt is
 // bounded by `timeoutMs` (Forgejo's DELIVER_TIMEOUT, 5 s), and at most
@@ -17,6 +19,7 @@
 import { createHmac } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
+import { isRefusedTarget } from './ssrf.ts';
 
 export const DEFAULT_DELIVER_TIMEOUT_MS = 5000;
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
@@ -57,7 +60,7 @@ export interface BuiltRequest {
 export interface ForgejoHeaderInput {
   uuid: string;
   eventType: string;
-  /** The exact body sent: what the signatures are computed over. */
+  /** What the signatures are computed over: the body sent, or for a form hook the JSON inside `payload=`. */
   body: string;
   secret: string;
   hookId: number;
@@ -100,7 +103,7 @@ export function buildRequest(d: OutgoingDelivery): BuiltRequest {
   const body = form ? `payload=${encodeURIComponent(d.payload)}` : d.payload;
   const headers: Record<string, string> = {
     'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
-    ...forgejoHeaders({ uuid: d.uuid, eventType: d.eventType, body, secret: d.secret, hookId: d.hookId, ownerId: d.ownerId }),
+    ...forgejoHeaders({ uuid: d.uuid, eventType: d.eventType, body: d.payload, secret: d.secret, hookId: d.hookId, ownerId: d.ownerId }),
     'x-gantry-delivery-attempt': String(d.attempt),
   };
   if (d.authorizationHeader) headers.authorization = d.authorizationHeader;
@@ -122,6 +125,8 @@ export interface SendResult {
   error: string;
   durationMs: number;
   retryAfter: string | undefined;
+  /** The allow list refused the target (GANTRY_WEBHOOK_ALLOWED_HOSTS): nothing was sent, and a retry cannot help. */
+  refused: boolean;
 }
 
 export interface SendOptions {
@@ -167,8 +172,10 @@ export async function sendRequest(req: BuiltRequest, options: SendOptions): Prom
     }
     const headers = flattenHeaders(response.headers);
     const retryAfter = headers['retry-after'];
-    return { status: response.statusCode, headers, body: Buffer.concat(chunks).toString('utf8'), error: '', durationMs: Math.round(performance.now() - started), retryAfter };
+    return { status: response.statusCode, headers, body: Buffer.concat(chunks).toString('utf8'), error: '', durationMs: Math.round(performance.now() - started), retryAfter, refused: false };
   } catch (error) {
-    return { status: 0, headers: {}, body: '', error: signal.aborted ? `timed out after ${timeoutMs} ms` : describe(error), durationMs: Math.round(performance.now() - started), retryAfter: undefined };
+    const refused = isRefusedTarget(error);
+    const message = signal.aborted && !refused ? `timed out after ${timeoutMs} ms` : describe(error);
+    return { status: 0, headers: {}, body: '', error: message, durationMs: Math.round(performance.now() - started), retryAfter: undefined, refused };
   }
 }

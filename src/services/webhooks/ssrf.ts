@@ -105,11 +105,29 @@ export function isHostNameAllowed(list: AllowList, hostname: string): boolean {
   return list.all || list.hostGlobs.some((glob) => glob.test(hostname));
 }
 
+export const REFUSED_TARGET_CODE = 'GANTRY_WEBHOOK_REFUSED';
+
+/**
+ * A target the allow list refuses. The message names the host of the hook's
+ * URL only: Forgejo adds the resolved address (`deny 'host(10.0.0.5)'`), but
+ * the delivery history is shown to organization owners, and the addresses an
+ * internal name resolves to are the very map of the inside an SSRF probe is
+ * after. Retrying cannot help until the hook or the setting changes, so the
+ * worker records it as a permanent failure.
+ */
 export class RefusedTargetError extends Error {
-  readonly code = 'GANTRY_WEBHOOK_REFUSED';
-  constructor(host: string, address: string) {
-    super(`webhook can only call allowed HTTP servers (check GANTRY_WEBHOOK_ALLOWED_HOSTS, Forgejo's webhook.ALLOWED_HOST_LIST), deny '${host}(${address})'`);
+  readonly code = REFUSED_TARGET_CODE;
+  constructor(host: string) {
+    super(`webhook can only call allowed HTTP servers (check GANTRY_WEBHOOK_ALLOWED_HOSTS, Forgejo's webhook.ALLOWED_HOST_LIST), deny '${host}'`);
   }
+}
+
+/** Whether `error` (or an error it wraps) is a refusal by the allow list. */
+export function isRefusedTarget(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if ((e as { code?: unknown }).code === REFUSED_TARGET_CODE) return true;
+  }
+  return false;
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
@@ -125,7 +143,7 @@ export function createGuardedAgent(setting: string, options: { connectTimeoutMs?
       if (error) return callback(error, '');
       const byName = isHostNameAllowed(list, hostname);
       const allowed = byName ? addresses : addresses.filter((a) => isAddressAllowed(list, a.address));
-      if (allowed.length === 0) return callback(new RefusedTargetError(hostname, addresses.map((a) => a.address).join(',')), '');
+      if (allowed.length === 0) return callback(new RefusedTargetError(hostname), '');
       if (opts.all) return callback(null, allowed);
       const first = allowed[0] as dns.LookupAddress;
       callback(null, first.address, first.family);
@@ -136,7 +154,7 @@ export function createGuardedAgent(setting: string, options: { connectTimeoutMs?
     // An IP literal skips DNS (and our lookup): judge it here.
     const host = opts.hostname.replace(/^\[|\]$/g, '');
     if (net.isIP(host) !== 0 && !isHostNameAllowed(list, host) && !isAddressAllowed(list, host)) {
-      callback(new RefusedTargetError(host, `${host}:${opts.port || (opts.protocol === 'https:' ? 443 : 80)}`), null);
+      callback(new RefusedTargetError(host), null);
       return;
     }
     base(opts, callback);

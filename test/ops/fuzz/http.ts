@@ -73,6 +73,9 @@ export function judge(request: FuzzRequest, answer: FuzzAnswer | string): string
   if (answer.status >= 500) return `status ${answer.status}: ${answer.text.slice(0, 300)}`;
   if (request.method === 'HEAD' || answer.status === 204 || answer.status === 304) return null;
   if (isParserRefusal(answer)) return null;
+  // A method the path has no route for, as Forgejo's router answers it: 405 with an empty
+  // body (chi's default), e.g. PUT …/actions/secrets/ (an empty secret name).
+  if (answer.status === 405 && answer.text === '') return null;
   const path = request.path;
   const isJson = answer.contentType.startsWith('application/json');
   let body: unknown;

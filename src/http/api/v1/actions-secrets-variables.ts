@@ -138,6 +138,25 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
       );
     }
 
+    // An empty secret name (`…/actions/secrets/`): Forgejo strips the trailing
+    // slash before routing (routers/common/middleware.go), so the request lands
+    // on `…/actions/secrets`, where its chi router answers 405 (Allow: GET,
+    // empty body, before any guard) when that path lists secrets (repo, org),
+    // and its API 404 when it is no route at all (user). Matched here before
+    // the `:secretname` routes (a static path wins), so an empty name never
+    // reaches the service as a 400 "invalid secret name".
+    for (const method of ['PUT', 'DELETE'] as const) {
+      app.route({
+        method,
+        url: `${prefix}/secrets/`,
+        schema: { hide: true },
+        handler: async (_req, reply) => {
+          if (!ops.listSecrets) return reply.callNotFound();
+          return reply.status(405).header('allow', 'GET').send();
+        },
+      });
+    }
+
     app.put(
       `${prefix}/secrets/:secretname`,
       {

@@ -10,6 +10,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createCurrentUserRepo, dispatchWorkflow, repoGetRunnerRegistrationToken } from '@llamaduck/forgejo-ts';
+import { lockRun } from '../../src/models/action-runs.ts';
+import { closeUnfinishedSteps, finishJobOfTask, finishTask } from '../../src/models/task-reports.ts';
+import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { createActRunner } from '../support/act-runner.ts';
 import { EmulatedRunner } from '../support/forgejo-runner-v12.ts';
 import type { EmulatedRunnerOptions } from '../support/forgejo-runner-v12.ts';
@@ -56,7 +59,23 @@ jobs:
 `;
 }
 
+/** One job that sets one output. */
+function withOutput(label: string): string {
+  return `on: workflow_dispatch
+jobs:
+  only:
+    runs-on: ${label}
+    outputs:
+      artifact: \${{ steps.pack.outputs.artifact }}
+    steps:
+      - id: pack
+        run: echo "artifact=late.tgz" >> "$GITHUB_OUTPUT"
+`;
+}
+
 const WORKFLOWS: Record<string, string> = {
+  'late.yml': withOutput('emu-late'),
+  'nul.yml': withOutput('emu-nul'),
   'forgejo.yml': pipeline('emu-forgejo'),
   'act.yml': pipeline('emu-act'),
   'handle.yml': singleJob('emu-handle'),
@@ -189,6 +208,61 @@ for (const dialect of testDialects()) {
     test('act_runner runs the same workflow: capabilities declared, outputs sent before the result, a closing log call without rows', async () => {
       const runner = createActRunner({ ...QUICK, urls: [s.url], name: 'emu-act', labels: ['emu-act:host'], capacity: 2 });
       await runPipeline('act.yml', runner);
+    });
+
+    /** What Forgejo's StopTask does to a running job (Gantry has no cancel endpoint yet). */
+    const cancelServerSide = async (taskId: number): Promise<void> => {
+      const task = await db().selectFrom('action_task').select(['id', 'job_id']).where('id', '=', taskId).executeTakeFirstOrThrow();
+      const job = await db().selectFrom('action_run_job').select(['id', 'run_id']).where('id', '=', task.job_id).executeTakeFirstOrThrow();
+      const at = Math.floor(Date.now() / 1000);
+      await db()
+        .transaction()
+        .execute(async (tx) => {
+          await lockRun(tx, job.run_id);
+          assert.ok(await finishTask(tx, task.id, ActionStatus.cancelled, at));
+          await closeUnfinishedSteps(tx, task.id, ActionStatus.cancelled, at);
+          assert.ok(await finishJobOfTask(tx, job.id, task.id, ActionStatus.cancelled, at));
+          await s.server.deps.services.taskReports.runProgress.settle(tx, job.run_id, [job.id]);
+        });
+    };
+
+    /** Runs `file` (one job with one output) with one forgejo-runner until its reporter closes. */
+    async function runOne(file: string, label: string, onJobEnd: EmulatedRunnerOptions['onJobEnd']) {
+      const runId = await dispatch(file);
+      const runner = new EmulatedRunner({ ...QUICK, urls: [s.url], name: label, labels: [label], fetchIntervalMs: 200, onJobEnd });
+      await runner.register(registrationToken);
+      const daemon = runner.daemon();
+      try {
+        const [record] = await runner.waitForTasks(1, 30_000);
+        assert.ok(record);
+        return { runId, record };
+      } finally {
+        runner.stop();
+        await daemon;
+      }
+    }
+
+    test('a report after the end (the job was cancelled as its last step ended) still stores the outputs, and the runner is done at once', async () => {
+      const { runId, record } = await runOne('late.yml', 'emu-late', (task) => cancelServerSide(task.id));
+      assert.equal(record.localResult, Result.success);
+      assert.equal(record.remoteResult, Result.cancelled, 'the server keeps its own result');
+      assert.deepEqual(record.unacknowledgedOutputs, []);
+      assert.equal(record.closeAttempts, 1, 'no retries holding a capacity slot');
+      assert.deepEqual(await outputsOf(record.task.id), { artifact: 'late.tgz' });
+      assert.equal((await jobsOf(runId))[0]?.status, ActionStatus.cancelled);
+      assert.equal(await runStatus(runId), 'cancelled');
+    });
+
+    test('outputs carrying NUL are stored with U+FFFD in its place and acknowledged under the key the runner sent', async () => {
+      const { runId, record } = await runOne('nul.yml', 'emu-nul', (_task, outputs) => {
+        outputs.blob = 'a\u0000b';
+        outputs['k\u0000ey'] = 'v';
+      });
+      assert.equal(record.remoteResult, Result.success);
+      assert.deepEqual(record.unacknowledgedOutputs, []);
+      assert.equal(record.closeAttempts, 1);
+      assert.deepEqual(await outputsOf(record.task.id), { artifact: 'late.tgz', blob: 'a\uFFFDb', 'k\uFFFDey': 'v' });
+      assert.equal(await runStatus(runId), 'success');
     });
 
     test('forgejo-runner job --handle (what autoscalers start): FetchSingleTask answers the job in actions-proto v0.7.0 numbering', async () => {

@@ -101,6 +101,12 @@ export interface EmulatedRunnerOptions {
   closeRetryDelayMs?: number;
   /** Fault injection: true drops this answer as if the network lost it after the server sent it. */
   loseAnswer?: (procedure: string, attempt: number) => boolean;
+  /**
+   * Called when the job's steps are done, before the reporter learns the
+   * result: may change the outputs the job set, or change things server-side
+   * (the job cancelled meanwhile) so the closing reports arrive late.
+   */
+  onJobEnd?: (task: WireTask, outputs: Record<string, string>) => Promise<void> | void;
 }
 
 /** What one task looked like from the runner's side, once it ended. */
@@ -309,6 +315,7 @@ export class EmulatedRunner {
     }
     const outputs: Record<string, string> = {};
     for (const [key, expression] of Object.entries(job.outputs ?? {})) outputs[key] = substitute(String(expression), task, stepOutputs);
+    await this.options.onJobEnd?.(task, outputs);
     await reporter.finish(result, result === Result.success ? outputs : {});
     await daemon;
     await reporter.close();

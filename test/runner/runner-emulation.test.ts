@@ -9,6 +9,9 @@
 // on the same database; on SQLite a second server on the same file).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/main.ts';
+import type { RunningServer } from '../../src/main.ts';
 import { createCurrentUserRepo, dispatchWorkflow, repoGetRunnerRegistrationToken } from '@llamaduck/forgejo-ts';
 import { lockRun } from '../../src/models/action-runs.ts';
 import { closeUnfinishedSteps, finishJobOfTask, finishTask } from '../../src/models/task-reports.ts';
@@ -16,6 +19,7 @@ import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { createActRunner } from '../support/act-runner.ts';
 import { EmulatedRunner } from '../support/forgejo-runner-v12.ts';
 import type { EmulatedRunnerOptions } from '../support/forgejo-runner-v12.ts';
+import { freePort } from '../support/free-port.ts';
 import { Result } from '../support/runner-wire.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
@@ -263,6 +267,64 @@ for (const dialect of testDialects()) {
       assert.equal(record.closeAttempts, 1);
       assert.deepEqual(await outputsOf(record.task.id), { artifact: 'late.tgz', blob: 'a\uFFFDb', 'k\uFFFDey': 'v' });
       assert.equal(await runStatus(runId), 'success');
+    });
+
+    /** Another Gantry server on the same database and data folder (what a second process behind a proxy is). */
+    const startSecondServer = async (): Promise<RunningServer> => {
+      const port = await freePort();
+      return startServer(
+        loadConfig({
+          GANTRY_DATA_DIR: s.dataDir,
+          GANTRY_HTTP_ADDR: '127.0.0.1',
+          GANTRY_HTTP_PORT: String(port),
+          GANTRY_ROOT_URL: s.rootUrl,
+          GANTRY_LOG_LEVEL: 'silent',
+          ...(dialect === 'postgres' ? { GANTRY_DATABASE_URL: s.server.deps.config.databaseUrl ?? '' } : {}),
+        }),
+      );
+    };
+
+    test('a FetchTask answer lost on the way: the retry with the same request key reaches another Gantry server and gets the same task', async () => {
+      const runId = await dispatch('key.yml');
+      const second = await startSecondServer();
+      try {
+        // The first FetchTask goes to this server and its answer is lost after the claim;
+        // the retry goes (round robin) to the second server.
+        const runner = new EmulatedRunner({
+          ...QUICK,
+          urls: [s.url, second.url],
+          name: 'emu-key',
+          labels: ['emu-key'],
+          fetchIntervalMs: 200,
+          loseAnswer: (procedure, attempt) => procedure === 'FetchTask' && attempt === 1,
+        });
+        await runner.register(registrationToken);
+        const daemon = runner.daemon();
+        try {
+          const [record] = await runner.waitForTasks(1, 8_000);
+          assert.ok(record);
+          assert.equal(record.remoteResult, Result.success);
+          assert.equal(record.closeAttempts, 1);
+        } finally {
+          runner.stop();
+          await daemon;
+        }
+        const [lost, retry] = runner.calls.filter((c) => c.procedure === 'FetchTask');
+        assert.ok(lost && retry);
+        assert.equal(retry.requestKey, lost.requestKey, 'the retry carries the same key');
+        assert.notEqual(new URL(retry.url).port, new URL(lost.url).port, 'and reached the other server');
+        const [job] = await jobsOf(runId);
+        assert.equal(job?.status, ActionStatus.success);
+        const tasks = await db().selectFrom('action_task').select('id').where('job_id', '=', job?.id ?? 0).execute();
+        assert.deepEqual(
+          tasks.map((t) => t.id),
+          [runner.records[0]?.task.id],
+          'one claim, handed out twice',
+        );
+        assert.equal(await runStatus(runId), 'success');
+      } finally {
+        await second.stop();
+      }
     });
 
     test('forgejo-runner job --handle (what autoscalers start): FetchSingleTask answers the job in actions-proto v0.7.0 numbering', async () => {

@@ -84,7 +84,7 @@ export const FORGEJO_RUNNER_V12: Flavour = {
 };
 
 export interface EmulatedRunnerOptions {
-  /** Instance URLs; calls go round robin over them, like a proxy in front of several Gantry processes. */
+  /** Instance URLs; each procedure's calls go round robin over them, like a proxy in front of several Gantry processes. */
   urls: string[];
   name: string;
   /** Label specs as in the runner's config (`name[:schema[:arg]]`); only the names reach the server. */
@@ -139,7 +139,8 @@ export class EmulatedRunner {
   /** Every procedure called, in order, with the Connect-Timeout-Ms it carried. */
   readonly calls: Array<{ procedure: string; timeoutMs?: number; requestKey?: string; url: string }> = [];
   private readonly agent: http.Agent;
-  private next = 0;
+  /** Calls made per procedure: the n-th call of a procedure goes to urls[n % urls.length]. */
+  private readonly sent = new Map<string, number>();
   private stopped = false;
   private tasksVersion = 0;
   private nextFetchAt = 0;
@@ -158,7 +159,9 @@ export class EmulatedRunner {
 
   /** One RPC to the next instance URL (round robin). */
   private async call(service: string, method: string, body: Uint8Array, extra: { timeoutMs?: number; requestKey?: string } = {}): Promise<{ body: Uint8Array; encoding: string }> {
-    const url = `${this.options.urls[this.next++ % this.options.urls.length]}/api/actions/${service}/${method}`;
+    const n = this.sent.get(method) ?? 0;
+    this.sent.set(method, n + 1);
+    const url = `${this.options.urls[n % this.options.urls.length]}/api/actions/${service}/${method}`;
     const headers: Record<string, string> = { 'user-agent': this.flavour.userAgent };
     if (this.runner !== null) {
       headers['x-runner-uuid'] = this.runner.uuid;

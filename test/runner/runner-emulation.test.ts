@@ -3,15 +3,14 @@
 // connect-go transport, call sequence and reporter, with messages encoded from
 // the protocol's published field numbers rather than Gantry's generated code.
 // Each runs a two-job workflow whose second job reads the first one's outputs,
-// end to end; forgejo-runner also as an autoscaler starts it (`job --handle`,
-// FetchSingleTask) and with a FetchTask answer lost on the way, retried with
-// its request key at another Gantry process (on PostgreSQL a second process
-// on the same database; on SQLite a second server on the same file).
+// end to end, through two Gantry processes on one database (a test server and
+// a `gantry web` child on the same SQLite file or PostgreSQL database and data
+// folder; each procedure's calls alternate between them, as behind a round
+// robin proxy); forgejo-runner also as an autoscaler starts it (`job
+// --handle`, FetchSingleTask), and with a FetchTask answer lost on the way,
+// retried with its request key at the other process.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig } from '../../src/config.ts';
-import { startServer } from '../../src/main.ts';
-import type { RunningServer } from '../../src/main.ts';
 import { createCurrentUserRepo, dispatchWorkflow, repoGetRunnerRegistrationToken } from '@llamaduck/forgejo-ts';
 import { lockRun } from '../../src/models/action-runs.ts';
 import { closeUnfinishedSteps, finishJobOfTask, finishTask } from '../../src/models/task-reports.ts';
@@ -20,6 +19,7 @@ import { createActRunner } from '../support/act-runner.ts';
 import { EmulatedRunner } from '../support/forgejo-runner-v12.ts';
 import type { EmulatedRunnerOptions } from '../support/forgejo-runner-v12.ts';
 import { freePort } from '../support/free-port.ts';
+import { GantryChild } from '../support/gantry-child.ts';
 import { Result } from '../support/runner-wire.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
@@ -108,6 +108,8 @@ for (const dialect of testDialects()) {
     let alice: TestUser;
     let work: WorkDir;
     let registrationToken: string;
+    /** The second Gantry process. */
+    let second: GantryChild;
 
     const db = () => s.server.deps.database.db;
 
@@ -146,9 +148,21 @@ for (const dialect of testDialects()) {
       const res = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'app' } });
       assert.equal(res.status, 200);
       registrationToken = (res.data as { token: string }).token;
+      const port = await freePort();
+      second = new GantryChild(`http://127.0.0.1:${port}`, {
+        ...process.env,
+        GANTRY_DATA_DIR: s.dataDir,
+        GANTRY_HTTP_ADDR: '127.0.0.1',
+        GANTRY_HTTP_PORT: String(port),
+        GANTRY_ROOT_URL: s.rootUrl,
+        GANTRY_LOG_LEVEL: 'warn',
+        ...(dialect === 'postgres' ? { GANTRY_DATABASE_URL: s.server.deps.config.databaseUrl ?? '' } : {}),
+      });
+      await second.start();
     });
 
     after(async () => {
+      await second?.stop();
       await work.remove();
       await s.stop();
     });
@@ -197,6 +211,11 @@ for (const dialect of testDialects()) {
       const fetches = runner.calls.filter((c) => c.procedure === 'FetchTask');
       assert.ok(fetches.length >= 2);
       assert.ok(fetches.every((c) => c.timeoutMs === 5000));
+      assert.ok(
+        fetches.some((c) => c.encoding === 'gzip'),
+        'a task (over 1 KiB) comes gzip-compressed',
+      );
+      assert.equal(new Set(runner.calls.map((c) => new URL(c.url).port)).size, 2, 'both processes served the runner');
       assert.deepEqual(
         runner.calls.slice(0, 3).map((c) => c.procedure),
         ['Ping', 'Register', 'Declare'],
@@ -204,13 +223,13 @@ for (const dialect of testDialects()) {
     }
 
     test('forgejo-runner v12 (daemon, capacity 2) runs a two-job workflow whose second job uses the outputs of the first', async () => {
-      const runner = new EmulatedRunner({ ...QUICK, urls: [s.url], name: 'emu-forgejo', labels: ['emu-forgejo:docker://node:20-bookworm'], capacity: 2 });
+      const runner = new EmulatedRunner({ ...QUICK, urls: [s.url, second.url], name: 'emu-forgejo', labels: ['emu-forgejo:docker://node:20-bookworm'], capacity: 2 });
       await runPipeline('forgejo.yml', runner);
       assert.ok(runner.calls.filter((c) => c.procedure === 'FetchTask').every((c) => c.requestKey !== undefined), 'forgejo-runner 2026 sends a request key');
     });
 
     test('act_runner runs the same workflow: capabilities declared, outputs sent before the result, a closing log call without rows', async () => {
-      const runner = createActRunner({ ...QUICK, urls: [s.url], name: 'emu-act', labels: ['emu-act:host'], capacity: 2 });
+      const runner = createActRunner({ ...QUICK, urls: [s.url, second.url], name: 'emu-act', labels: ['emu-act:host'], capacity: 2 });
       await runPipeline('act.yml', runner);
     });
 
@@ -269,62 +288,42 @@ for (const dialect of testDialects()) {
       assert.equal(await runStatus(runId), 'success');
     });
 
-    /** Another Gantry server on the same database and data folder (what a second process behind a proxy is). */
-    const startSecondServer = async (): Promise<RunningServer> => {
-      const port = await freePort();
-      return startServer(
-        loadConfig({
-          GANTRY_DATA_DIR: s.dataDir,
-          GANTRY_HTTP_ADDR: '127.0.0.1',
-          GANTRY_HTTP_PORT: String(port),
-          GANTRY_ROOT_URL: s.rootUrl,
-          GANTRY_LOG_LEVEL: 'silent',
-          ...(dialect === 'postgres' ? { GANTRY_DATABASE_URL: s.server.deps.config.databaseUrl ?? '' } : {}),
-        }),
-      );
-    };
-
-    test('a FetchTask answer lost on the way: the retry with the same request key reaches another Gantry server and gets the same task', async () => {
+    test('a FetchTask answer lost on the way: the retry with the same request key reaches the other Gantry process and gets the same task', async () => {
       const runId = await dispatch('key.yml');
-      const second = await startSecondServer();
+      // The first FetchTask goes to the test server, which claims the job, and its
+      // answer is lost; the retry goes (round robin) to the child process.
+      const runner = new EmulatedRunner({
+        ...QUICK,
+        urls: [s.url, second.url],
+        name: 'emu-key',
+        labels: ['emu-key'],
+        fetchIntervalMs: 200,
+        loseAnswer: (procedure, attempt) => procedure === 'FetchTask' && attempt === 1,
+      });
+      await runner.register(registrationToken);
+      const daemon = runner.daemon();
       try {
-        // The first FetchTask goes to this server and its answer is lost after the claim;
-        // the retry goes (round robin) to the second server.
-        const runner = new EmulatedRunner({
-          ...QUICK,
-          urls: [s.url, second.url],
-          name: 'emu-key',
-          labels: ['emu-key'],
-          fetchIntervalMs: 200,
-          loseAnswer: (procedure, attempt) => procedure === 'FetchTask' && attempt === 1,
-        });
-        await runner.register(registrationToken);
-        const daemon = runner.daemon();
-        try {
-          const [record] = await runner.waitForTasks(1, 8_000);
-          assert.ok(record);
-          assert.equal(record.remoteResult, Result.success);
-          assert.equal(record.closeAttempts, 1);
-        } finally {
-          runner.stop();
-          await daemon;
-        }
-        const [lost, retry] = runner.calls.filter((c) => c.procedure === 'FetchTask');
-        assert.ok(lost && retry);
-        assert.equal(retry.requestKey, lost.requestKey, 'the retry carries the same key');
-        assert.notEqual(new URL(retry.url).port, new URL(lost.url).port, 'and reached the other server');
-        const [job] = await jobsOf(runId);
-        assert.equal(job?.status, ActionStatus.success);
-        const tasks = await db().selectFrom('action_task').select('id').where('job_id', '=', job?.id ?? 0).execute();
-        assert.deepEqual(
-          tasks.map((t) => t.id),
-          [runner.records[0]?.task.id],
-          'one claim, handed out twice',
-        );
-        assert.equal(await runStatus(runId), 'success');
+        const [record] = await runner.waitForTasks(1, 8_000);
+        assert.ok(record);
+        assert.equal(record.remoteResult, Result.success);
+        assert.equal(record.closeAttempts, 1);
       } finally {
-        await second.stop();
+        runner.stop();
+        await daemon;
       }
+      const [lost, retry] = runner.calls.filter((c) => c.procedure === 'FetchTask');
+      assert.ok(lost && retry);
+      assert.equal(retry.requestKey, lost.requestKey, 'the retry carries the same key');
+      assert.notEqual(new URL(retry.url).port, new URL(lost.url).port, 'and reached the other process');
+      const [job] = await jobsOf(runId);
+      assert.equal(job?.status, ActionStatus.success);
+      const tasks = await db().selectFrom('action_task').select('id').where('job_id', '=', job?.id ?? 0).execute();
+      assert.deepEqual(
+        tasks.map((t) => t.id),
+        [runner.records[0]?.task.id],
+        'one claim, handed out twice',
+      );
+      assert.equal(await runStatus(runId), 'success');
     });
 
     test('forgejo-runner job --handle (what autoscalers start): FetchSingleTask answers the job in actions-proto v0.7.0 numbering', async () => {

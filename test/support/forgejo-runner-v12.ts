@@ -137,7 +137,7 @@ export class EmulatedRunner {
   readonly records: TaskRecord[] = [];
   runner: WireRunner | null = null;
   /** Every procedure called, in order, with the Connect-Timeout-Ms it carried. */
-  readonly calls: Array<{ procedure: string; timeoutMs?: number; requestKey?: string; url: string }> = [];
+  readonly calls: Array<{ procedure: string; timeoutMs?: number; requestKey?: string; url: string; encoding?: string }> = [];
   private readonly agent: http.Agent;
   /** Calls made per procedure: the n-th call of a procedure goes to urls[n % urls.length]. */
   private readonly sent = new Map<string, number>();
@@ -168,8 +168,10 @@ export class EmulatedRunner {
       headers['x-runner-token'] = this.runner.token;
     }
     if (extra.requestKey !== undefined) headers['x-runner-request-key'] = extra.requestKey;
-    this.calls.push({ procedure: method, timeoutMs: extra.timeoutMs, requestKey: extra.requestKey, url });
+    const call: (typeof this.calls)[number] = { procedure: method, timeoutMs: extra.timeoutMs, requestKey: extra.requestKey, url };
+    this.calls.push(call);
     const answer = await callUnary(this.agent, { url, body, headers, timeoutMs: extra.timeoutMs });
+    call.encoding = answer.encoding || 'identity';
     const attempt = (this.answerAttempts.get(method) ?? 0) + 1;
     this.answerAttempts.set(method, attempt);
     if (this.options.loseAnswer?.(method, attempt) === true) throw new WireError('unavailable', 'connection reset (answer lost)', 0);

@@ -8,8 +8,8 @@
 //   with a key (Gitea ignores it);
 // - the job's outputs reach the reporter (SetOutputs) before its result, so an
 //   UpdateTask carries them with RESULT_UNSPECIFIED;
-// - Close adds no closing line of its own: its UpdateLog(no_more) usually
-//   carries no row at all;
+// - Close ends the log with an empty row (its closing words are empty for a
+//   job that ended normally), sent with no_more;
 // - only RESULT_CANCELLED from the server stops a job.
 import { EmulatedRunner } from './forgejo-runner-v12.ts';
 import type { EmulatedRunnerOptions, Flavour } from './forgejo-runner-v12.ts';
@@ -21,7 +21,7 @@ export const ACT_RUNNER: Flavour = {
   capabilities: ['cancelling'],
   sendsRequestKey: false,
   outputsBeforeResult: true,
-  finalLogRowsOnly: true,
+  closingRow: () => '',
   stopsOn: [Result.cancelled],
 };
 

@@ -67,8 +67,12 @@ export interface Flavour {
    * forgejo-runner sets them with the success result.
    */
   outputsBeforeResult: boolean;
-  /** act_runner's Close sends its final UpdateLog(no_more) with whatever is left, usually no row at all. */
-  finalLogRowsOnly: boolean;
+  /**
+   * The last log row, sent with no_more: forgejo-runner's closing line, or
+   * act_runner's empty row (its closing words are empty for a job that ended
+   * normally).
+   */
+  closingRow: (result: number) => string;
   /** The remote results that make the reporter stop the job. */
   stopsOn: number[];
 }
@@ -79,7 +83,7 @@ export const FORGEJO_RUNNER_V12: Flavour = {
   capabilities: [],
   sendsRequestKey: true,
   outputsBeforeResult: false,
-  finalLogRowsOnly: false,
+  closingRow: (result) => (result === Result.success ? 'Job succeeded' : 'Job failed'),
   stopsOn: [Result.cancelled, Result.failure],
 };
 
@@ -365,6 +369,7 @@ class Reporter {
   private logRows: LogRow[] = [];
   private readonly outputs = new Map<string, string | typeof ACKED>();
   private closing = false;
+  private closingRow = '';
   private busy: Promise<unknown> = Promise.resolve();
   stopRequested = false;
 
@@ -425,7 +430,7 @@ class Reporter {
     this.state.stoppedAt = timestampOf(new Date());
     this.record.localResult = result;
     if (!this.runner.flavour.outputsBeforeResult) setOutputs();
-    if (!this.runner.flavour.finalLogRowsOnly) this.log(result === Result.success ? 'Job succeeded' : 'Job failed');
+    this.closingRow = this.runner.flavour.closingRow(result);
   }
 
   /** RunDaemon: every report interval, UpdateLog then UpdateTask; errors only logged. */
@@ -441,9 +446,10 @@ class Reporter {
     }
   }
 
-  /** Close: UpdateLog(no_more) then UpdateTask, retried until both are done. */
+  /** Close: the closing row, then UpdateLog(no_more) and UpdateTask, retried until both are done. */
   async close(): Promise<void> {
     this.closing = true;
+    this.log(this.closingRow);
     const attempts = this.runner.options.closeAttempts ?? 10;
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
       this.record.closeAttempts = attempt;

@@ -305,7 +305,7 @@ for (const dialect of testDialects()) {
       await runner.register(registrationToken);
       const daemon = runner.daemon();
       try {
-        const [record] = await runner.waitForTasks(1, 8_000);
+        const [record] = await runner.waitForTasks(1, 20_000);
         assert.ok(record);
         assert.equal(record.remoteResult, Result.success);
         assert.equal(record.closeAttempts, 1);
@@ -334,7 +334,7 @@ for (const dialect of testDialects()) {
       assert.ok(job && job.handle !== '');
       const runner = new EmulatedRunner({ ...QUICK, urls: [s.url], name: 'emu-handle', labels: ['emu-handle'], ephemeral: true, fetchIntervalMs: 200 });
       await runner.register(registrationToken);
-      const record = await runner.runSingle(job.handle, 3000);
+      const record = await runner.runSingle(job.handle, 10_000);
       assert.equal(record.task.workflowPayload.includes('only:'), true);
       assert.equal(record.remoteResult, Result.success);
       assert.equal(record.closeAttempts, 1);

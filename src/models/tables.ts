@@ -209,6 +209,10 @@ export interface ActionTaskTable {
   log_length: Generated<number>;
   log_size: Generated<number>;
   log_expired: Generated<number>;
+  /** forgejo-runner's x-runner-request-key of the FetchTask that claimed the task ('' for none). */
+  runner_request_key: Generated<string>;
+  /** Unix seconds after which a retry under that key no longer finds the task. */
+  runner_request_key_expires: Generated<number>;
   created: number;
   updated: number;
 }

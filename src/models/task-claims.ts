@@ -96,6 +96,12 @@ export interface NewTaskToken {
   lastEight: string;
 }
 
+/** The x-runner-request-key a claim was made under, and until when a retry may find it (Unix seconds). */
+export interface ClaimRequestKey {
+  key: string;
+  expires: number;
+}
+
 export interface ClaimedJob {
   taskId: number;
   /** The job as it is after the claim: running, attempt counted, task_id set. */
@@ -109,7 +115,14 @@ export interface ClaimedJob {
  * the task row is removed again and null is returned. Call inside the claim's
  * transaction.
  */
-export async function claimJob(tx: Queryable, job: ActionRunJob, runnerId: number, token: NewTaskToken, now: number): Promise<ClaimedJob | null> {
+export async function claimJob(
+  tx: Queryable,
+  job: ActionRunJob,
+  runnerId: number,
+  token: NewTaskToken,
+  now: number,
+  requestKey: ClaimRequestKey | null = null,
+): Promise<ClaimedJob | null> {
   const task = await tx
     .insertInto('action_task')
     .values({
@@ -124,6 +137,7 @@ export async function claimJob(tx: Queryable, job: ActionRunJob, runnerId: numbe
       is_fork_pull_request: 0,
       token_hash: token.hash,
       token_last_eight: token.lastEight,
+      ...(requestKey === null ? {} : { runner_request_key: requestKey.key, runner_request_key_expires: requestKey.expires }),
       created: now,
       updated: now,
     })
@@ -187,18 +201,25 @@ export async function releaseClaim(tx: Queryable, taskId: number, jobId: number,
 export interface ClaimedTaskRow {
   id: number;
   jobId: number;
-  runnerId: number;
-  status: number;
 }
 
-export async function findTaskForRunner(db: Queryable, taskId: number, runnerId: number): Promise<ClaimedTaskRow | null> {
-  const row = await db
+/**
+ * The tasks the runner was given under `requestKey` that are still running
+ * and whose key has not expired, oldest first (Forgejo:
+ * GetTasksByRunnerRequestKey, which also requires the runner: a leaked key
+ * alone gives nothing).
+ */
+export async function findTasksByRequestKey(db: Queryable, runnerId: number, requestKey: string, now: number): Promise<ClaimedTaskRow[]> {
+  const rows = await db
     .selectFrom('action_task')
-    .select(['id', 'job_id', 'runner_id', 'status'])
-    .where('id', '=', taskId)
+    .select(['id', 'job_id'])
     .where('runner_id', '=', runnerId)
-    .executeTakeFirst();
-  return row === undefined ? null : { id: row.id, jobId: row.job_id, runnerId: row.runner_id, status: row.status };
+    .where('runner_request_key', '=', requestKey)
+    .where('runner_request_key_expires', '>', now)
+    .where('status', '=', ActionStatus.running)
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({ id: row.id, jobId: row.job_id }));
 }
 
 /** A recovered task gets a new token: only the digest of the old one was kept. */

@@ -452,8 +452,14 @@ for (const dialect of testDialects()) {
       assert.equal(again.task.id, first.task.id);
       const token = decodeTask(again.task).context.token as string;
       assert.notEqual(token, decodeTask(first.task).context.token);
-      const row = await db().selectFrom('action_task').select('token_hash').where('id', '=', Number(first.task.id)).executeTakeFirstOrThrow();
+      const row = await db().selectFrom('action_task').select(['token_hash', 'runner_request_key', 'runner_request_key_expires']).where('id', '=', Number(first.task.id)).executeTakeFirstOrThrow();
       assert.equal(row.token_hash, createHash('sha256').update(token).digest('hex'));
+      // Kept with the claim, for 10 minutes (REQUEST_KEY_TTL_SEC): then the retry finds nothing.
+      assert.equal(row.runner_request_key, '6f1c1d3e-8a0b-4d3c-9a62-6e9b7f0c2b11');
+      const now = Math.floor(Date.now() / 1000);
+      assert.ok(row.runner_request_key_expires > now + 590 && row.runner_request_key_expires <= now + 600, String(row.runner_request_key_expires));
+      await db().updateTable('action_task').set({ runner_request_key_expires: now - 1 }).where('id', '=', Number(first.task.id)).execute();
+      assert.equal((await client.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 })).task, undefined);
     });
 
     test('answers of 1 KiB and more are gzip-compressed for clients that accept it', async () => {

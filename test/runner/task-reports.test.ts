@@ -464,14 +464,18 @@ for (const dialect of testDialects()) {
       assert.equal((await fx.runRow(runId)).status, ActionStatus.waiting);
       assert.ok((await tasksVersion()) > versionBefore, 'runners learn of the unblocked job');
 
-      // Done is final: a late report changes nothing and gets the stored result.
+      // Done is final: a late report changes no state and gets the stored
+      // result, but its outputs are stored and acknowledged (Forgejo stores
+      // them regardless), so the runner stops resending them.
       clock.advance(30);
       assert.deepEqual(await reports.updateTask(runner, { id: taskId, result: ActionStatus.failure, steps: [step(2, ActionStatus.failure)] }, { late: 'x' }), {
         result: ActionStatus.success,
-        sentOutputs: [],
+        sentOutputs: ['late'],
       });
       assert.deepEqual(await fx.task(taskId), finished);
-      assert.deepEqual(await fx.outputs(taskId), {});
+      assert.deepEqual(await fx.outputs(taskId), { late: 'x' });
+      assert.deepEqual((await reports.updateTask(runner, { id: taskId, result: ActionStatus.success, steps: [] }, { late: 'y' })).sentOutputs, ['late']);
+      assert.deepEqual(await fx.outputs(taskId), { late: 'x' }, 'first write wins');
     });
 
     test('a failing job skips its dependants and fails the run', async () => {

@@ -2,8 +2,9 @@
 // PostgreSQL cannot store it in text, and nothing stored can match it, so the
 // call is refused as invalid_argument before any handler runs, as the REST
 // API refuses it in JSON bodies. Exempt: log lines (stored in files),
-// outputs (the service drops those it cannot store, as Forgejo drops
-// oversized ones) and Ping's data (echoed, never stored).
+// outputs (the service stores U+FFFD in its place and acknowledges the key as
+// sent, so the runner's closing loop ends) and Ping's data (echoed, never
+// stored).
 import type { DescField, DescMessage } from '@bufbuild/protobuf';
 import type { Interceptor } from '@connectrpc/connect';
 import { AppError } from '../../modules/errors.ts';

@@ -10,17 +10,16 @@
 // and then answers with the version it saw. act_runner's fetch timeout is 5 s,
 // so the bound stays well below it.
 import { parse as parseYaml } from 'yaml';
-import { ActionStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { lockRun } from '../../models/action-runs.ts';
-import type { Db } from '../../models/database.ts';
+import type { Db, Queryable } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo, findRunnerByUuid, tasksVersion, touchRunner, updateRunnerDeclaration } from '../../models/runners.ts';
 import type { Runner, RunnerScope } from '../../models/runners.ts';
 import {
   claimJob,
   findJobById,
-  findTaskForRunner,
+  findTasksByRequestKey,
   insertTaskSteps,
   lockFirstClaimable,
   lockRunnerForClaim,
@@ -29,7 +28,7 @@ import {
   runnerHasAnyTask,
   waitingJobsPage,
 } from '../../models/task-claims.ts';
-import type { ClaimedJob } from '../../models/task-claims.ts';
+import type { ClaimedJob, ClaimRequestKey } from '../../models/task-claims.ts';
 import type { DomainEvents } from '../events.ts';
 import type { RunProgress } from './run-progress.ts';
 import type { SecretService } from './secrets.ts';
@@ -46,8 +45,16 @@ export const FETCH_LONG_POLL_MS = 3000;
 export const VERSION_POLL_MS = 250;
 /** Upper bound on Forgejo's task_capacity: more tasks than this are never handed out in one answer. */
 export const MAX_TASKS_PER_FETCH = 32;
-/** How long the tasks handed out under a request key can be fetched again (forgejo-runner retries). */
-const REQUEST_KEY_TTL_MS = 10 * 60_000;
+/**
+ * How long the tasks claimed under a request key can be fetched again. Forgejo
+ * keeps the key forever, but only a task still running can be recovered, and
+ * a task whose answer never reached its runner gets no report, so the zombie
+ * sweep (housekeeping.ts, Forgejo's ZOMBIE_TASK_TIMEOUT of 10 minutes) fails it
+ * 10 minutes after the claim: past that a retry has nothing left to find.
+ * forgejo-runner retries every fetch interval (2 s), so even a retry held up
+ * by a restart of Gantry or of a proxy arrives well within it.
+ */
+export const REQUEST_KEY_TTL_SEC = 10 * 60;
 /** Waiting jobs read per page while looking for one the runner's labels match. */
 const CANDIDATE_PAGE = 200;
 /** PostgreSQL deadlock/serialization failures and SQLite lock contention are retried this often. */
@@ -136,8 +143,12 @@ export class RunnerProtocolService {
   private readonly longPollMs: number;
   /** Last second each runner's liveness was written (online, active): at most one write per second. */
   private readonly touched = new Map<number, { online: number; active: number }>();
-  /** Tasks handed out per (runner, request key), for a retry of a FetchTask whose answer got lost. */
-  private readonly byRequestKey = new Map<string, { taskIds: number[]; expiresAt: number }>();
+  /**
+   * (runner, request key) pairs a call of this process is serving: a second
+   * call with the same key is refused while the first runs, as Forgejo's
+   * MutexMap does. Across processes the claim itself is serialised by the
+   * runner's row lock, under which the key is looked up (claimBatch).
+   */
   private readonly keysInFlight = new Set<string>();
 
   constructor(
@@ -188,13 +199,16 @@ export class RunnerProtocolService {
 
   /** FetchTask and FetchSingleTask. */
   async fetchTasks(runner: Runner, request: FetchTasksRequest): Promise<FetchTasksResult> {
-    const key = request.requestKey ? `${runner.id}:${request.requestKey}` : null;
-    if (key !== null) {
-      if (this.keysInFlight.has(key)) throw new RequestKeyBusyError();
-      this.keysInFlight.add(key);
+    const key = request.requestKey ? request.requestKey : null;
+    const inFlight = key === null ? null : `${runner.id}:${key}`;
+    if (inFlight !== null) {
+      if (this.keysInFlight.has(inFlight)) throw new RequestKeyBusyError();
+      this.keysInFlight.add(inFlight);
     }
     try {
       if (key !== null) {
+        // A retry of a call whose answer got lost, in this process or another:
+        // the same tasks again (Forgejo answers them with tasks_version 0).
         const recovered = await this.recover(runner, key);
         if (recovered.length > 0) return { tasks: recovered, tasksVersion: 0 };
       }
@@ -221,7 +235,7 @@ export class RunnerProtocolService {
         latest = next;
       }
     } finally {
-      if (key !== null) this.keysInFlight.delete(key);
+      if (inFlight !== null) this.keysInFlight.delete(inFlight);
     }
   }
 
@@ -234,14 +248,10 @@ export class RunnerProtocolService {
     // A runner that already gave up (its fetch timed out while the server was
     // busy) must not be handed work: let pending socket events land first.
     if (await this.clientGone(request, key)) return [];
-    const claims: Claim[] = [];
-    while (claims.length < capacity) {
-      const claim = await this.claimOne(runner, request.handle);
-      if (claim === null) break;
-      claims.push(claim);
-    }
-    if (claims.length === 0) return [];
-    if (key !== null) this.remember(key, claims.map((c) => c.claimed.taskId));
+    const claims = await this.claimBatch(runner, capacity, request.handle, key);
+    // Another process served this key meanwhile (the runner retried there while we waited for its lock).
+    if (claims === 'claimed under the key' && key !== null) return this.recover(runner, key);
+    if (claims === 'claimed under the key' || claims.length === 0) return [];
     let tasks: TaskPayload[];
     try {
       tasks = [];
@@ -271,43 +281,64 @@ export class RunnerProtocolService {
     return request.signal.aborted;
   }
 
-  /** One claim in its own transaction; null when nothing in scope matches the runner's labels. */
-  private async claimOne(runner: Runner, handle: string | undefined): Promise<Claim | null> {
-    const labels = new Set(runner.labels ?? []);
-    const scope = scopeOf(runner);
+  /**
+   * Up to `capacity` claims in one transaction under the runner's row lock,
+   * so a retry of the same FetchTask served by another process (which waits
+   * for that lock) sees all of them or none; 'claimed under the key' when
+   * tasks claimed under `key` are there already. Empty when nothing in scope
+   * matches the runner's labels.
+   */
+  private async claimBatch(runner: Runner, capacity: number, handle: string | undefined, key: string | null): Promise<Claim[] | 'claimed under the key'> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await this.db.transaction().execute(async (tx) => {
-          if (!(await lockRunnerForClaim(tx, runner.id))) return null;
-          if (runner.ephemeral && (await runnerHasAnyTask(tx, runner.id))) return null;
+          if (!(await lockRunnerForClaim(tx, runner.id))) return [];
           const now = this.clock.nowSec();
-          let afterId = 0;
-          for (;;) {
-            const page = await waitingJobsPage(tx, scope, afterId, CANDIDATE_PAGE, handle);
-            const last = page[page.length - 1];
-            if (last === undefined) return null;
-            afterId = last.id;
-            let ids = page.filter((candidate) => canRun(candidate.runsOn, labels)).map((candidate) => candidate.id);
-            while (ids.length > 0) {
-              const job = await lockFirstClaimable(tx, ids);
-              if (job === null) break;
-              // Lower ids were taken or are being taken by someone else.
-              ids = ids.filter((id) => id > job.id);
-              const token = generateTokenString();
-              const claimed = await claimJob(tx, job, runner.id, { hash: hashToken(token), lastEight: token.slice(-8) }, now);
-              if (claimed === null) continue;
-              await insertTaskSteps(tx, claimed.taskId, job.repoId, stepNamesOf(job.workflowPayload), now);
-              await lockRun(tx, job.runId);
-              await this.runProgress.settle(tx, job.runId, [job.id]);
-              return { claimed, token };
-            }
-            if (page.length < CANDIDATE_PAGE) return null;
+          if (key !== null && (await findTasksByRequestKey(tx, runner.id, key, now)).length > 0) return 'claimed under the key' as const;
+          if (runner.ephemeral && (await runnerHasAnyTask(tx, runner.id))) return [];
+          const requestKey = key === null ? null : { key, expires: now + REQUEST_KEY_TTL_SEC };
+          const claims: Claim[] = [];
+          // An ephemeral runner gets one task, ever.
+          const wanted = runner.ephemeral ? 1 : capacity;
+          while (claims.length < wanted) {
+            const claim = await this.claimOne(tx, runner, handle, requestKey, now);
+            if (claim === null) break;
+            claims.push(claim);
           }
+          return claims;
         });
       } catch (error) {
         if (attempt < MAX_CLAIM_ATTEMPTS && isRetryableClaimError(error)) continue;
         throw error;
       }
+    }
+  }
+
+  /** One claim inside claimBatch's transaction; null when nothing in scope matches the runner's labels. */
+  private async claimOne(tx: Queryable, runner: Runner, handle: string | undefined, requestKey: ClaimRequestKey | null, now: number): Promise<Claim | null> {
+    const labels = new Set(runner.labels ?? []);
+    const scope = scopeOf(runner);
+    let afterId = 0;
+    for (;;) {
+      const page = await waitingJobsPage(tx, scope, afterId, CANDIDATE_PAGE, handle);
+      const last = page[page.length - 1];
+      if (last === undefined) return null;
+      afterId = last.id;
+      let ids = page.filter((candidate) => canRun(candidate.runsOn, labels)).map((candidate) => candidate.id);
+      while (ids.length > 0) {
+        const job = await lockFirstClaimable(tx, ids);
+        if (job === null) break;
+        // Lower ids were taken or are being taken by someone else.
+        ids = ids.filter((id) => id > job.id);
+        const token = generateTokenString();
+        const claimed = await claimJob(tx, job, runner.id, { hash: hashToken(token), lastEight: token.slice(-8) }, now, requestKey);
+        if (claimed === null) continue;
+        await insertTaskSteps(tx, claimed.taskId, job.repoId, stepNamesOf(job.workflowPayload), now);
+        await lockRun(tx, job.runId);
+        await this.runProgress.settle(tx, job.runId, [job.id]);
+        return { claimed, token };
+      }
+      if (page.length < CANDIDATE_PAGE) return null;
     }
   }
 
@@ -325,31 +356,19 @@ export class RunnerProtocolService {
     this.watch.poke();
   }
 
-  private remember(key: string, taskIds: number[]): void {
-    const now = Date.now();
-    for (const [k, entry] of this.byRequestKey) if (entry.expiresAt < now) this.byRequestKey.delete(k);
-    const entry = this.byRequestKey.get(key);
-    this.byRequestKey.set(key, { taskIds: [...(entry?.taskIds ?? []), ...taskIds], expiresAt: now + REQUEST_KEY_TTL_MS });
-  }
-
   /**
-   * The still-running tasks handed out earlier under this request key, with
-   * new tokens (only digests of the old ones were kept). Kept in this
-   * process's memory: a retry that reaches another Gantry process claims anew,
-   * and the earlier task is left to the zombie-task cleanup.
+   * The still-running tasks claimed earlier under this request key, by any
+   * process, with new tokens (only digests of the old ones were kept, and
+   * the old ones never reached the runner). Forgejo: RecoverTasks.
    */
   private async recover(runner: Runner, key: string): Promise<TaskPayload[]> {
-    const entry = this.byRequestKey.get(key);
-    if (entry === undefined || entry.expiresAt < Date.now()) return [];
     const tasks: TaskPayload[] = [];
-    for (const taskId of entry.taskIds) {
-      const task = await findTaskForRunner(this.db, taskId, runner.id);
-      if (task === null || task.status !== ActionStatus.running) continue;
-      const job = await findJobById(this.db, task.jobId);
+    for (const row of await findTasksByRequestKey(this.db, runner.id, key, this.clock.nowSec())) {
+      const job = await findJobById(this.db, row.jobId);
       if (job === null) continue;
       const token = generateTokenString();
-      if (!(await replaceTaskToken(this.db, taskId, { hash: hashToken(token), lastEight: token.slice(-8) }, this.clock.nowSec()))) continue;
-      tasks.push(await this.payloads.build(taskId, token, job));
+      if (!(await replaceTaskToken(this.db, row.id, { hash: hashToken(token), lastEight: token.slice(-8) }, this.clock.nowSec()))) continue;
+      tasks.push(await this.payloads.build(row.id, token, job));
     }
     return tasks;
   }

@@ -91,15 +91,32 @@ function reported(time: number | undefined): boolean {
   return time !== undefined && time > 0;
 }
 
-/** Outputs within Forgejo's limits; PostgreSQL text cannot hold NUL, so those are ignored too. */
-function acceptedOutputs(outputs: Record<string, string>): Array<[string, string]> {
-  return Object.entries(outputs).filter(
-    ([key, value]) =>
-      Buffer.byteLength(key, 'utf8') <= MAX_OUTPUT_KEY_BYTES &&
-      Buffer.byteLength(value, 'utf8') <= MAX_OUTPUT_VALUE_BYTES &&
-      !key.includes('\0') &&
-      !value.includes('\0'),
-  );
+/** What stands for U+0000 in a stored output: PostgreSQL text cannot hold NUL. */
+const NUL_REPLACEMENT = '\uFFFD';
+
+/** Outputs as stored, and the keys to acknowledge beyond the stored ones. */
+interface OutputsToStore {
+  rows: Array<[string, string]>;
+  /** Keys as the runner sent them where the stored key differs (NUL replaced). */
+  sentAs: string[];
+}
+
+/**
+ * The outputs within Forgejo's limits (larger ones are ignored, as Forgejo
+ * does; both runners drop them before sending), with every NUL replaced by
+ * U+FFFD so PostgreSQL and SQLite store the same text. A key that needed
+ * that is acknowledged as the runner sent it: runners tick off
+ * `sent_outputs` by exact key and resend anything else until they give up.
+ */
+function outputsToStore(outputs: Record<string, string>): OutputsToStore {
+  const result: OutputsToStore = { rows: [], sentAs: [] };
+  for (const [key, value] of Object.entries(outputs)) {
+    if (Buffer.byteLength(key, 'utf8') > MAX_OUTPUT_KEY_BYTES || Buffer.byteLength(value, 'utf8') > MAX_OUTPUT_VALUE_BYTES) continue;
+    const storedKey = key.replaceAll('\0', NUL_REPLACEMENT);
+    result.rows.push([storedKey, value.replaceAll('\0', NUL_REPLACEMENT)]);
+    if (storedKey !== key) result.sentAs.push(key);
+  }
+  return result;
 }
 
 /**
@@ -142,12 +159,20 @@ export class TaskReportService {
         throw AppError.invalid(`invalid log range of step ${step.id}`);
       }
     }
-    const accepted = acceptedOutputs(outputs);
+    const accepted = outputsToStore(outputs);
     return this.db.transaction().execute(async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
+      // Outputs are stored whatever the task's state, first write wins (Forgejo
+      // stores them after UpdateTaskByState, even for a finished task): a
+      // runner reporting after the end (the job was cancelled or swept as a
+      // zombie meanwhile) gets them acknowledged and stops resending.
+      const answer = async (taskId: number) => {
+        await insertTaskOutputs(tx, taskId, accepted.rows);
+        return this.answer(tx, runner, taskId, accepted.sentAs);
+      };
       let task = await this.ownTask(tx, runner, state.id);
-      if (isDone(task.status)) return this.answer(tx, runner, task.id);
+      if (isDone(task.status)) return answer(task.id);
       let job = await findTaskJob(tx, task.jobId);
 
       if (state.result !== ActionStatus.unknown || imposedStatus(task, job) !== null) {
@@ -155,28 +180,25 @@ export class TaskReportService {
           // Run first, then task, job, run again: the order every writer of a run's jobs takes.
           await lockRun(tx, job.runId);
           task = await this.ownTask(tx, runner, state.id);
-          if (isDone(task.status)) return this.answer(tx, runner, task.id);
+          if (isDone(task.status)) return answer(task.id);
           job = await findTaskJob(tx, task.jobId);
         }
         const imposed = imposedStatus(task, job);
         if (imposed !== null || state.result !== ActionStatus.unknown) {
           const status = imposed ?? state.result;
-          if (!(await finishTask(tx, task.id, status, now))) return this.answer(tx, runner, task.id);
+          if (!(await finishTask(tx, task.id, status, now))) return answer(task.id);
           await this.applySteps(tx, task.id, state.steps, now);
           await closeUnfinishedSteps(tx, task.id, status, now);
-          await insertTaskOutputs(tx, task.id, accepted);
           // An imposed status came from whoever finished the job; they settled the run.
           if (imposed === null && job !== undefined && (await finishJobOfTask(tx, job.id, task.id, status, now))) {
             await this.runProgress.settle(tx, job.runId, [job.id]);
           }
-          return this.answer(tx, runner, task.id);
+          return answer(task.id);
         }
       }
 
-      if (!(await touchTask(tx, task.id, now))) return this.answer(tx, runner, task.id);
-      await this.applySteps(tx, task.id, state.steps, now);
-      await insertTaskOutputs(tx, task.id, accepted);
-      return this.answer(tx, runner, task.id);
+      if (await touchTask(tx, task.id, now)) await this.applySteps(tx, task.id, state.steps, now);
+      return answer(task.id);
     });
   }
 
@@ -262,12 +284,15 @@ export class TaskReportService {
     return task;
   }
 
-  /** The server's view of the task; an ephemeral runner whose task is done is removed. */
-  private async answer(tx: Queryable, runner: Runner, taskId: number): Promise<TaskStateAnswer> {
+  /**
+   * The server's view of the task; an ephemeral runner whose task is done is
+   * removed. `sentAs`: keys the runner sent in another form than stored.
+   */
+  private async answer(tx: Queryable, runner: Runner, taskId: number, sentAs: readonly string[] = []): Promise<TaskStateAnswer> {
     const task = await findReportedTask(tx, taskId);
     const status = task?.status ?? ActionStatus.cancelled;
     if (isDone(status) && runner.ephemeral) await deleteEphemeralRunner(tx, runner.id);
-    return { result: asResult(status), sentOutputs: await listTaskOutputKeys(tx, taskId) };
+    return { result: asResult(status), sentOutputs: [...(await listTaskOutputKeys(tx, taskId)), ...sentAs] };
   }
 
   /**

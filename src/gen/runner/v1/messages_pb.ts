@@ -1,7 +1,7 @@
 // Messages of the runner protocol (package runner.v1).
 //
 // Field numbers of the Gitea baseline (everything but the fields marked
-// FORGEJO below) follow actions-runtime.md §1.3, taken from the generated Go
+// FORGEJO below) are taken from the generated Go
 // code of gitea/actions-proto-def. The FORGEJO fields come from
 // code.forgejo.org/forgejo/actions-proto (v0.5–v0.7): names and optionality
 // as Forgejo's server and forgejo-runner use them (TaskCapacity and Handle are

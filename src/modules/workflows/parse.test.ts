@@ -159,3 +159,13 @@ test('aliases are accepted, an alias bomb is refused quickly', () => {
   assert.ok(Date.now() - started < 5000);
   assert.deepEqual(parsed.errors, ['bomb.yml: more than 200000 YAML nodes once aliases are expanded']);
 });
+
+test('aliases of long text are refused before the workflow parser sees them: 1,000 copies of 10 KB', () => {
+  const lines = ['on: push', 'env:', `  X: &text "${'x'.repeat(10_000)}"`, 'jobs:', '  a:', '    runs-on: x', '    steps:'];
+  for (let i = 0; i < 1000; i += 1) lines.push('      - run: *text');
+  const started = Date.now();
+  const parsed = parseWorkflow('text.yml', `${lines.join('\n')}\n`);
+  // The workflow parser took 5 s over the 10 MB this stands for (10,000 copies: 5 minutes).
+  assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`);
+  assert.deepEqual(parsed.errors, ['text.yml: more than 4194304 characters of YAML text once aliases are expanded']);
+});

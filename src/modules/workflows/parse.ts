@@ -48,6 +48,10 @@ export interface ParsedWorkflow {
 // An alias stands for its anchor's whole subtree, so a few nested aliases can ask for
 // billions of nodes; real workflows have a few thousand.
 const MAX_EXPANDED_NODES = 200_000;
+// The same for text: a thousand aliases of a 10 KB string are 10 MB to the workflow parser
+// (5 s of CPU; ten thousand took 5 minutes) and to every job payload. Real workflows share
+// step lists and env between jobs: far less than four 1 MiB files (the default file cap).
+const MAX_EXPANDED_CHARS = 4 * 1024 * 1024;
 
 /** The yaml library's messages end with a code frame; the first line already names the place. */
 function firstLine(message: string): string {
@@ -89,29 +93,34 @@ function collectJobNodes(root: YAMLMap | undefined): Map<string, YAMLMap> {
  * subtree can be written out alone (Gitea's jobparser also resolves aliases before it splits
  * a workflow). The node is shared rather than copied: the document is never modified after
  * this. Throws for an alias inside its own anchor and for a document that would grow beyond
- * the limit, both of which the workflow parser would follow without end.
+ * the limits (nodes, text), both of which the workflow parser would follow without end.
  */
 function resolveAliases(doc: Document.Parsed): void {
   let size = 0;
+  let chars = 0;
   // YAML: an alias names the closest anchor before it; anchor names may be reused.
   const anchors = new Map<string, YamlNode>();
-  const sizes = new WeakMap<YamlNode, number>();
+  const sizes = new WeakMap<YamlNode, { nodes: number; chars: number }>();
   const open = new Set<YamlNode>();
-  const grow = (nodes: number): void => {
+  const grow = (nodes: number, text: number): void => {
     size += nodes;
+    chars += text;
     if (size > MAX_EXPANDED_NODES) throw new Error(`more than ${MAX_EXPANDED_NODES} YAML nodes once aliases are expanded`);
+    if (chars > MAX_EXPANDED_CHARS) throw new Error(`more than ${MAX_EXPANDED_CHARS} characters of YAML text once aliases are expanded`);
   };
   const walk = (node: unknown): unknown => {
     if (isAlias(node)) {
       const target = anchors.get(node.source);
       if (target === undefined) return node;
       if (open.has(target)) throw new Error(`YAML alias *${node.source} is inside its own anchor`);
-      grow(sizes.get(target) ?? 1);
+      const grown = sizes.get(target);
+      grow(grown?.nodes ?? 1, grown?.chars ?? 0);
       return target;
     }
     if (!isMap(node) && !isSeq(node) && !isScalar(node)) return node;
     const sizeBefore = size;
-    grow(1);
+    const charsBefore = chars;
+    grow(1, isScalar(node) && node.value != null ? String(node.value).length : 0);
     if (node.anchor) anchors.set(node.anchor, node);
     delete node.anchor;
     open.add(node);
@@ -124,7 +133,7 @@ function resolveAliases(doc: Document.Parsed): void {
       node.items = node.items.map(walk);
     }
     open.delete(node);
-    sizes.set(node, size - sizeBefore);
+    sizes.set(node, { nodes: size - sizeBefore, chars: chars - charsBefore });
     return node;
   };
   doc.contents = walk(doc.contents) as typeof doc.contents;

@@ -39,6 +39,12 @@ export interface Config {
   readonly gitMaxPushBytes: number;
   /** Largest log one Actions task may write, in bytes; lines beyond it are dropped. */
   readonly actionsLogMaxBytes: number;
+  /** Largest workflow file read, in bytes; a larger one gives a failed run (push) or a 400 (dispatch). */
+  readonly actionsMaxWorkflowBytes: number;
+  /** Most jobs one run may have, matrix legs counted one by one. */
+  readonly actionsMaxJobsPerRun: number;
+  /** Most bytes of workflow payload the jobs of one run may carry together. */
+  readonly actionsMaxRunPayloadBytes: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -83,6 +89,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_HEADER_LIMIT', description: 'Largest request line plus headers in bytes (larger: 431).', default: '16384' },
   { key: 'GANTRY_GIT_MAX_PUSH_SIZE', description: 'Largest git push in bytes (larger: refused, nothing is written).', default: '2147483648' },
   { key: 'GANTRY_ACTIONS_LOG_MAX_SIZE', description: 'Largest log of one Actions task in bytes; later lines are dropped and a notice is appended.', default: '134217728' },
+  { key: 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', description: 'Largest workflow file in bytes; a push of a larger one gets a failed run that says so, a dispatch of it a 400.', default: '1048576' },
+  { key: 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', description: 'Most jobs one run may have, each matrix combination counted (at most 10000); a workflow that expands to more gets a failed run (push) or a 400 (dispatch).', default: '256' },
+  { key: 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', description: 'Most bytes of workflow payload (the YAML each job hands its runner) all jobs of one run may carry together; beyond it: a failed run (push) or a 400 (dispatch).', default: '16777216' },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   { key: 'GANTRY_BODY_LIMIT', description: 'Largest accepted request body in bytes (larger: 413).', default: '1048576' },
   { key: 'GANTRY_DEFAULT_PAGING_NUM', description: 'Page size of lists when no limit is given.', default: '30' },
@@ -192,6 +201,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     headerLimitBytes: readInt(env, 'GANTRY_HEADER_LIMIT', 16 * 1024, 1024, 1024 * 1024),
     gitMaxPushBytes: readInt(env, 'GANTRY_GIT_MAX_PUSH_SIZE', 2 * 1024 ** 3, 1024, 1024 ** 4),
     actionsLogMaxBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_SIZE', 128 * 1024 ** 2, 1024, 1024 ** 4),
+    actionsMaxWorkflowBytes: readInt(env, 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', 1024 ** 2, 1024, 64 * 1024 ** 2),
+    actionsMaxJobsPerRun: readInt(env, 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', 256, 1, 10_000),
+    actionsMaxRunPayloadBytes: readInt(env, 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', 16 * 1024 ** 2, 1024, 1024 ** 3),
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

@@ -169,3 +169,19 @@ test('aliases of long text are refused before the workflow parser sees them: 1,0
   assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`);
   assert.deepEqual(parsed.errors, ['text.yml: more than 4194304 characters of YAML text once aliases are expanded']);
 });
+
+test('many aliases cost what the same file written out costs: 3,000 aliases of one word', () => {
+  const lines = ['on: push', 'env:', '  WORD: &word hello', 'jobs:', '  a:', '    runs-on: x', '    env:'];
+  for (let i = 0; i < 3000; i += 1) lines.push(`      V${i}: *word`);
+  lines.push(`    ${STEPS}`);
+  const started = Date.now();
+  const parsed = parseWorkflow('many.yml', `${lines.join('\n')}\n`);
+  // The workflow parser looks each alias up by walking the whole document: this took it 20 s.
+  assert.ok(Date.now() - started < 8000, `${Date.now() - started} ms`);
+  assert.deepEqual(parsed.errors, []);
+});
+
+test('errors of a workflow with aliases name no line: the parser read the file written out without them', () => {
+  const parsed = parseWorkflow('ci.yml', `on: push\nx-steps: &steps [{run: echo}]\njobs:\n  a:\n    runs-on: x\n    steps: *steps\n`);
+  assert.deepEqual(parsed.errors, ["ci.yml: Unexpected value 'x-steps'"]);
+});

@@ -124,6 +124,16 @@ for (const dialect of testDialects()) {
       assert.equal(run.status, 200, run.text);
       const json = run.json as RunJson;
       assert.deepEqual([json.trigger_event, json.status, json.trigger_user.login], ['workflow_dispatch', 'waiting', 'forgejo-actions']);
+      // The job it starts sees the Actions user as its actor, as in Forgejo.
+      // Oldest first: the owner's create run comes before it.
+      let dispatched: DecodedTask | undefined;
+      for (let i = 0; i < 3 && dispatched?.context.run_id !== String(id); i += 1) {
+        const next = await runner.runner.fetchTask({ tasksVersion: 0n });
+        assert.ok(next.task, 'the dispatched job can be taken');
+        dispatched = decodeTask(next.task as Task);
+      }
+      assert.ok(dispatched);
+      assert.deepEqual([dispatched.context.run_id, dispatched.context.actor, dispatched.context.event_name], [String(id), 'forgejo-actions', 'workflow_dispatch']);
     });
   });
 }

@@ -11,7 +11,8 @@
 //   are counted before any payload is built;
 // - the payloads of one run's jobs never total more than maxRunPayloadBytes,
 //   and a job's payloads are weighed before they are rendered.
-// Forgejo has no such bounds (only the 256-combination matrix limit of act).
+// Forgejo has no such bounds: a deliberate departure (README). The per-job
+// limit of 256 matrix combinations (expand-jobs.ts) is GitHub's.
 import type { LimitExceeded } from '../../modules/workflows/expand-jobs.ts';
 
 export interface RunLimits {

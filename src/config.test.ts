@@ -59,3 +59,22 @@ test('webhook delivery timeout (seconds) and attempts: defaults, parsing, bounds
     );
   }
 });
+
+test('run size caps: 1 MiB workflow files, 256 jobs and 16 MiB of job payloads per run by default; bounded', () => {
+  const defaults = loadConfig({});
+  assert.deepEqual([defaults.actionsMaxWorkflowBytes, defaults.actionsMaxJobsPerRun, defaults.actionsMaxRunPayloadBytes], [1024 ** 2, 256, 16 * 1024 ** 2]);
+  const set = loadConfig({ GANTRY_ACTIONS_MAX_WORKFLOW_SIZE: '4096', GANTRY_ACTIONS_MAX_JOBS_PER_RUN: '1', GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE: '65536' });
+  assert.deepEqual([set.actionsMaxWorkflowBytes, set.actionsMaxJobsPerRun, set.actionsMaxRunPayloadBytes], [4096, 1, 65536]);
+  for (const [key, value] of [
+    ['GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', '10'],
+    ['GANTRY_ACTIONS_MAX_JOBS_PER_RUN', '0'],
+    // A run is planned and written in one transaction: even a raised cap stays bounded.
+    ['GANTRY_ACTIONS_MAX_JOBS_PER_RUN', '10001'],
+    ['GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', 'unlimited'],
+  ] as const) {
+    assert.throws(
+      () => loadConfig({ [key]: value }),
+      (e: unknown) => e instanceof ConfigError && e.key === key,
+    );
+  }
+});

@@ -57,6 +57,12 @@ export interface Config {
   /** Largest log one Actions task may write, in bytes; lines beyond it are dropped. */
   readonly actionsLogMaxBytes: number;
   readonly actionsLogMaxRequestBytes: number;
+  /** Largest workflow file read, in bytes; a larger one gives a failed run (push) or a 400 (dispatch). */
+  readonly actionsMaxWorkflowBytes: number;
+  /** Most jobs one run may have, matrix legs counted one by one. */
+  readonly actionsMaxJobsPerRun: number;
+  /** Most bytes of workflow payload the jobs of one run may carry together. */
+  readonly actionsMaxRunPayloadBytes: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -110,6 +116,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'GANTRY_GIT_MAX_PUSH_SIZE', description: 'Largest git push in bytes (larger: refused, nothing is written).', default: '2147483648' },
   { key: 'GANTRY_ACTIONS_LOG_MAX_SIZE', description: 'Largest log of one Actions task in bytes; later lines are dropped and a notice is appended.', default: '134217728' },
   { key: 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE', description: "Most bytes (after gzip) read from one runner's UpdateLog; its rows are stored in batches as they arrive, so memory stays flat. Past it, the rows read so far are stored and acknowledged and the runner sends the rest in its next call.", default: '268435456' },
+  { key: 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', description: 'Largest workflow file in bytes; a push of a larger one gets a failed run that says so, a dispatch of it a 400.', default: '1048576' },
+  { key: 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', description: 'Most jobs one run may have, each matrix combination counted (at most 10000); a workflow that expands to more gets a failed run (push) or a 400 (dispatch).', default: '256' },
+  { key: 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', description: 'Most bytes of workflow payload (the YAML each job hands its runner) all jobs of one run may carry together; beyond it: a failed run (push) or a 400 (dispatch).', default: '16777216' },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   { key: 'GANTRY_BODY_LIMIT', description: 'Largest accepted request body in bytes (larger: 413).', default: '1048576' },
   { key: 'GANTRY_DEFAULT_PAGING_NUM', description: 'Page size of lists when no limit is given.', default: '30' },
@@ -228,6 +237,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     gitMaxPushBytes: readInt(env, 'GANTRY_GIT_MAX_PUSH_SIZE', 2 * 1024 ** 3, 1024, 1024 ** 4),
     actionsLogMaxBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_SIZE', 128 * 1024 ** 2, 1024, 1024 ** 4),
     actionsLogMaxRequestBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE', 256 * 1024 ** 2, 1024 ** 2, 1024 ** 4),
+    actionsMaxWorkflowBytes: readInt(env, 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', 1024 ** 2, 1024, 64 * 1024 ** 2),
+    actionsMaxJobsPerRun: readInt(env, 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', 256, 1, 10_000),
+    actionsMaxRunPayloadBytes: readInt(env, 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', 16 * 1024 ** 2, 1024, 1024 ** 3),
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

@@ -7,6 +7,9 @@ import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 
+// 15 values a row: 1,000 rows stay far below either database's bound-value limit.
+const JOBS_PER_INSERT = 1000;
+
 export interface ActionRun {
   id: number;
   repoId: number;
@@ -205,28 +208,34 @@ export async function insertRunWithJobs(tx: Queryable, run: NewRun, jobs: readon
     .executeTakeFirstOrThrow();
   await adjustRunCount(tx, { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event, status: run.status }, 1);
   if (jobs.length === 0) return { run: runFromRow(runRow), jobs: [] };
-  const jobRows = await tx
-    .insertInto('action_run_job')
-    .values(
-      jobs.map((job) => ({
-        run_id: runRow.id,
-        repo_id: run.repoId,
-        owner_id: run.ownerId,
-        commit_sha: run.commitSha,
-        name: job.name,
-        handle: job.handle,
-        workflow_payload: job.workflowPayload,
-        job_id: job.jobId,
-        needs: JSON.stringify(job.needs),
-        runs_on: JSON.stringify(job.runsOn),
-        has_if: job.hasIf ? 1 : 0,
-        status: job.status,
-        created: now,
-        updated: now,
-      })),
-    )
-    .returningAll()
-    .execute();
+  const jobRows: Array<Selectable<ActionRunJobTable>> = [];
+  // In slices: one statement for thousands of jobs would pass more bound
+  // values than SQLite (32,766) or PostgreSQL (65,535) accept.
+  for (let i = 0; i < jobs.length; i += JOBS_PER_INSERT) {
+    const inserted = await tx
+      .insertInto('action_run_job')
+      .values(
+        jobs.slice(i, i + JOBS_PER_INSERT).map((job) => ({
+          run_id: runRow.id,
+          repo_id: run.repoId,
+          owner_id: run.ownerId,
+          commit_sha: run.commitSha,
+          name: job.name,
+          handle: job.handle,
+          workflow_payload: job.workflowPayload,
+          job_id: job.jobId,
+          needs: JSON.stringify(job.needs),
+          runs_on: JSON.stringify(job.runsOn),
+          has_if: job.hasIf ? 1 : 0,
+          status: job.status,
+          created: now,
+          updated: now,
+        })),
+      )
+      .returningAll()
+      .execute();
+    jobRows.push(...inserted);
+  }
   jobRows.sort((a, b) => a.id - b.id);
   return { run: runFromRow(runRow), jobs: jobRows.map(jobFromRow) };
 }

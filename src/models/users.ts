@@ -182,9 +182,26 @@ export function ghostUser(): User {
   return systemUser(-1, 'Ghost');
 }
 
+/** Forgejo's ActionsUserID. */
+const ACTIONS_USER_ID = -2;
+
 /** Forgejo's Actions bot (ActionsUserID = -2): the doer behind a task token. */
 export function actionsUser(): User {
-  return { ...systemUser(-2, 'forgejo-actions'), fullName: 'Forgejo Actions', isActive: true, email: 'noreply@forgejo.org' };
+  return { ...systemUser(ACTIONS_USER_ID, 'forgejo-actions'), fullName: 'Forgejo Actions', isActive: true, email: 'noreply@forgejo.org' };
+}
+
+/**
+ * Who a stored user id stands for (Forgejo's GetPossibleUserByID): the Actions
+ * user for its id (it has no row), else the account, else the ghost.
+ */
+export async function findPossibleUserById(db: Queryable, id: number): Promise<User> {
+  if (id === ACTIONS_USER_ID) return actionsUser();
+  return (await findAccountById(db, id)) ?? ghostUser();
+}
+
+/** True for the doer of a task token (Forgejo's User.IsActions). */
+export function isActionsUser(user: Pick<User, 'id'>): boolean {
+  return user.id === ACTIONS_USER_ID;
 }
 
 function systemUser(id: number, name: string): User {

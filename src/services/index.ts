@@ -80,9 +80,12 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
   events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   const repos = new RepoService(db, clock, gitRepositories, events);
-  const catalog = new WorkflowCatalog();
+  const catalog = new WorkflowCatalog(config.actionsMaxWorkflowBytes);
   // ROOT_URL without its trailing slash: the github.server_url runners see.
-  const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''));
+  const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''), {
+    maxJobsPerRun: config.actionsMaxJobsPerRun,
+    maxRunPayloadBytes: config.actionsMaxRunPayloadBytes,
+  });
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
   const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
   subscribeOwnerDeletion(events, { removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId) });

@@ -335,3 +335,69 @@ test('run title: run-name evaluated, undefined when absent or failing', () => {
   assert.deepEqual(failing.errors, []);
   assert.equal(evaluateRunTitle(failing, CONTEXT), undefined);
 });
+
+// --- limits ---------------------------------------------------------------------------------
+
+/** `count` jobs, each a matrix of `legs` legs (legs = 2^k), each leg's steps about `stepBytes` long. */
+function matrixWorkflow(count: number, legs: number, stepBytes = 10): string {
+  const axes = Math.log2(legs);
+  const lines = ['on: push', 'jobs:'];
+  for (let i = 0; i < count; i += 1) {
+    lines.push(`  j${i}:`, '    runs-on: x', '    strategy:', '      matrix:');
+    for (let a = 0; a < axes; a += 1) lines.push(`        a${a}: [0, 1]`);
+    lines.push(`    steps: [{run: echo ${'s'.repeat(stepBytes)}}]`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function payloadBytes(jobs: readonly ExpandedJob[]): number {
+  return jobs.reduce((sum, job) => sum + Buffer.byteLength(job.workflowPayload), 0);
+}
+
+test('maxJobs: matrix legs are counted across jobs; exactly the limit is allowed, one more is not', () => {
+  const parsed = parseWorkflow('ci.yml', matrixWorkflow(3, 8));
+  const fits = expandJobs(parsed, CONTEXT, { maxJobs: 24, maxPayloadBytes: Infinity });
+  assert.deepEqual([fits.jobs.length, fits.errors, fits.exceeded], [24, [], undefined]);
+  const over = expandJobs(parsed, CONTEXT, { maxJobs: 23, maxPayloadBytes: Infinity });
+  assert.deepEqual(over, { jobs: [], errors: [], exceeded: { limit: 'jobs', max: 23 } });
+});
+
+test("maxJobs stops before payloads are built: the issue's 20 jobs of 256 legs are refused at once", () => {
+  const parsed = parseWorkflow('ci.yml', matrixWorkflow(20, 256));
+  assert.deepEqual(parsed.errors, []);
+  const started = performance.now();
+  const { exceeded } = expandJobs(parsed, CONTEXT, { maxJobs: 256, maxPayloadBytes: Infinity });
+  const elapsed = performance.now() - started;
+  assert.deepEqual(exceeded, { limit: 'jobs', max: 256 });
+  // Two jobs' legs are listed (about 20 ms), not 5,120 payloads written (about 2.7 s).
+  assert.ok(elapsed < 500, `${elapsed} ms`);
+});
+
+test('maxPayloadBytes: the payloads of all jobs are counted in UTF-8 bytes; exactly the limit is allowed', () => {
+  const parsed = parseWorkflow('ci.yml', matrixWorkflow(2, 4).replace(/echo s+/g, 'echo ünïcödé'));
+  const all = expandJobs(parsed, CONTEXT);
+  const total = payloadBytes(all.jobs);
+  assert.equal(all.jobs.length, 8);
+  assert.deepEqual(expandJobs(parsed, CONTEXT, { maxJobs: 8, maxPayloadBytes: total }).jobs.length, 8);
+  assert.deepEqual(expandJobs(parsed, CONTEXT, { maxJobs: 8, maxPayloadBytes: total - 1 }), { jobs: [], errors: [], exceeded: { limit: 'payload-bytes', max: total - 1 } });
+});
+
+test('maxPayloadBytes is weighed before a job is rendered: 256 legs of a 100 KB job are refused without writing 25 MB', () => {
+  const parsed = parseWorkflow('ci.yml', matrixWorkflow(1, 256, 100_000));
+  assert.deepEqual(parsed.errors, []);
+  const started = performance.now();
+  const { exceeded } = expandJobs(parsed, CONTEXT, { maxJobs: 256, maxPayloadBytes: 1024 * 1024 });
+  const elapsed = performance.now() - started;
+  assert.deepEqual(exceeded, { limit: 'payload-bytes', max: 1024 * 1024 });
+  assert.ok(elapsed < 200, `${elapsed} ms`);
+});
+
+test('a run over a limit keeps the errors found so far: the run fails for both reasons', () => {
+  const bad = `on: push\njobs:\n  bad:\n    runs-on: x\n    strategy: {matrix: "\${{ fromJSON('[1]') }}"}\n    steps: [{run: echo}]\n`;
+  const parsed = parseWorkflow('ci.yml', bad + (matrixWorkflow(1, 8).split('jobs:\n')[1] ?? ''));
+  assert.deepEqual(parsed.errors, []);
+  const error = 'job "bad": strategy.matrix must be a mapping';
+  assert.deepEqual(expandJobs(parsed, CONTEXT, { maxJobs: 4, maxPayloadBytes: Infinity }), { jobs: [], errors: [error], exceeded: { limit: 'jobs', max: 4 } });
+  const planned = expandJobs(parsed, CONTEXT, { maxJobs: 8, maxPayloadBytes: Infinity });
+  assert.deepEqual([planned.jobs.length, planned.errors, planned.exceeded], [8, [error], undefined]);
+});

@@ -15,6 +15,33 @@ export interface ExpansionContext {
   inputs: Record<string, string>;
 }
 
+/**
+ * Bounds on one run, checked while it is planned so that nothing big is built first: legs
+ * are counted before any payload is written, and a job's payloads are weighed before they
+ * are rendered (see expandJobs).
+ */
+export interface ExpansionLimits {
+  /** Most jobs of one run, each matrix leg counted. */
+  maxJobs: number;
+  /** Most bytes of workflow payload (UTF-8) all jobs of one run may carry together. */
+  maxPayloadBytes: number;
+}
+
+/** Which limit a workflow went over; the caller words the message (it knows the settings). */
+export interface LimitExceeded {
+  limit: 'jobs' | 'payload-bytes';
+  max: number;
+}
+
+export interface Expansion {
+  jobs: ExpandedJob[];
+  errors: string[];
+  /** Set when the run would exceed a limit: then `jobs` and `errors` are empty. */
+  exceeded?: LimitExceeded;
+}
+
+const NO_LIMITS: ExpansionLimits = { maxJobs: Infinity, maxPayloadBytes: Infinity };
+
 export interface ExpandedJob {
   /** YAML key of the job. */
   jobId: string;
@@ -30,6 +57,13 @@ export interface ExpandedJob {
 
 /** The reason one job cannot be planned; reported, never thrown out of expandJobs. */
 class PlanError extends Error {}
+
+/** The run as a whole is over a limit: planning stops at once. Never thrown out of expandJobs. */
+class OverLimit extends Error {
+  constructor(readonly exceeded: LimitExceeded) {
+    super(`more than ${exceeded.max} ${exceeded.limit}`);
+  }
+}
 
 type Leg = Record<string, unknown>;
 
@@ -308,23 +342,59 @@ function indentLines(text: string, spaces: number): string {
     .join('\n');
 }
 
+function headerPairs(root: YAMLMap): unknown[] {
+  return root.items.filter((pair) => PAYLOAD_HEADER_KEYS.has(keyText(pair.key) ?? ''));
+}
+
+/** The job's own keys other than the per-leg ones: the same in every leg's payload. */
+function jobBodyPairs(job: YAMLMap): unknown[] {
+  return job.items.filter((pair) => !PER_LEG_KEYS.has(keyText(pair.key) ?? ''));
+}
+
 function headerText(root: YAMLMap): string {
   let text = renderedHeaders.get(root);
   if (text === undefined) {
-    text = renderMapping(root.items.filter((pair) => PAYLOAD_HEADER_KEYS.has(keyText(pair.key) ?? '')));
+    text = renderMapping(headerPairs(root));
     renderedHeaders.set(root, text);
   }
   return text;
 }
 
-/** The job's own keys other than the per-leg ones, at the indentation of a job's keys. */
+/** The job body at the indentation of a job's keys. */
 function jobBodyText(job: YAMLMap): string {
   let text = renderedJobBodies.get(job);
   if (text === undefined) {
-    text = indentLines(renderMapping(job.items.filter((pair) => !PER_LEG_KEYS.has(keyText(pair.key) ?? ''))), 4);
+    text = indentLines(renderMapping(jobBodyPairs(job)), 4);
     renderedJobBodies.set(job, text);
   }
   return text;
+}
+
+// Per node, as nodes are shared: parse.ts resolves each alias to its anchored node.
+const textSizes = new WeakMap<object, number>();
+
+/**
+ * The characters of every key and scalar under `node`, a shared node counted each time it
+ * is reached. Rendered YAML holds at least that text (UTF-8 never has fewer bytes than
+ * UTF-16 units), so this is a floor of the payload's size, found without rendering it: a
+ * few aliases can make a payload of gigabytes out of a small file. Each distinct node is
+ * visited once.
+ */
+function textSize(node: unknown): number {
+  if (isScalar(node)) return node.value == null ? 0 : String(node.value).length;
+  if (node instanceof Pair) return textSize(node.key) + textSize(node.value);
+  if (!isMap(node) && !isSeq(node)) return 0;
+  let size = textSizes.get(node);
+  if (size === undefined) {
+    size = 0;
+    for (const item of node.items) size += textSize(item);
+    textSizes.set(node, size);
+  }
+  return size;
+}
+
+function pairsTextSize(pairs: readonly unknown[]): number {
+  return pairs.reduce<number>((sum, pair) => sum + textSize(pair), 0);
 }
 
 function strategyForLeg(strategy: unknown, leg: Leg, doc: Document): unknown {
@@ -374,42 +444,88 @@ function planningScope(parsed: ParsedWorkflow, ctx: ExpansionContext): Expressio
   return ExpressionScope.of({ github: ctx.github, vars: ctx.vars, inputs });
 }
 
-function expandJob(source: WorkflowSource, spec: WorkflowJobSpec, job: YAMLMap, scope: ExpressionScope): ExpandedJob[] {
-  const legs = matrixLegs(job, scope);
+interface PlannedJob {
+  spec: WorkflowJobSpec;
+  job: YAMLMap;
+  legs: NamedLeg[];
+}
+
+/** Renders the job's legs, handing each payload's size to `charge` as soon as it exists. */
+function expandJob(source: WorkflowSource, plan: PlannedJob, scope: ExpressionScope, charge: (bytes: number) => void): ExpandedJob[] {
+  const { spec, job, legs } = plan;
   const rawName = keyText(job.get('name', true));
-  return legs.map((leg, index) => {
+  const expanded: ExpandedJob[] = [];
+  for (const [index, leg] of legs.entries()) {
     const legScope = scope.extend({ matrix: leg.values, strategy: { 'job-index': index, 'job-total': legs.length } });
     const name = renderJobName(spec.id, rawName, leg, legScope);
     const runsOn = evaluateRunsOn(job, legScope);
-    return {
-      jobId: spec.id,
-      name: truncateJobName(name),
-      needs: [...spec.needs],
-      runsOn,
-      hasIf: spec.hasIf,
-      workflowPayload: buildPayload(source, spec.id, job, leg.values, name, runsOn),
-    };
-  });
+    const workflowPayload = buildPayload(source, spec.id, job, leg.values, name, runsOn);
+    charge(Buffer.byteLength(workflowPayload));
+    expanded.push({ jobId: spec.id, name: truncateJobName(name), needs: [...spec.needs], runsOn, hasIf: spec.hasIf, workflowPayload });
+  }
+  return expanded;
+}
+
+function jobError(spec: WorkflowJobSpec, error: unknown): string {
+  return `job "${spec.id}": ${error instanceof Error ? error.message : String(error)}`;
 }
 
 /**
  * The jobs of one run, in file order and legs in jobparser's order. A job that cannot be
  * planned is left out and named in `errors`; callers should then fail the run as a whole.
+ *
+ * Limits are checked before the work they bound. First every job's legs are listed and
+ * counted (at most one job's legs, MAX_MATRIX_LEGS small values, are made beyond
+ * `maxJobs`); no payload exists yet. Then, before a job's payloads are rendered, their
+ * floor (textSize) is weighed against what is left of `maxPayloadBytes`, and each payload
+ * is counted as it is made. Over a limit, planning stops and `exceeded` says which.
  */
-export function expandJobs(parsed: ParsedWorkflow, ctx: ExpansionContext): { jobs: ExpandedJob[]; errors: string[] } {
+export function expandJobs(parsed: ParsedWorkflow, ctx: ExpansionContext, limits: ExpansionLimits = NO_LIMITS): Expansion {
   if (parsed.errors.length > 0) return { jobs: [], errors: [...parsed.errors] };
-  if (!parsed.source) return { jobs: [], errors: ['the workflow could not be read'] };
+  const source = parsed.source;
+  if (!source) return { jobs: [], errors: ['the workflow could not be read'] };
   const scope = planningScope(parsed, ctx);
-  const jobs: ExpandedJob[] = [];
   const errors: string[] = [];
+
+  const planned: PlannedJob[] = [];
+  let legCount = 0;
   for (const spec of parsed.jobs) {
-    const job = parsed.source.jobNodes.get(spec.id);
+    const job = source.jobNodes.get(spec.id);
     if (!job) continue;
+    let legs: NamedLeg[];
     try {
-      jobs.push(...expandJob(parsed.source, spec, job, scope));
+      legs = matrixLegs(job, scope);
     } catch (error) {
-      errors.push(`job "${spec.id}": ${error instanceof Error ? error.message : String(error)}`);
+      errors.push(jobError(spec, error));
+      continue;
     }
+    legCount += legs.length;
+    if (legCount > limits.maxJobs) return { jobs: [], errors, exceeded: { limit: 'jobs', max: limits.maxJobs } };
+    planned.push({ spec, job, legs });
+  }
+
+  let payloadBytes = 0;
+  const payloadLimit = new OverLimit({ limit: 'payload-bytes', max: limits.maxPayloadBytes });
+  const charge = (bytes: number): void => {
+    payloadBytes += bytes;
+    if (payloadBytes > limits.maxPayloadBytes) throw payloadLimit;
+  };
+  const headerFloor = pairsTextSize(headerPairs(source.root));
+  const jobs: ExpandedJob[] = [];
+  try {
+    for (const plan of planned) {
+      const floor = (headerFloor + pairsTextSize(jobBodyPairs(plan.job))) * plan.legs.length;
+      if (payloadBytes + floor > limits.maxPayloadBytes) throw payloadLimit;
+      try {
+        jobs.push(...expandJob(source, plan, scope, charge));
+      } catch (error) {
+        if (error instanceof OverLimit) throw error;
+        errors.push(jobError(plan.spec, error));
+      }
+    }
+  } catch (error) {
+    if (error instanceof OverLimit) return { jobs: [], errors, exceeded: error.exceeded };
+    throw error;
   }
   return { jobs, errors };
 }

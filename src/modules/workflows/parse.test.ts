@@ -174,3 +174,29 @@ test('a filter pattern over the limits makes the workflow invalid (its on: is dr
   const fine = parseWorkflow('ci.yml', `on:\n  push:\n    branches: ['x[', '${'*a'.repeat(32)}']\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n`);
   assert.deepEqual(fine.errors, []);
 });
+
+test('aliases of long text are refused before the workflow parser sees them: 1,000 copies of 10 KB', () => {
+  const lines = ['on: push', 'env:', `  X: &text "${'x'.repeat(10_000)}"`, 'jobs:', '  a:', '    runs-on: x', '    steps:'];
+  for (let i = 0; i < 1000; i += 1) lines.push('      - run: *text');
+  const started = Date.now();
+  const parsed = parseWorkflow('text.yml', `${lines.join('\n')}\n`);
+  // The workflow parser took 5 s over the 10 MB this stands for (10,000 copies: 5 minutes).
+  assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`);
+  assert.deepEqual(parsed.errors, ['text.yml: more than 4194304 characters of YAML text once aliases are expanded']);
+});
+
+test('many aliases cost what the same file written out costs: 3,000 aliases of one word', () => {
+  const lines = ['on: push', 'env:', '  WORD: &word hello', 'jobs:', '  a:', '    runs-on: x', '    env:'];
+  for (let i = 0; i < 3000; i += 1) lines.push(`      V${i}: *word`);
+  lines.push(`    ${STEPS}`);
+  const started = Date.now();
+  const parsed = parseWorkflow('many.yml', `${lines.join('\n')}\n`);
+  // The workflow parser looks each alias up by walking the whole document: this took it 20 s.
+  assert.ok(Date.now() - started < 8000, `${Date.now() - started} ms`);
+  assert.deepEqual(parsed.errors, []);
+});
+
+test('errors of a workflow with aliases name no line: the parser read the file written out without them', () => {
+  const parsed = parseWorkflow('ci.yml', `on: push\nx-steps: &steps [{run: echo}]\njobs:\n  a:\n    runs-on: x\n    steps: *steps\n`);
+  assert.deepEqual(parsed.errors, ["ci.yml: Unexpected value 'x-steps'"]);
+});

@@ -49,6 +49,10 @@ export interface ParsedWorkflow {
 // An alias stands for its anchor's whole subtree, so a few nested aliases can ask for
 // billions of nodes; real workflows have a few thousand.
 const MAX_EXPANDED_NODES = 200_000;
+// The same for text: a thousand aliases of a 10 KB string are 10 MB to the workflow parser
+// (5 s of CPU; ten thousand took 5 minutes) and to every job payload. Real workflows share
+// step lists and env between jobs: far less than four 1 MiB files (the default file cap).
+const MAX_EXPANDED_CHARS = 4 * 1024 * 1024;
 
 /** The yaml library's messages end with a code frame; the first line already names the place. */
 function firstLine(message: string): string {
@@ -90,29 +94,37 @@ function collectJobNodes(root: YAMLMap | undefined): Map<string, YAMLMap> {
  * subtree can be written out alone (Gitea's jobparser also resolves aliases before it splits
  * a workflow). The node is shared rather than copied: the document is never modified after
  * this. Throws for an alias inside its own anchor and for a document that would grow beyond
- * the limit, both of which the workflow parser would follow without end.
+ * the limits (nodes, text), both of which the workflow parser would follow without end.
+ * Returns how many aliases were replaced.
  */
-function resolveAliases(doc: Document.Parsed): void {
+function resolveAliases(doc: Document.Parsed): number {
+  let aliases = 0;
   let size = 0;
+  let chars = 0;
   // YAML: an alias names the closest anchor before it; anchor names may be reused.
   const anchors = new Map<string, YamlNode>();
-  const sizes = new WeakMap<YamlNode, number>();
+  const sizes = new WeakMap<YamlNode, { nodes: number; chars: number }>();
   const open = new Set<YamlNode>();
-  const grow = (nodes: number): void => {
+  const grow = (nodes: number, text: number): void => {
     size += nodes;
+    chars += text;
     if (size > MAX_EXPANDED_NODES) throw new Error(`more than ${MAX_EXPANDED_NODES} YAML nodes once aliases are expanded`);
+    if (chars > MAX_EXPANDED_CHARS) throw new Error(`more than ${MAX_EXPANDED_CHARS} characters of YAML text once aliases are expanded`);
   };
   const walk = (node: unknown): unknown => {
     if (isAlias(node)) {
       const target = anchors.get(node.source);
       if (target === undefined) return node;
       if (open.has(target)) throw new Error(`YAML alias *${node.source} is inside its own anchor`);
-      grow(sizes.get(target) ?? 1);
+      const grown = sizes.get(target);
+      grow(grown?.nodes ?? 1, grown?.chars ?? 0);
+      aliases += 1;
       return target;
     }
     if (!isMap(node) && !isSeq(node) && !isScalar(node)) return node;
     const sizeBefore = size;
-    grow(1);
+    const charsBefore = chars;
+    grow(1, isScalar(node) && node.value != null ? String(node.value).length : 0);
     if (node.anchor) anchors.set(node.anchor, node);
     delete node.anchor;
     open.add(node);
@@ -125,10 +137,11 @@ function resolveAliases(doc: Document.Parsed): void {
       node.items = node.items.map(walk);
     }
     open.delete(node);
-    sizes.set(node, size - sizeBefore);
+    sizes.set(node, { nodes: size - sizeBefore, chars: chars - charsBefore });
     return node;
   };
   doc.contents = walk(doc.contents) as typeof doc.contents;
+  return aliases;
 }
 
 interface Conversion {
@@ -192,15 +205,20 @@ function readWorkflow(fileName: string, content: string): ParsedWorkflow {
   // from the document itself. uniqueKeys matches the parser, which reports duplicates itself.
   // Aliases are expanded first, with limits, because the parser would expand them without.
   const doc = parseDocument(content, { uniqueKeys: false });
-  if (doc.errors.length === 0) resolveAliases(doc);
+  const aliases = doc.errors.length === 0 ? resolveAliases(doc) : 0;
+  // The parser looks each alias up by walking the whole document: 5,000 aliases in an 80 KB
+  // file took it 73 s. It reads the document written out without them instead, whose size
+  // the limits above bound; its line numbers would then point into that text, so they go.
+  const parserInput = aliases > 0 ? doc.toString({ lineWidth: 0 }) : content;
+  const located = (message: string): string => (aliases > 0 ? message.replace(/ \(Line: \d+, Col: \d+\)/g, '') : message);
 
-  const template = parseWorkflowTemplate({ name: fileName, content }, new NoOperationTraceWriter());
+  const template = parseWorkflowTemplate({ name: fileName, content: parserInput }, new NoOperationTraceWriter());
   if (!template.value) {
-    const errors = template.context.errors.getErrors().map((error) => firstLine(error.message));
+    const errors = template.context.errors.getErrors().map((error) => located(firstLine(error.message)));
     return { events: {}, jobs: [], errors: errors.length > 0 ? errors : [`${fileName}: not a workflow`] };
   }
   const converted = convertTemplate(template.context, template.value);
-  const errors = converted.errors;
+  const errors = converted.errors.map(located);
   const oversized = oversizedFilterPatterns(fileName, converted.events);
   errors.push(...oversized);
   // An `on:` we refuse to evaluate selects nothing trustworthy: dropped, so the

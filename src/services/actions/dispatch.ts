@@ -63,6 +63,8 @@ export class DispatchService {
         workflow: workflowPath,
       },
       defaultTitle: workflow.parsed.name ?? workflowPath,
+      // A 400 rather than a failed run: the caller is there to read why (run-limits.ts).
+      overLimit: 'refuse',
     });
     return { ...created, jobIds: [...new Set(workflow.parsed.jobs.map((job) => job.id))] };
   }

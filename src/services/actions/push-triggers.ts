@@ -1,6 +1,13 @@
 // What a `git push` sets off: the push domain event (webhooks deliver it) and
 // the workflow runs whose `on:` matches each updated ref (Forgejo's
 // notifier_helper for push, create and delete).
+//
+// A push made with a task token (the Actions user) starts no run, whatever
+// its refs: otherwise a workflow that pushes re-triggers itself without end.
+// Its webhooks are still delivered; only runs are suppressed. This is
+// Forgejo's rule (services/actions/notifier_helper.go skips every event whose
+// doer IsActions()) and GitHub's for GITHUB_TOKEN. Dispatch is the one way a
+// job starts another run (dispatch.ts does not pass through here).
 import type { Logger } from 'pino';
 import { changedPaths } from '../../modules/git/workflow-files.ts';
 import type { RepositoryReader } from '../../modules/git/repository-reader.ts';
@@ -8,6 +15,7 @@ import { eventsForRefUpdate, workflowMatchesEvent } from '../../modules/workflow
 import type { EventFacts, RefUpdateKind } from '../../modules/workflows/triggers.ts';
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
+import { isActionsUser } from '../../models/users.ts';
 import type { User } from '../../models/users.ts';
 import { isZeroOid, pushCommitLogReader, pushEventPayload, shortRef } from '../push-payloads.ts';
 import type { PushCommitLogReader } from '../push-payloads.ts';
@@ -54,7 +62,7 @@ export class PushTriggers {
     await this.db.transaction().execute((tx) =>
       this.events.record(tx, { type: 'repository.pushed', repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, updates, commitLog }),
     );
-    if (!ctx.repo.units.actions || ctx.repo.isArchived) return;
+    if (!ctx.repo.units.actions || ctx.repo.isArchived || isActionsUser(ctx.pusher)) return;
     for (const update of updates) {
       try {
         await this.triggerWorkflows(ctx, update, commitLog);

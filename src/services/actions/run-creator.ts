@@ -1,9 +1,13 @@
 // Turns one triggered workflow into a run with its jobs, in one transaction.
 // Shared by every trigger (push, dispatch, and later ones), so the rules for
-// titles, job states and invalid workflows live in one place.
+// titles, job states, invalid workflows and the size of a run (run-limits.ts)
+// live in one place. Jobs are planned, and the limits checked, before the
+// transaction opens: a run over a limit costs no write beyond its failed run
+// row, and a refused one (dispatch) none at all.
 import { randomUUID } from 'node:crypto';
 import { ActionStatus, aggregateJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
+import { AppError } from '../../modules/errors.ts';
 import { expandJobs, evaluateRunTitle } from '../../modules/workflows/expand-jobs.ts';
 import type { ExpansionContext } from '../../modules/workflows/expand-jobs.ts';
 import { insertRunWithJobs } from '../../models/action-runs.ts';
@@ -13,6 +17,8 @@ import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
 import type { DomainEvents } from '../events.ts';
+import { runTooLargeMessage } from './run-limits.ts';
+import type { RunLimits } from './run-limits.ts';
 import type { VariableService } from './variables.ts';
 import type { WorkflowFile } from './workflow-catalog.ts';
 
@@ -33,6 +39,12 @@ export interface RunTrigger {
   inputs?: Record<string, string>;
   /** Used when the workflow has no `run-name`. */
   defaultTitle: string;
+  /**
+   * A workflow over a run limit: 'fail' records a failed run that says which
+   * (pushes: the author sees why), 'refuse' throws a 400 and writes nothing
+   * (dispatch: the caller is there to read it).
+   */
+  overLimit?: 'fail' | 'refuse';
 }
 
 export interface CreatedRun {
@@ -60,6 +72,7 @@ export class RunCreator {
     private readonly variables: VariableService,
     private readonly events: DomainEvents,
     private readonly serverUrl: string,
+    private readonly limits: Pick<RunLimits, 'maxJobsPerRun' | 'maxRunPayloadBytes'>,
   ) {}
 
   async create(trigger: RunTrigger): Promise<CreatedRun> {
@@ -72,7 +85,12 @@ export class RunCreator {
     const errors = [...workflow.parsed.errors];
     let jobs: NewJob[] = [];
     if (errors.length === 0) {
-      const expanded = expandJobs(workflow.parsed, context);
+      const expanded = expandJobs(workflow.parsed, context, { maxJobs: this.limits.maxJobsPerRun, maxPayloadBytes: this.limits.maxRunPayloadBytes });
+      if (expanded.exceeded !== undefined) {
+        const message = runTooLargeMessage(workflow.name, expanded.exceeded);
+        if (trigger.overLimit === 'refuse') throw AppError.invalid(message);
+        errors.push(message);
+      }
       errors.push(...expanded.errors);
       jobs = expanded.jobs.map((job) => ({
         name: job.name,

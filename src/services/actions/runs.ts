@@ -7,12 +7,12 @@ import { countTasksOfRepo, listTasksOfRepo } from '../../models/action-tasks.ts'
 import type { TaskListEntry } from '../../models/action-tasks.ts';
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
-import { findAccountsByIds, ghostUser } from '../../models/users.ts';
+import { actionsUser, findAccountsByIds, ghostUser, isActionsUser } from '../../models/users.ts';
 import type { User } from '../../models/users.ts';
 
 export interface RunWithUser {
   run: ActionRun;
-  /** The ghost user when the trigger user has been deleted. */
+  /** The Actions user for runs a task token dispatched; the ghost user when the trigger user has been deleted. */
   triggerUser: User;
 }
 
@@ -40,6 +40,8 @@ export class RunQueryService {
 
   private async withUsers(runs: ActionRun[]): Promise<RunWithUser[]> {
     const users = await findAccountsByIds(this.db, runs.map((run) => run.triggerUserId));
-    return runs.map((run) => ({ run, triggerUser: users.get(run.triggerUserId) ?? ghostUser() }));
+    // Forgejo's GetPossibleUserByID: the Actions user has no row but a name of its own.
+    const userOf = (id: number): User => (isActionsUser({ id }) ? actionsUser() : (users.get(id) ?? ghostUser()));
+    return runs.map((run) => ({ run, triggerUser: userOf(run.triggerUserId) }));
   }
 }

@@ -9,7 +9,7 @@ import type { Db, Queryable } from '../../models/database.ts';
 import { findRepositoryById } from '../../models/repos.ts';
 import type { Repository } from '../../models/repos.ts';
 import { outputsOfTasks } from '../../models/task-claims.ts';
-import { findAccountById, ghostUser } from '../../models/users.ts';
+import { findPossibleUserById } from '../../models/users.ts';
 import type { SecretService } from './secrets.ts';
 import type { VariableService } from './variables.ts';
 
@@ -68,7 +68,7 @@ export class TaskPayloadBuilder {
   async build(taskId: number, token: string, job: ActionRunJob): Promise<TaskPayload> {
     const [run, repo] = await Promise.all([findRunById(this.db, job.runId), findRepositoryById(this.db, job.repoId)]);
     if (run === undefined || repo === null) throw new Error(`task ${taskId}: run ${job.runId} or repository ${job.repoId} is gone`);
-    const triggerUser = (await findAccountById(this.db, run.triggerUserId)) ?? ghostUser();
+    const triggerUser = await findPossibleUserById(this.db, run.triggerUserId);
     // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).
     const forkWithoutTarget = run.isForkPullRequest && run.triggerEvent !== 'pull_request_target';
     const secrets: Record<string, string> = forkWithoutTarget ? {} : Object.fromEntries(await this.secrets.secretsForRepo(repo));

@@ -2,10 +2,14 @@
 // cat-file processes; parsing is cached by blob id, so a workflow file that did
 // not change between pushes (or across a thousand dispatches) is parsed once,
 // and the listing is cached by commit id (a commit's tree never changes).
+// A file over GANTRY_ACTIONS_MAX_WORKFLOW_SIZE is never read whole: cat-file
+// announces its size first, and the file parses as an error saying so.
+import { ObjectTooLargeError } from '../../modules/git/cat-file.ts';
 import { listWorkflowFiles } from '../../modules/git/workflow-files.ts';
 import type { RepositoryReader } from '../../modules/git/repository-reader.ts';
 import { parseWorkflow } from '../../modules/workflows/parse.ts';
 import type { ParsedWorkflow } from '../../modules/workflows/parse.ts';
+import { workflowTooLargeMessage } from './run-limits.ts';
 
 export interface WorkflowFile {
   /** The workflows directory used at this commit, e.g. `.forgejo/workflows`. */
@@ -48,7 +52,10 @@ export class WorkflowCatalog {
   private readonly parsed: Lru<ParsedWorkflow>;
   private readonly listings: Lru<Listing>;
 
-  constructor(maxEntries = DEFAULT_CACHE_ENTRIES) {
+  constructor(
+    private readonly maxWorkflowBytes: number,
+    maxEntries = DEFAULT_CACHE_ENTRIES,
+  ) {
     this.parsed = new Lru(maxEntries);
     this.listings = new Lru(maxEntries);
   }
@@ -85,8 +92,16 @@ export class WorkflowCatalog {
   private async parse(reader: RepositoryReader, blobOid: string, name: string): Promise<ParsedWorkflow> {
     const cached = this.parsed.get(blobOid);
     if (cached !== undefined) return cached;
-    const blob = await reader.readBlob(blobOid);
-    const parsed = parseWorkflow(name, blob === null ? '' : blob.toString('utf8'));
+    let parsed: ParsedWorkflow;
+    try {
+      const blob = await reader.readBlob(blobOid, { maxSize: this.maxWorkflowBytes });
+      parsed = parseWorkflow(name, blob === null ? '' : blob.toString('utf8'));
+    } catch (error) {
+      if (!(error instanceof ObjectTooLargeError)) throw error;
+      // No events: like a file that does not parse, it fails one run per push (push-triggers.ts).
+      parsed = { events: {}, jobs: [], errors: [workflowTooLargeMessage(name, error.object.size, this.maxWorkflowBytes)] };
+    }
+    // Cached under the blob id: the limit is fixed for the life of the process.
     this.parsed.set(blobOid, parsed);
     return parsed;
   }

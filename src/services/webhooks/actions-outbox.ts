@@ -21,8 +21,7 @@ import { findTaskSummary } from '../../models/action-tasks.ts';
 import type { Queryable } from '../../models/database.ts';
 import { insertHookTasks } from '../../models/hook-tasks.ts';
 import { findRepositoryById } from '../../models/repos.ts';
-import { findAccountById, ghostUser } from '../../models/users.ts';
-import type { User } from '../../models/users.ts';
+import { findAccountById, findPossibleUserById } from '../../models/users.ts';
 import { listActiveHooksOfOwner } from '../../models/webhooks.ts';
 import type { WebhookRecord } from '../../models/webhooks.ts';
 import type { DomainEvent, DomainEventHandler } from '../events.ts';
@@ -50,10 +49,6 @@ async function subscribersOf(tx: Queryable, ownerId: number): Promise<Subscriber
   return out.size > 0 ? out : null;
 }
 
-async function userOrGhost(tx: Queryable, id: number): Promise<User> {
-  return (await findAccountById(tx, id)) ?? ghostUser();
-}
-
 export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions): DomainEventHandler {
   const enqueue = async (tx: Queryable, hooks: readonly WebhookRecord[] | undefined, eventType: ActionEvent, payload: unknown): Promise<void> => {
     if (!hooks || hooks.length === 0) return;
@@ -69,7 +64,7 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
     if (repo === null) return null;
     const owner = await findAccountById(tx, repo.ownerId);
     if (owner === null) return null;
-    return { repo, owner, triggerUser: await userOrGhost(tx, run.triggerUserId), rootUrl: options.rootUrl, nowSec: options.clock.nowSec() };
+    return { repo, owner, triggerUser: await findPossibleUserById(tx, run.triggerUserId), rootUrl: options.rootUrl, nowSec: options.clock.nowSec() };
   };
 
   /** `order`: the ids of all the run's jobs in order; a job's position names its page (…/runs/N/jobs/<index>). */
@@ -92,7 +87,7 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
     const wantsDone = subs.has('action_run_success') || subs.has('action_run_failure') || subs.has('action_run_recover');
     if (!wantsDone) return;
     const before = await findPreviousFinishedRun(tx, run);
-    const lastRun = before ? { run: before, triggerUser: await userOrGhost(tx, before.triggerUserId) } : undefined;
+    const lastRun = before ? { run: before, triggerUser: await findPossibleUserById(tx, before.triggerUserId) } : undefined;
     if (success) {
       await enqueue(tx, subs.get('action_run_success'), 'action_run_success', actionRunPayload(ctx, 'success', run, previousStatus, lastRun));
       if (before && before.status === ActionStatus.failure) {

@@ -1,5 +1,7 @@
 // The composition root: everything the program needs, built once from the
-// configuration and passed down. Nothing below reads the environment.
+// configuration and passed down — the database, the key ring, every service,
+// the background workers and the metrics. Nothing else constructs a service,
+// and nothing below reads the environment.
 import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import pino from 'pino';
@@ -11,8 +13,46 @@ import { openKeyRing } from './modules/crypto/key-ring.ts';
 import { REDACTED, serializeRequest } from './modules/log-redaction.ts';
 import { migrateToLatest, openDatabase } from './models/database.ts';
 import type { DatabaseHandle } from './models/database.ts';
-import { createServices } from './services/index.ts';
 import type { Services } from './services/index.ts';
+import path from 'node:path';
+import type { KeyRing } from './modules/crypto/key-ring.ts';
+import type { Db } from './models/database.ts';
+import { AccessTokenService } from './services/access-tokens.ts';
+import { AccountService } from './services/accounts.ts';
+import { DispatchService } from './services/actions/dispatch.ts';
+import { PushTriggers } from './services/actions/push-triggers.ts';
+import { RunCreator } from './services/actions/run-creator.ts';
+import { RunProgress } from './services/actions/run-progress.ts';
+import { RunnerProtocolService } from './services/actions/runner-protocol.ts';
+import { RunnerService } from './services/actions/runners.ts';
+import { RunQueryService } from './services/actions/runs.ts';
+import { SecretService } from './services/actions/secrets.ts';
+import { TaskReportService } from './services/actions/task-reports.ts';
+import { VariableService } from './services/actions/variables.ts';
+import { WorkflowCatalog } from './services/actions/workflow-catalog.ts';
+import { AuthenticationService } from './services/authentication.ts';
+import { CredentialCache } from './services/credential-cache.ts';
+import { LoginLimiter } from './services/login-limiter.ts';
+import { PasswordHasher } from './modules/crypto/password.ts';
+import { DomainEvents } from './services/events.ts';
+import { ENCRYPTED_COLUMNS } from './services/encrypted-columns.ts';
+import { GitRepositories } from './services/git-repositories.ts';
+import { KeyRotationService } from './services/key-rotation.ts';
+import { OrgService } from './services/orgs.ts';
+import { PermissionService } from './services/permissions.ts';
+import { PushService } from './services/pushes.ts';
+import { WebhookService } from './services/webhooks/hooks.ts';
+import { HookDeliveryService } from './services/webhooks/deliveries.ts';
+import { createActionsWebhookOutbox } from './services/webhooks/actions-outbox.ts';
+import { createWebhookOutbox } from './services/webhooks/outbox.ts';
+import { RepoService } from './services/repos.ts';
+import { subscribeOwnerDeletion } from './services/owner-deletion.ts';
+import { ActionsHousekeeping } from './services/actions/housekeeping.ts';
+import { BackgroundWork } from './services/background-work.ts';
+import { MetricsService } from './services/metrics.ts';
+import { WebhookDeliveryWorker } from './services/webhooks/delivery-worker.ts';
+import { withRepositoryFiles } from './services/webhooks/payloads/repository-files.ts';
+import { WebhookRetention } from './services/webhooks/retention.ts';
 
 export interface Deps {
   config: Config;
@@ -21,6 +61,10 @@ export interface Deps {
   clock: Clock;
   database: DatabaseHandle;
   services: Services;
+  /** Stuck-task housekeeping, webhook delivery and retention: started only by the server (main.ts). */
+  background: BackgroundWork;
+  /** Prometheus metrics; null unless GANTRY_METRICS_TOKEN is set (then /metrics is off and nothing is counted). */
+  metrics: MetricsService | null;
   checkDatabase(): Promise<void>;
   close(): Promise<void>;
 }
@@ -77,6 +121,13 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     );
     const services = createServices(config, database.db, clock, ring, logger);
     await services.gitRepositories.prepare();
+    const background = createBackgroundWork(config, database.db, clock, services, logger);
+    const metrics =
+      config.metricsToken === null
+        ? null
+        : new MetricsService(database.db, clock, {
+            onError: (error) => logger.warn({ err: error }, 'could not read the database gauges of /metrics; they are left out until the next read'),
+          });
     return {
       config,
       version: GANTRY_VERSION,
@@ -84,6 +135,8 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       clock,
       database,
       services,
+      background,
+      metrics,
       checkDatabase: async () => {
         await sql`select 1`.execute(database.db);
       },
@@ -96,4 +149,80 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     await database.destroy();
     throw error;
   }
+}
+
+function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, logger: Logger): Services {
+  const events = new DomainEvents((error, event) => logger.error({ err: error, event: event.type }, 'cleanup after a committed change failed; leftover files are harmless'));
+  const credentialCache = new CredentialCache(clock);
+  const hasher = new PasswordHasher(config.passwordHashCost);
+  const secrets = new SecretService(db, clock, keys);
+  const runners = new RunnerService(db, clock, keys);
+  const runProgress = new RunProgress(clock, events);
+  const webhooks = new WebhookService(db, clock, keys);
+  const variables = new VariableService(db, clock);
+  const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir, config.gitMaxPushBytes);
+  events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl }));
+  events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
+  const repos = new RepoService(db, clock, gitRepositories, events);
+  const catalog = new WorkflowCatalog(config.actionsMaxWorkflowBytes);
+  // ROOT_URL without its trailing slash: the github.server_url runners see.
+  const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''), {
+    maxJobsPerRun: config.actionsMaxJobsPerRun,
+    maxRunPayloadBytes: config.actionsMaxRunPayloadBytes,
+  });
+  const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
+  const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
+  subscribeOwnerDeletion(events, { removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId) });
+  return {
+    accounts: new AccountService(db, clock, hasher),
+    accessTokens: new AccessTokenService(db, clock, credentialCache),
+    authentication: new AuthenticationService(db, credentialCache, hasher, new LoginLimiter(clock, config.loginMaxFailures)),
+    permissions: new PermissionService(db),
+    orgs: new OrgService(db, clock, events),
+    repos,
+    secrets,
+    variables,
+    gitRepositories,
+    pushes: new PushService(repos, gitRepositories, pushTriggers),
+    dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
+    runs: new RunQueryService(db),
+    runProgress,
+    runners,
+    runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),
+    taskReports,
+    webhooks,
+    webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
+    events,
+    keys,
+    keyRotation: new KeyRotationService(db, keys, ENCRYPTED_COLUMNS),
+  };
+}
+
+/** How often each process looks for stuck tasks and abandoned jobs; every process does, safely (conditional updates). */
+const HOUSEKEEPING_INTERVAL_MS = 60_000;
+/** How often each process prunes the webhook delivery history past its retention. */
+const WEBHOOK_RETENTION_INTERVAL_MS = 3_600_000;
+
+function createBackgroundWork(config: Config, db: Db, clock: Clock, services: Services, logger: Logger): BackgroundWork {
+  const housekeeping = new ActionsHousekeeping(db, clock, services.taskReports, {
+    onError: (error) => logger.warn({ err: error }, 'actions housekeeping failed; it retries on its next pass'),
+  });
+  // Every process delivers the webhook outbox; claims are leased, so they share the work safely.
+  const webhookWorker = new WebhookDeliveryWorker(db, clock, withRepositoryFiles(services.webhooks, services.gitRepositories), {
+    allowedHosts: config.webhookAllowedHosts,
+    timeoutMs: config.webhookDeliverTimeoutMs,
+    concurrency: config.webhookConcurrency,
+    retry: { maxAttempts: config.webhookMaxAttempts },
+    onError: (error) => logger.warn({ err: error }, 'webhook delivery failed to record; the lease expires and it is retried'),
+  });
+  const webhookRetention = new WebhookRetention(db, clock, {
+    retentionDays: config.webhookRetentionDays,
+    onPruned: (deleted) => logger.info({ deleted, retentionDays: config.webhookRetentionDays }, 'pruned old webhook deliveries'),
+    onError: (error) => logger.warn({ err: error }, 'pruning old webhook deliveries failed; it retries on its next pass'),
+  });
+  return new BackgroundWork([
+    { start: () => housekeeping.start(HOUSEKEEPING_INTERVAL_MS), stop: () => housekeeping.stop() },
+    { start: () => webhookWorker.start(), stop: () => webhookWorker.stop() },
+    { start: () => webhookRetention.start(WEBHOOK_RETENTION_INTERVAL_MS), stop: () => webhookRetention.stop() },
+  ]);
 }

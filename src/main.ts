@@ -6,15 +6,6 @@ import type { Config } from './config.ts';
 import { createDeps } from './deps.ts';
 import { restrictUmask } from './modules/private-files.ts';
 import type { CreateDepsOptions, Deps } from './deps.ts';
-import { ActionsHousekeeping } from './services/actions/housekeeping.ts';
-import { WebhookDeliveryWorker } from './services/webhooks/delivery-worker.ts';
-import { withRepositoryFiles } from './services/webhooks/payloads/repository-files.ts';
-import { WebhookRetention } from './services/webhooks/retention.ts';
-
-/** How often each process looks for stuck tasks and abandoned jobs; every process does, safely (conditional updates). */
-const HOUSEKEEPING_INTERVAL_MS = 60_000;
-/** How often each process prunes the webhook delivery history past its retention. */
-const WEBHOOK_RETENTION_INTERVAL_MS = 3_600_000;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -37,25 +28,7 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
     throw error;
   }
   // Started only by the server: CLI commands build deps too and must not run it.
-  const housekeeping = new ActionsHousekeeping(deps.database.db, deps.clock, deps.services.taskReports, {
-    onError: (error) => deps.logger.warn({ err: error }, 'actions housekeeping failed; it retries on its next pass'),
-  });
-  housekeeping.start(HOUSEKEEPING_INTERVAL_MS);
-  // Every process delivers the webhook outbox; claims are leased, so they share the work safely.
-  const webhookWorker = new WebhookDeliveryWorker(deps.database.db, deps.clock, withRepositoryFiles(deps.services.webhooks, deps.services.gitRepositories), {
-    allowedHosts: config.webhookAllowedHosts,
-    timeoutMs: config.webhookDeliverTimeoutMs,
-    concurrency: config.webhookConcurrency,
-    retry: { maxAttempts: config.webhookMaxAttempts },
-    onError: (error) => deps.logger.warn({ err: error }, 'webhook delivery failed to record; the lease expires and it is retried'),
-  });
-  webhookWorker.start();
-  const webhookRetention = new WebhookRetention(deps.database.db, deps.clock, {
-    retentionDays: config.webhookRetentionDays,
-    onPruned: (deleted) => deps.logger.info({ deleted, retentionDays: config.webhookRetentionDays }, 'pruned old webhook deliveries'),
-    onError: (error) => deps.logger.warn({ err: error }, 'pruning old webhook deliveries failed; it retries on its next pass'),
-  });
-  webhookRetention.start(WEBHOOK_RETENTION_INTERVAL_MS);
+  deps.background.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.httpPort;
   const host = config.httpAddr === '0.0.0.0' || config.httpAddr === '::' ? '127.0.0.1' : config.httpAddr;
@@ -63,9 +36,7 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       await app.close();
-      await housekeeping.stop();
-      await webhookWorker.stop();
-      await webhookRetention.stop();
+      await deps.background.stop();
       await deps.close();
     })();
     return stopping;

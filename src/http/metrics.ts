@@ -7,7 +7,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { digestsEqual, hashToken } from '../modules/crypto/tokens.ts';
 import { AppError } from '../modules/errors.ts';
-import { MetricsService } from '../services/metrics.ts';
 
 export const METRICS_PATH = '/metrics';
 const UNMATCHED_ROUTE = 'unmatched';
@@ -19,16 +18,14 @@ function bearerToken(req: FastifyRequest): string | null {
 
 export function installMetrics(app: FastifyInstance, deps: Deps): void {
   const token = deps.config.metricsToken;
-  if (token === null) {
+  const metrics = deps.metrics;
+  if (token === null || metrics === null) {
     app.get(METRICS_PATH, { schema: { hide: true } }, async () => {
       throw AppError.notFoundMessage('metrics are disabled: set GANTRY_METRICS_TOKEN on the server, then scrape /metrics with "Authorization: Bearer <that token>"');
     });
     return;
   }
 
-  const metrics = new MetricsService(deps.database.db, deps.clock, {
-    onError: (error) => deps.logger.warn({ err: error }, 'could not read the database gauges of /metrics; they are left out until the next read'),
-  });
   app.addHook('onResponse', async (req, reply) => {
     metrics.observeRequest(req.method, req.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, reply.elapsedTime / 1000);
   });

@@ -1,40 +1,26 @@
-// The services of the domain, built once by the composition root.
-import path from 'node:path';
-import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
-import type { Clock } from '../modules/clock.ts';
+// The services of the domain: what each is for. They are built once, with
+// everything else, by the composition root (src/deps.ts).
 import type { KeyRing } from '../modules/crypto/key-ring.ts';
-import type { Db } from '../models/database.ts';
-import { AccessTokenService } from './access-tokens.ts';
-import { AccountService } from './accounts.ts';
-import { DispatchService } from './actions/dispatch.ts';
-import { PushTriggers } from './actions/push-triggers.ts';
-import { RunCreator } from './actions/run-creator.ts';
-import { RunProgress } from './actions/run-progress.ts';
-import { RunnerProtocolService } from './actions/runner-protocol.ts';
-import { RunnerService } from './actions/runners.ts';
-import { RunQueryService } from './actions/runs.ts';
-import { SecretService } from './actions/secrets.ts';
-import { TaskReportService } from './actions/task-reports.ts';
-import { VariableService } from './actions/variables.ts';
-import { WorkflowCatalog } from './actions/workflow-catalog.ts';
-import { AuthenticationService } from './authentication.ts';
-import { CredentialCache } from './credential-cache.ts';
-import { LoginLimiter } from './login-limiter.ts';
-import { PasswordHasher } from '../modules/crypto/password.ts';
-import { DomainEvents } from './events.ts';
-import { ENCRYPTED_COLUMNS } from './encrypted-columns.ts';
-import { GitRepositories } from './git-repositories.ts';
-import { KeyRotationService } from './key-rotation.ts';
-import { OrgService } from './orgs.ts';
-import { PermissionService } from './permissions.ts';
-import { PushService } from './pushes.ts';
-import { WebhookService } from './webhooks/hooks.ts';
-import { HookDeliveryService } from './webhooks/deliveries.ts';
-import { createActionsWebhookOutbox } from './webhooks/actions-outbox.ts';
-import { createWebhookOutbox } from './webhooks/outbox.ts';
-import { RepoService } from './repos.ts';
-import { subscribeOwnerDeletion } from './owner-deletion.ts';
+import type { AccessTokenService } from './access-tokens.ts';
+import type { AccountService } from './accounts.ts';
+import type { DispatchService } from './actions/dispatch.ts';
+import type { RunProgress } from './actions/run-progress.ts';
+import type { RunnerProtocolService } from './actions/runner-protocol.ts';
+import type { RunnerService } from './actions/runners.ts';
+import type { RunQueryService } from './actions/runs.ts';
+import type { SecretService } from './actions/secrets.ts';
+import type { TaskReportService } from './actions/task-reports.ts';
+import type { VariableService } from './actions/variables.ts';
+import type { AuthenticationService } from './authentication.ts';
+import type { DomainEvents } from './events.ts';
+import type { GitRepositories } from './git-repositories.ts';
+import type { KeyRotationService } from './key-rotation.ts';
+import type { OrgService } from './orgs.ts';
+import type { PermissionService } from './permissions.ts';
+import type { PushService } from './pushes.ts';
+import type { WebhookService } from './webhooks/hooks.ts';
+import type { HookDeliveryService } from './webhooks/deliveries.ts';
+import type { RepoService } from './repos.ts';
 
 export interface Services {
   accounts: AccountService;
@@ -65,51 +51,4 @@ export interface Services {
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;
   keyRotation: KeyRotationService;
-}
-
-export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, logger: Logger): Services {
-  const events = new DomainEvents((error, event) => logger.error({ err: error, event: event.type }, 'cleanup after a committed change failed; leftover files are harmless'));
-  const credentialCache = new CredentialCache(clock);
-  const hasher = new PasswordHasher(config.passwordHashCost);
-  const secrets = new SecretService(db, clock, keys);
-  const runners = new RunnerService(db, clock, keys);
-  const runProgress = new RunProgress(clock, events);
-  const webhooks = new WebhookService(db, clock, keys);
-  const variables = new VariableService(db, clock);
-  const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir, config.gitMaxPushBytes);
-  events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl }));
-  events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
-  const repos = new RepoService(db, clock, gitRepositories, events);
-  const catalog = new WorkflowCatalog(config.actionsMaxWorkflowBytes);
-  // ROOT_URL without its trailing slash: the github.server_url runners see.
-  const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''), {
-    maxJobsPerRun: config.actionsMaxJobsPerRun,
-    maxRunPayloadBytes: config.actionsMaxRunPayloadBytes,
-  });
-  const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
-  const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
-  subscribeOwnerDeletion(events, { removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId) });
-  return {
-    accounts: new AccountService(db, clock, hasher),
-    accessTokens: new AccessTokenService(db, clock, credentialCache),
-    authentication: new AuthenticationService(db, credentialCache, hasher, new LoginLimiter(clock, config.loginMaxFailures)),
-    permissions: new PermissionService(db),
-    orgs: new OrgService(db, clock, events),
-    repos,
-    secrets,
-    variables,
-    gitRepositories,
-    pushes: new PushService(repos, gitRepositories, pushTriggers),
-    dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
-    runs: new RunQueryService(db),
-    runProgress,
-    runners,
-    runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),
-    taskReports,
-    webhooks,
-    webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
-    events,
-    keys,
-    keyRotation: new KeyRotationService(db, keys, ENCRYPTED_COLUMNS),
-  };
 }

@@ -240,13 +240,13 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
     }
   });
 
-  it('writes the hooks idempotently, executable', async () => {
+  it('writes the hooks idempotently, executable by the owner only', async () => {
     const dir = join(scratch, 'hooks-again');
     await ensureHooks(dir);
     await chmod(join(dir, 'post-receive'), 0o600);
     await ensureHooks(dir);
     const st = await stat(join(dir, 'post-receive'));
-    assert.equal(st.mode & 0o777, 0o755);
+    assert.equal(st.mode & 0o777, 0o700);
     assert.match(await readFile(join(dir, 'post-receive'), 'utf8'), /^#!\/bin\/sh\n/);
   });
 

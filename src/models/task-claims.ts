@@ -98,7 +98,7 @@ export interface NewTaskToken {
 
 export interface ClaimedJob {
   taskId: number;
-  /** The job as it is after the claim: running, attempt counted, task_id set. */
+  /** The job as it is after the claim: running, attempt at least 1, task_id set. */
   job: ActionRunJob;
 }
 
@@ -114,7 +114,8 @@ export async function claimJob(tx: Queryable, job: ActionRunJob, runnerId: numbe
     .insertInto('action_task')
     .values({
       job_id: job.id,
-      attempt: job.attempt + 1,
+      // The job's attempt, numbered from 1 (a rerun has already counted its own).
+      attempt: Math.max(job.attempt, 1),
       runner_id: runnerId,
       status: ActionStatus.running,
       started: now,
@@ -134,7 +135,7 @@ export async function claimJob(tx: Queryable, job: ActionRunJob, runnerId: numbe
     .set({
       task_id: task.id,
       status: ActionStatus.running,
-      attempt: sql<number>`attempt + 1`,
+      attempt: sql<number>`case when attempt < 1 then 1 else attempt end`,
       started: now,
       updated: now,
     })
@@ -165,7 +166,7 @@ export async function insertTaskSteps(tx: Queryable, taskId: number, repoId: num
 
 /**
  * Undoes a claim whose answer never reached the runner: the job waits again
- * for the next runner (it keeps its attempt count, as a retried attempt). Only
+ * for the next runner (it keeps its attempt: its task row goes). Only
  * while the task is still running and still the job's; true when undone.
  */
 export async function releaseClaim(tx: Queryable, taskId: number, jobId: number, now: number): Promise<boolean> {

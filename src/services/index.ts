@@ -10,6 +10,7 @@ import { AccountService } from './accounts.ts';
 import { DispatchService } from './actions/dispatch.ts';
 import { PushTriggers } from './actions/push-triggers.ts';
 import { RunCreator } from './actions/run-creator.ts';
+import { RunControlService } from './actions/run-control.ts';
 import { RunProgress } from './actions/run-progress.ts';
 import { RunnerProtocolService } from './actions/runner-protocol.ts';
 import { RunnerService } from './actions/runners.ts';
@@ -47,6 +48,8 @@ export interface Services {
   pushes: PushService;
   dispatch: DispatchService;
   runs: RunQueryService;
+  /** Cancel, rerun and delete of runs (the run-control API). */
+  runControl: RunControlService;
   /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
   runProgress: RunProgress;
   /** Registration tokens and the runners REST API. */
@@ -96,6 +99,7 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
     pushes: new PushService(repos, gitRepositories, pushTriggers),
     dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
     runs: new RunQueryService(db),
+    runControl: new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs),
     runProgress,
     runners,
     runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),

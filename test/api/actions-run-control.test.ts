@@ -41,6 +41,8 @@ const WORKFLOWS: Record<string, string> = {
   'perm.yml': workflow({ work: { label: 'rc-perm' } }),
   'hooks.yml': workflow({ work: { label: 'rc-hooks' } }),
   'race.yml': workflow({ work: { label: 'rc-race' } }),
+  // Does not parse: the push gives it one failed run, which cannot be rerun.
+  'broken.yml': 'on: push\njobs:\n  x:\n    runs-on: rc-broken\n    steps: nope\n',
 };
 
 const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
@@ -361,6 +363,19 @@ for (const dialect of testDialects()) {
       assert.equal((await s.api('DELETE', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token })).status, 404);
       const otherJob = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/${job.id}/rerun`, { token: owner.token });
       assert.equal(otherJob.status, 404);
+    });
+
+    test('a run whose workflow does not parse at its commit is not rerun (400)', async () => {
+      const list = await s.api('GET', '/repos/acme/app/actions/runs?workflow_id=broken.yml', { token: owner.token });
+      assert.equal(list.status, 200, list.text);
+      const [run] = (list.json as { workflow_runs: Array<RunJson & { pre_execution_error: string }> }).workflow_runs;
+      assert.ok(run, 'the push created a failed run for the broken workflow');
+      assert.equal(run.status, 'failure');
+      assert.notEqual(run.pre_execution_error, '');
+      for (const suffix of ['/rerun', '/rerun-failed-jobs']) {
+        const res = await s.api('POST', `/repos/acme/app/actions/runs/${run.id}${suffix}`, { token: owner.token });
+        assert.deepEqual([res.status, res.json], [400, errorBody(s.rootUrl, 'workflow broken.yml is invalid')], suffix);
+      }
     });
 
     test('permissions: read access may not cancel or rerun (403), strangers see nothing (404), writers may, delete needs admin', async () => {

@@ -7,7 +7,9 @@
 // re-reads. The caller holds the run's lock (lockRun) and, on SQLite, the
 // write lock (takeWriteLock), the order every writer of a run's jobs takes.
 import { ActionStatus } from '../modules/actions-status.ts';
+import { jobFromRow } from './action-runs.ts';
 import type { ActionRunJob } from './action-runs.ts';
+import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 
 /** A waiting or running job becomes cancelled, if it still has the status and task read. */
@@ -38,4 +40,26 @@ export async function prepareNextAttempt(tx: Queryable, job: Pick<ActionRunJob, 
     .where('attempt', '=', job.attempt)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+export interface LockedUnfinishedJobs {
+  /** Waiting, running and blocked jobs of the run, locked for this transaction on PostgreSQL. */
+  jobs: ActionRunJob[];
+  /** Unfinished jobs another transaction holds (a runner's claim in flight): the caller comes back for them. */
+  busy: number;
+}
+
+/**
+ * The run's unfinished jobs, locked. On PostgreSQL rows another transaction
+ * holds are skipped, not waited for: a claim locks its job row before the
+ * run's row, so waiting here (with the run's row held) would deadlock with
+ * it. SQLite runs one writer at a time: nothing is ever busy.
+ */
+export async function lockUnfinishedJobsOfRun(tx: Queryable, runId: number): Promise<LockedUnfinishedJobs> {
+  const unfinished = [ActionStatus.waiting, ActionStatus.running, ActionStatus.blocked];
+  const query = tx.selectFrom('action_run_job').selectAll().where('run_id', '=', runId).where('status', 'in', unfinished).orderBy('id');
+  if (!isPostgres(tx)) return { jobs: (await query.execute()).map(jobFromRow), busy: 0 };
+  const rows = await query.forUpdate().skipLocked().execute();
+  const all = await tx.selectFrom('action_run_job').select(tx.fn.countAll<number>().as('n')).where('run_id', '=', runId).where('status', 'in', unfinished).executeTakeFirstOrThrow();
+  return { jobs: rows.map(jobFromRow), busy: Number(all.n) - rows.length };
 }

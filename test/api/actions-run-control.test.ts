@@ -41,6 +41,7 @@ const WORKFLOWS: Record<string, string> = {
   'perm.yml': workflow({ work: { label: 'rc-perm' } }),
   'hooks.yml': workflow({ work: { label: 'rc-hooks' } }),
   'race.yml': workflow({ work: { label: 'rc-race' } }),
+  'swarm.yml': 'on: workflow_dispatch\njobs:\n  leg:\n    runs-on: rc-swarm\n    strategy:\n      matrix:\n        n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]\n    steps:\n      - run: echo leg\n',
   // Does not parse: the push gives it one failed run, which cannot be rerun.
   'broken.yml': 'on: push\njobs:\n  x:\n    runs-on: rc-broken\n    steps: nope\n',
 };
@@ -235,6 +236,38 @@ for (const dialect of testDialects()) {
       assert.ok(seen.size >= 1);
     });
 
+    test('a cancel racing runners that claim the run\'s jobs leaves no job or task unfinished', async () => {
+      const runId = await dispatch('swarm.yml');
+      const clients = await Promise.all(
+        [1, 2, 3, 4].map(async (n) => {
+          const client = createRunnerClient(s.url);
+          const res = await client.runner.register({ name: `swarm-${n}`, token: registrationToken, version: 'v12.0.0', labels: ['rc-swarm'] });
+          assert.ok(res.runner);
+          client.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
+          return client;
+        }),
+      );
+      let cancelled = false;
+      const claimed: number[] = [];
+      const loops = clients.map(async (client) => {
+        while (!cancelled) {
+          const res = await client.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 2000 }).catch(() => null);
+          if (res?.task) claimed.push(Number(res.task.id));
+        }
+      });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const cancel = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: owner.token });
+      cancelled = true;
+      assert.equal(cancel.status, 204, cancel.text);
+      await Promise.all(loops);
+      assert.equal((await getRun(runId)).status, 'cancelled');
+      const jobs = await db().selectFrom('action_run_job').select(['status', 'task_id']).where('run_id', '=', runId).execute();
+      assert.equal(jobs.length, 20);
+      assert.ok(jobs.every((job) => job.status === 3), `every job cancelled: ${JSON.stringify(jobs)}`);
+      const statuses = await taskStatuses();
+      for (const id of claimed) assert.equal(statuses.get(id), 'cancelled', `task ${id} claimed before the cancel is cancelled`);
+    });
+
     test('cancelling a waiting run cancels its jobs before any runner takes them', async () => {
       const runId = await dispatch('cancel.yml');
       assert.equal((await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: owner.token })).status, 204);
@@ -415,7 +448,8 @@ for (const dialect of testDialects()) {
           .filter((d) => d.headers['x-forgejo-event'] === event)
           .map((d) => d.json as Payload)
           .filter((p) => (p.workflow_run?.id ?? p.workflow_job?.run_id) === runId);
-      await receiver.waitFor(() => ofRun('workflow_run').some((p) => p.action === 'completed'));
+      // Deliveries run in parallel: wait for both rather than rely on their order.
+      await receiver.waitFor(() => ofRun('workflow_run').some((p) => p.action === 'completed') && ofRun('workflow_run').some((p) => p.action === 'requested'));
       assert.equal(ofRun('workflow_run').filter((p) => p.action === 'requested').length, 1);
 
       assert.equal((await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun`, { token: owner.token })).status, 201);

@@ -31,7 +31,7 @@ import { deleteFinishedRun, findRunById, listJobsOfRun, lockRun, restartRun, unb
 import type { ActionRun, ActionRunJob, DeletedTaskLog } from '../../models/action-runs.ts';
 import type { Db, Queryable } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
-import { cancelJob, prepareNextAttempt } from '../../models/run-control.ts';
+import { cancelJob, lockUnfinishedJobsOfRun, prepareNextAttempt } from '../../models/run-control.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import { findJobById } from '../../models/task-claims.ts';
 import { closeUnfinishedSteps, deleteEphemeralRunner, findReportedTask, finishTask, takeWriteLock } from '../../models/task-reports.ts';
@@ -50,6 +50,8 @@ export const RUN_NOT_DONE = 'this workflow run is not done';
 // A transaction that lost a deadlock (PostgreSQL: a claim locks the job row,
 // then the run; we lock the run, then the jobs) or a busy SQLite is retried.
 const MAX_TX_ATTEMPTS = 5;
+// Passes of a cancel while runners keep claiming its jobs (each pass takes every job not being claimed).
+const MAX_CANCEL_PASSES = 20;
 
 function isRetryable(error: unknown): boolean {
   const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
@@ -92,26 +94,37 @@ export class RunControlService {
    * Forgejo's CancelRun: every waiting or running job becomes cancelled (its
    * running task too, with its unfinished steps), blocked jobs are skipped,
    * then the run's status follows. A finished run changes nothing (Forgejo
-   * answers 204 all the same).
+   * answers 204 all the same). Jobs a runner is claiming at this moment are
+   * left to that claim, which commits right after this transaction (it waits
+   * for the run's lock), and are cancelled by the next pass: when this
+   * returns, nothing of the run is left unfinished.
    */
   async cancel(repo: Repository, runId: number): Promise<void> {
     const run = await this.runOf(this.db, repo, runId);
-    await retrying(() =>
-      this.db.transaction().execute(async (tx) => {
-        await takeWriteLock(tx);
-        await lockRun(tx, run.id);
-        const now = this.clock.nowSec();
-        const changed: number[] = [];
-        for (const job of await listJobsOfRun(tx, run.id)) {
-          if (await this.cancelOne(tx, job, now)) changed.push(job.id);
-        }
-        // Dependants never start: skipped, as the job emitter would mark them
-        // after a cancelled need (a dependant with `if:` would otherwise be released).
-        const blocked = (await listJobsOfRun(tx, run.id)).filter((job) => job.status === ActionStatus.blocked);
-        changed.push(...(await unblockJobs(tx, new Map(blocked.map((job) => [job.id, ActionStatus.skipped])), now)));
-        if (changed.length > 0) await this.progress.settle(tx, run.id, changed);
-      }),
-    );
+    for (let pass = 0; pass < MAX_CANCEL_PASSES; pass += 1) {
+      const busy = await retrying(() => this.db.transaction().execute((tx) => this.cancelPass(tx, run.id)));
+      if (busy === 0) return;
+    }
+    throw AppError.conflict('runners kept claiming jobs of the run while it was cancelled, try again');
+  }
+
+  /** One transaction of a cancel; returns how many unfinished jobs it could not lock (claims in flight). */
+  private async cancelPass(tx: Queryable, runId: number): Promise<number> {
+    await takeWriteLock(tx);
+    await lockRun(tx, runId);
+    const now = this.clock.nowSec();
+    const { jobs, busy } = await lockUnfinishedJobsOfRun(tx, runId);
+    const changed: number[] = [];
+    for (const job of jobs) {
+      if (job.status === ActionStatus.blocked) continue;
+      if (await this.cancelOne(tx, job, now)) changed.push(job.id);
+    }
+    // Dependants never start: skipped, as the job emitter would mark them
+    // after a cancelled need (a dependant with `if:` would otherwise be released).
+    const blocked = jobs.filter((job) => job.status === ActionStatus.blocked);
+    changed.push(...(await unblockJobs(tx, new Map(blocked.map((job) => [job.id, ActionStatus.skipped])), now)));
+    if (changed.length > 0) await this.progress.settle(tx, runId, changed);
+    return busy;
   }
 
   /**

@@ -166,13 +166,15 @@ export async function insertTaskSteps(tx: Queryable, taskId: number, repoId: num
 
 /**
  * Undoes a claim whose answer never reached the runner: the job waits again
- * for the next runner (it keeps its attempt: its task row goes). Only
- * while the task is still running and still the job's; true when undone.
+ * for the next runner as its next attempt: the lost claim used one up
+ * (attempt + 1), so the next claim's task and workflow_job events carry a new
+ * attempt number. Only while the task is still running and still the job's;
+ * true when undone.
  */
 export async function releaseClaim(tx: Queryable, taskId: number, jobId: number, now: number): Promise<boolean> {
   const job = await tx
     .updateTable('action_run_job')
-    .set({ task_id: 0, status: ActionStatus.waiting, started: 0, updated: now })
+    .set({ task_id: 0, status: ActionStatus.waiting, started: 0, attempt: sql<number>`attempt + 1`, updated: now })
     .where('id', '=', jobId)
     .where('task_id', '=', taskId)
     .where('status', '=', ActionStatus.running)

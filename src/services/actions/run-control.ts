@@ -4,10 +4,11 @@
 // task.go (StopTask); the paths and answers are in http/api/v1/actions-run-control.ts.
 //
 // Guarantees:
-// - Each operation is one transaction that takes the run's lock first (and
-//   SQLite's write lock), the order every writer of a run's jobs takes
-//   (task-reports.ts, housekeeping.ts), and every job or task transition is
-//   a conditional update on the state read. A cancel racing a runner's final
+// - Each transaction takes the run's lock first (and SQLite's write lock),
+//   the order every writer of a run's jobs takes (task-reports.ts,
+//   housekeeping.ts), and every job or task transition is a conditional
+//   update on the state read. Rerun and delete are one transaction; a cancel
+//   is one per pass, a new pass for the jobs runners were claiming meanwhile. A cancel racing a runner's final
 //   UpdateTask ends in one state: whichever commits first wins, and the other
 //   sees a finished task or job and changes nothing.
 // - A runner learns of a cancel only from its next UpdateTask answer

@@ -295,6 +295,8 @@ for (const dialect of testDialects()) {
       assert.deepEqual([build.attempt, build.task_id], [1, first.id]);
       assert.equal(before.get('test')?.status, 4, 'skipped after the failure');
 
+      const unknown = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/999999/rerun`, { token: owner.token });
+      assert.deepEqual([unknown.status, (unknown.json as { message: string }).message], [404, 'workflow job with id 999999'], 'a job of another run or none');
       const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/${build.id}/rerun`, { token: owner.token });
       assert.equal(rerun.status, 201, rerun.text);
       const body = rerun.json as { id: number; run_id: number; run_attempt: number; status: string; conclusion: string; name: string; url: string };

@@ -22,6 +22,7 @@ import { AccountService } from './services/accounts.ts';
 import { DispatchService } from './services/actions/dispatch.ts';
 import { PushTriggers } from './services/actions/push-triggers.ts';
 import { RunCreator } from './services/actions/run-creator.ts';
+import { RunControlService } from './services/actions/run-control.ts';
 import { RunProgress } from './services/actions/run-progress.ts';
 import { RunnerProtocolService } from './services/actions/runner-protocol.ts';
 import { RunnerService } from './services/actions/runners.ts';
@@ -186,6 +187,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     pushes: new PushService(repos, gitRepositories, pushTriggers),
     dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
     runs: new RunQueryService(db),
+    runControl: new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs),
     runProgress,
     runners,
     runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),

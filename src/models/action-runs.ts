@@ -273,6 +273,69 @@ export async function updateRunStatus(tx: Queryable, run: ActionRun, change: Run
   return runFromRow(updated);
 }
 
+/**
+ * A finished run starts its next attempt (Forgejo's rerun, services/actions/rerun.go):
+ * `status` (the aggregate of its jobs' new statuses), times zeroed, the
+ * finished attempt's duration added to `previous_duration`. Only while the
+ * run still has the status the caller read; undefined when it moved meanwhile.
+ */
+export async function restartRun(tx: Queryable, run: ActionRun, status: number, now: number): Promise<ActionRun | undefined> {
+  const duration = run.started > 0 && run.stopped >= run.started ? run.stopped - run.started : 0;
+  const updated = await tx
+    .updateTable('action_run')
+    .set({ status, started: 0, stopped: 0, previous_duration: sql<number>`previous_duration + ${duration}`, updated: now })
+    .where('id', '=', run.id)
+    .where('status', '=', run.status)
+    .returningAll()
+    .executeTakeFirst();
+  if (updated === undefined) return undefined;
+  if (status !== run.status) {
+    const key = { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event };
+    // Ascending status order, as updateRunStatus (deadlock-free on PostgreSQL).
+    const moves = [
+      { status: run.status, delta: -1 },
+      { status, delta: 1 },
+    ].sort((a, b) => a.status - b.status);
+    for (const move of moves) await adjustRunCount(tx, { ...key, status: move.status }, move.delta);
+  }
+  return runFromRow(updated);
+}
+
+/** Where a deleted task's log may be on disk: the stored name and the plain name. */
+export interface DeletedTaskLog {
+  repoId: number;
+  taskId: number;
+  logFilename: string;
+}
+
+/**
+ * Deletes a finished run with its jobs, tasks, steps and outputs, and takes
+ * it out of the run counts. Conditional on the run being done (and still
+ * having the status the caller read): undefined when it is not, nothing
+ * deleted. Returns the deleted tasks, whose log files the caller removes
+ * after the commit. Call inside a transaction.
+ */
+export async function deleteFinishedRun(tx: Queryable, run: ActionRun): Promise<DeletedTaskLog[] | undefined> {
+  const deleted = await tx
+    .deleteFrom('action_run')
+    .where('id', '=', run.id)
+    .where('status', '=', run.status)
+    .where('status', 'in', [ActionStatus.success, ActionStatus.failure, ActionStatus.cancelled, ActionStatus.skipped])
+    .executeTakeFirst();
+  if (Number(deleted.numDeletedRows) === 0) return undefined;
+  const jobsOfRun = tx.selectFrom('action_run_job').select('id').where('run_id', '=', run.id);
+  const tasks = await tx.selectFrom('action_task').select(['id', 'repo_id', 'log_filename']).where('job_id', 'in', jobsOfRun).execute();
+  const taskIds = tasks.map((task) => task.id);
+  if (taskIds.length > 0) {
+    await tx.deleteFrom('action_task_output').where('task_id', 'in', taskIds).execute();
+    await tx.deleteFrom('action_task_step').where('task_id', 'in', taskIds).execute();
+    await tx.deleteFrom('action_task').where('id', 'in', taskIds).execute();
+  }
+  await tx.deleteFrom('action_run_job').where('run_id', '=', run.id).execute();
+  await adjustRunCount(tx, { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event, status: run.status }, -1);
+  return tasks.map((task) => ({ repoId: task.repo_id, taskId: task.id, logFilename: task.log_filename }));
+}
+
 export async function findRunById(db: Queryable, id: number): Promise<ActionRun | undefined> {
   const row = await db.selectFrom('action_run').selectAll().where('id', '=', id).executeTakeFirst();
   return row === undefined ? undefined : runFromRow(row);

@@ -104,7 +104,7 @@ export interface ClaimRequestKey {
 
 export interface ClaimedJob {
   taskId: number;
-  /** The job as it is after the claim: running, attempt counted, task_id set. */
+  /** The job as it is after the claim: running, attempt at least 1, task_id set. */
   job: ActionRunJob;
 }
 
@@ -127,7 +127,8 @@ export async function claimJob(
     .insertInto('action_task')
     .values({
       job_id: job.id,
-      attempt: job.attempt + 1,
+      // The job's attempt, numbered from 1 (a rerun has already counted its own).
+      attempt: Math.max(job.attempt, 1),
       runner_id: runnerId,
       status: ActionStatus.running,
       started: now,
@@ -148,7 +149,7 @@ export async function claimJob(
     .set({
       task_id: task.id,
       status: ActionStatus.running,
-      attempt: sql<number>`attempt + 1`,
+      attempt: sql<number>`case when attempt < 1 then 1 else attempt end`,
       started: now,
       updated: now,
     })
@@ -179,13 +180,15 @@ export async function insertTaskSteps(tx: Queryable, taskId: number, repoId: num
 
 /**
  * Undoes a claim whose answer never reached the runner: the job waits again
- * for the next runner (it keeps its attempt count, as a retried attempt). Only
- * while the task is still running and still the job's; true when undone.
+ * for the next runner as its next attempt: the lost claim used one up
+ * (attempt + 1), so the next claim's task and workflow_job events carry a new
+ * attempt number. Only while the task is still running and still the job's;
+ * true when undone.
  */
 export async function releaseClaim(tx: Queryable, taskId: number, jobId: number, now: number): Promise<boolean> {
   const job = await tx
     .updateTable('action_run_job')
-    .set({ task_id: 0, status: ActionStatus.waiting, started: 0, updated: now })
+    .set({ task_id: 0, status: ActionStatus.waiting, started: 0, attempt: sql<number>`attempt + 1`, updated: now })
     .where('id', '=', jobId)
     .where('task_id', '=', taskId)
     .where('status', '=', ActionStatus.running)

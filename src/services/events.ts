@@ -4,7 +4,7 @@
 // change is. Work that must not run before the commit (removing files the
 // deleted rows pointed at) subscribes with `afterCommit` and sees the events
 // of transactions opened with `DomainEvents.transaction`.
-import type { ActionRun, ActionRunJob } from '../models/action-runs.ts';
+import type { ActionRun, ActionRunJob, DeletedTaskLog } from '../models/action-runs.ts';
 import type { Db, Queryable } from '../models/database.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
@@ -24,7 +24,9 @@ export type DomainEvent =
    */
   | { type: 'actions.jobs.changed'; run: ActionRun; jobs: readonly ActionRunJob[]; runJobIds: readonly number[] }
   /** A run's aggregate status changed; `run` is the run as it now is, `previous` as it was. */
-  | { type: 'actions.run.status-changed'; run: ActionRun; previous: ActionRun };
+  | { type: 'actions.run.status-changed'; run: ActionRun; previous: ActionRun }
+  /** A finished run and its rows were deleted; `tasks` names the log files to remove after the commit. */
+  | { type: 'actions.run.deleted'; run: ActionRun; tasks: readonly DeletedTaskLog[] };
 
 export interface PushedRef {
   ref: string;

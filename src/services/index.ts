@@ -4,6 +4,7 @@ import type { KeyRing } from '../modules/crypto/key-ring.ts';
 import type { AccessTokenService } from './access-tokens.ts';
 import type { AccountService } from './accounts.ts';
 import type { DispatchService } from './actions/dispatch.ts';
+import type { RunControlService } from './actions/run-control.ts';
 import type { RunProgress } from './actions/run-progress.ts';
 import type { RunnerProtocolService } from './actions/runner-protocol.ts';
 import type { RunnerService } from './actions/runners.ts';
@@ -35,6 +36,8 @@ export interface Services {
   pushes: PushService;
   dispatch: DispatchService;
   runs: RunQueryService;
+  /** Cancel, rerun and delete of runs (the run-control API). */
+  runControl: RunControlService;
   /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
   runProgress: RunProgress;
   /** Registration tokens and the runners REST API. */

@@ -156,7 +156,8 @@ for (const dialect of testDialects()) {
     const jobsOf = (runId: number) => db().selectFrom('action_run_job').selectAll().where('run_id', '=', runId).orderBy('id').execute();
 
     before(async () => {
-      s = await startTestServer(dialect, { GANTRY_SECRET_KEY: SECRET_KEY });
+      // The claim races queue 500 jobs in one run: above the default cap of 256 jobs per run.
+      s = await startTestServer(dialect, { GANTRY_SECRET_KEY: SECRET_KEY, GANTRY_ACTIONS_MAX_JOBS_PER_RUN: '1000' });
       alice = await s.createUser('alice');
       for (const name of ['app', 'other']) assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name } })).status, 201);
       const found = await Promise.all(['app', 'other'].map((name) => findRepository(db(), alice.user.id, name)));

@@ -49,6 +49,13 @@ export function truncationNotice(maxBytes: number): string {
 export interface LogRow {
   /** Unix seconds, fractions allowed; absent reads as the epoch, as Go's nil Timestamp does. */
   time?: number;
+  /**
+   * Nanoseconds within `time` (then whole seconds), as the runner's protobuf
+   * Timestamp carries them. A float of seconds since 1970 only holds about
+   * 240 ns, so without this a line's time could differ from what the runner
+   * sent in the seventh fractional digit.
+   */
+  nanos?: number;
   content: string;
 }
 
@@ -69,16 +76,29 @@ export interface ReadLogOptions {
   limit?: number;
 }
 
-/** `2006-01-02T15:04:05.0000000Z07:00` in UTC (Forgejo's TimeFormat): seven fractional digits. */
-export function formatLogTime(seconds: number | undefined): string {
+/**
+ * `2006-01-02T15:04:05.0000000Z07:00` in UTC (Forgejo's TimeFormat): seven
+ * fractional digits. With `nanos` the digits are Go's: the nanoseconds cut
+ * (not rounded) to 100 ns, so a line reads exactly as Forgejo prints the
+ * runner's timestamp; a fractional `seconds` alone is rounded to them.
+ */
+export function formatLogTime(seconds: number | undefined, nanos?: number): string {
   // Outside what a Date holds (a runner's garbage) reads as the epoch rather than failing the upload.
   const t = seconds !== undefined && Number.isFinite(seconds) && Math.abs(seconds) < 8.64e12 ? seconds : 0;
   let whole = Math.floor(t);
-  let ticks = Math.round((t - whole) * 1e7);
+  let ticks: number;
+  if (nanos !== undefined && Number.isSafeInteger(nanos) && t === whole) {
+    // Go's time.Unix normalises nanoseconds outside [0, 1e9) into the seconds.
+    whole += Math.floor(nanos / 1e9);
+    ticks = Math.floor((((nanos % 1e9) + 1e9) % 1e9) / 100);
+  } else {
+    ticks = Math.round((t - whole) * 1e7);
+  }
   if (ticks >= 1e7) {
     whole += 1;
     ticks -= 1e7;
   }
+  if (Math.abs(whole) >= 8.64e12) return formatLogTime(0);
   const iso = new Date(whole * 1000).toISOString();
   return `${iso.slice(0, iso.indexOf('.'))}.${String(ticks).padStart(7, '0')}Z`;
 }
@@ -96,7 +116,7 @@ export function formatLogLine(row: LogRow): string {
     while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
     content = bytes.subarray(0, end).toString('utf8');
   }
-  return `${formatLogTime(row.time)} ${content}\n`;
+  return `${formatLogTime(row.time, row.nanos)} ${content}\n`;
 }
 
 /** The plain log's name of a task: ids only, so renames never move a log. */
@@ -213,7 +233,7 @@ export class TaskLogStore {
     let size = offset;
     for (const [index, line] of formatted.entries()) {
       if (size + line.length + reserve > this.maxBytes) {
-        kept.push(Buffer.concat([Buffer.from(formatLogTime(lines[index]?.time), 'utf8'), this.sealedSuffix]));
+        kept.push(Buffer.concat([Buffer.from(formatLogTime(lines[index]?.time, lines[index]?.nanos), 'utf8'), this.sealedSuffix]));
         break;
       }
       kept.push(line);

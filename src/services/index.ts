@@ -8,6 +8,8 @@ import type { Db } from '../models/database.ts';
 import { AccessTokenService } from './access-tokens.ts';
 import { AccountService } from './accounts.ts';
 import { DispatchService } from './actions/dispatch.ts';
+import { JobLogService } from './actions/job-logs.ts';
+import { JobQueryService } from './actions/jobs.ts';
 import { PushTriggers } from './actions/push-triggers.ts';
 import { RunCreator } from './actions/run-creator.ts';
 import { RunProgress } from './actions/run-progress.ts';
@@ -47,6 +49,10 @@ export interface Services {
   pushes: PushService;
   dispatch: DispatchService;
   runs: RunQueryService;
+  /** The jobs of a run and one job, as the API shows them. */
+  jobs: JobQueryService;
+  /** Job logs as text and a run's logs as a zip, streamed. */
+  jobLogs: JobLogService;
   /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
   runProgress: RunProgress;
   /** Registration tokens and the runners REST API. */
@@ -96,6 +102,8 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
     pushes: new PushService(repos, gitRepositories, pushTriggers),
     dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
     runs: new RunQueryService(db),
+    jobs: new JobQueryService(db),
+    jobLogs: new JobLogService(db, taskReports.logs),
     runProgress,
     runners,
     runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),

@@ -26,6 +26,12 @@
 // task finishes normally. A log is known to be sealed by its last line: the
 // notice, whose bytes depend only on the limit and the dropped row's time,
 // so concurrent writers still write identical bytes at identical offsets.
+//
+// Reading (job-logs.ts): a log is served as stored, `<time> <content>\n` per
+// line. A running log is read only below the log_size the reader saw, so a
+// reader never sees bytes a runner has not been acknowledged; an archived log
+// is gunzipped on the fly and a byte range of it is reached by skipping
+// decompressed bytes, so neither is ever held whole in memory.
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -157,6 +163,33 @@ async function* splitLines(source: AsyncIterable<Buffer>): AsyncGenerator<string
     rest = Buffer.from(data);
   }
   if (rest.length > 0) yield rest.toString('utf8');
+}
+
+/** Skips `skip` bytes of a stream, then yields `length` bytes and stops reading (closing the source). */
+async function* sliceBytes(source: Readable, skip: number, length: number): AsyncGenerator<Buffer> {
+  let toSkip = skip;
+  let left = length;
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      let data = chunk;
+      if (toSkip > 0) {
+        if (data.length <= toSkip) {
+          toSkip -= data.length;
+          continue;
+        }
+        data = data.subarray(toSkip);
+        toSkip = 0;
+      }
+      if (data.length >= left) {
+        yield data.subarray(0, left);
+        return;
+      }
+      left -= data.length;
+      yield data;
+    }
+  } finally {
+    source.destroy();
+  }
 }
 
 export class TaskLogStore {
@@ -309,6 +342,24 @@ export class TaskLogStore {
     // pipe() never ends its source early: a reader that stops (a limit) must close the file too.
     gunzip.on('close', () => raw.destroy());
     return raw.pipe(gunzip);
+  }
+
+  /**
+   * Bytes `start`..`end` (inclusive) of the committed log, streamed: from the
+   * plain file directly, or through gunzip, skipping the decompressed bytes
+   * before `start`. The caller keeps `end` below the committed size (the
+   * archive holds exactly that many bytes). Throws ENOENT as `open` does.
+   */
+  async openRange(location: LogLocation, start: number, end: number): Promise<Readable> {
+    if (end < start || location.filename === '' || (!location.inStorage && location.size === 0)) return Readable.from([]);
+    const file = this.resolve(location.filename);
+    const handle = await fs.open(file, 'r');
+    if (!location.inStorage) return handle.createReadStream({ start, end });
+    const gunzip = createGunzip();
+    const raw = handle.createReadStream();
+    raw.on('error', (error) => gunzip.destroy(error));
+    gunzip.on('close', () => raw.destroy());
+    return Readable.from(sliceBytes(raw.pipe(gunzip), start, end - start + 1), { objectMode: false });
   }
 
   async *lines(stream: Readable, options: ReadLogOptions = {}): AsyncGenerator<string> {

@@ -356,10 +356,13 @@ export class TaskLogStore {
     const handle = await fs.open(file, 'r');
     if (!location.inStorage) return handle.createReadStream({ start, end });
     const gunzip = createGunzip();
-    const raw = handle.createReadStream();
+    // Small compressed reads: each inflates to several times its size before backpressure applies.
+    const raw = handle.createReadStream({ highWaterMark: 16 * 1024 });
     raw.on('error', (error) => gunzip.destroy(error));
     gunzip.on('close', () => raw.destroy());
-    return Readable.from(sliceBytes(raw.pipe(gunzip), start, end - start + 1), { objectMode: false });
+    raw.pipe(gunzip);
+    if (start === 0 && end === location.size - 1) return gunzip;
+    return Readable.from(sliceBytes(gunzip, start, end - start + 1), { objectMode: false });
   }
 
   async *lines(stream: Readable, options: ReadLogOptions = {}): AsyncGenerator<string> {

@@ -6,6 +6,8 @@
 // the runner sent; ranges, attempts, the run's zip and the 404 texts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { createCurrentUserRepo, dispatchWorkflow, repoGetRunnerRegistrationToken } from '@llamaduck/forgejo-ts';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
@@ -178,6 +180,14 @@ for (const dialect of testDialects()) {
       const liveText = expectedText(LIVE_LINES);
       assert.equal(live.body.toString('utf8'), liveText);
       assert.equal(live.headers.get('content-length'), String(Buffer.byteLength(liveText)));
+      // Bytes past the committed size (a write whose commit never came, e.g. a crash) are never served.
+      const repoId = ((await s.api('GET', `/repos/alice/app/actions/runs/${runId}/jobs`, { token: alice.token })).json as { repo_id: number }[])[0]?.repo_id ?? 0;
+      const plainFile = path.join(s.dataDir, 'actions_log', String(repoId), (task.id % 256).toString(16).padStart(2, '0'), `${task.id}.log`);
+      await fs.appendFile(plainFile, 'uncommitted bytes\n');
+      const afterStray = await logOf(buildJobId);
+      assert.equal(afterStray.body.toString('utf8'), liveText, 'only the acknowledged lines');
+      const liveZip = readZip((await raw(`/repos/alice/app/actions/runs/${runId}/logs`, { token: alice.token })).body);
+      assert.equal(liveZip[0]?.data.toString('utf8'), liveText, "the run's zip too holds only the acknowledged lines of a running job");
       const liveRange = await logOf(buildJobId, '', { range: 'bytes=0-99' });
       assert.equal(liveRange.status, 206);
       assert.equal(liveRange.headers.get('content-range'), `bytes 0-99/${Buffer.byteLength(liveText)}`);

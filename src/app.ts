@@ -22,6 +22,7 @@ import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
 import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
 import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
+import { actionsJobRoutes } from './http/api/v1/actions-jobs.ts';
 import { actionsRunControlRoutes } from './http/api/v1/actions-run-control.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
 import { hookDeliveryRoutes } from './http/api/v1/hook-deliveries.ts';
@@ -170,6 +171,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       repoRoutes(typed, ctx);
       actionsSecretVariableRoutes(typed, ctx);
       actionsRunRoutes(typed, ctx);
+      actionsJobRoutes(typed, ctx);
       actionsRunControlRoutes(typed, ctx);
       actionsRunnerRoutes(typed, ctx);
       orgHookRoutes(typed, ctx);

@@ -21,6 +21,8 @@ import { AccessTokenService } from './services/access-tokens.ts';
 import { AccountService } from './services/accounts.ts';
 import { DispatchService } from './services/actions/dispatch.ts';
 import { PushTriggers } from './services/actions/push-triggers.ts';
+import { JobLogService } from './services/actions/job-logs.ts';
+import { JobQueryService } from './services/actions/jobs.ts';
 import { RunCreator } from './services/actions/run-creator.ts';
 import { RunControlService } from './services/actions/run-control.ts';
 import { RunProgress } from './services/actions/run-progress.ts';
@@ -187,6 +189,8 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     pushes: new PushService(repos, gitRepositories, pushTriggers),
     dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
     runs: new RunQueryService(db),
+    jobs: new JobQueryService(db),
+    jobLogs: new JobLogService(db, taskReports.logs),
     runControl: new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs),
     runProgress,
     runners,

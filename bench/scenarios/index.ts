@@ -4,10 +4,11 @@ import type { Scenario } from '../lib/scenario.ts';
 import { actionsRuns } from './actions-runs.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
 import { idleRss } from './idle-rss.ts';
+import { jobLogDownload } from './job-log-download.ts';
 import { repoActionsData } from './repo-actions-data.ts';
 import { runCancel } from './run-cancel.ts';
 import { runners } from './runners.ts';
 import { scaleOut } from './scale-out.ts';
 import { webhooks } from './webhooks.ts';
 
-export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners, runCancel, webhooks, scaleOut, idleRss];
+export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners, runCancel, webhooks, jobLogDownload, scaleOut, idleRss];

@@ -4,6 +4,8 @@ import type { KeyRing } from '../modules/crypto/key-ring.ts';
 import type { AccessTokenService } from './access-tokens.ts';
 import type { AccountService } from './accounts.ts';
 import type { DispatchService } from './actions/dispatch.ts';
+import type { JobLogService } from './actions/job-logs.ts';
+import type { JobQueryService } from './actions/jobs.ts';
 import type { RunControlService } from './actions/run-control.ts';
 import type { RunProgress } from './actions/run-progress.ts';
 import type { RunnerProtocolService } from './actions/runner-protocol.ts';
@@ -38,6 +40,10 @@ export interface Services {
   runs: RunQueryService;
   /** Cancel, rerun and delete of runs (the run-control API). */
   runControl: RunControlService;
+  /** The jobs of a run and one job, as the API shows them. */
+  jobs: JobQueryService;
+  /** Job logs as text and a run's logs as a zip, streamed. */
+  jobLogs: JobLogService;
   /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
   runProgress: RunProgress;
   /** Registration tokens and the runners REST API. */

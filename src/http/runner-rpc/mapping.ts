@@ -90,13 +90,14 @@ export function fromProtoTaskState(state: TaskState | undefined): DomainTaskStat
 export interface DomainLogRequest {
   taskId: number;
   index: number;
-  rows: { time?: number; content: string }[];
+  rows: { time?: number; nanos?: number; content: string }[];
   noMore: boolean;
 }
 
-function fromProtoLogRow(row: LogRow): { time?: number; content: string } {
-  const time = secondsOf(row.time, true);
-  return time === undefined ? { content: row.content } : { time, content: row.content };
+/** Whole seconds and the nanoseconds apart: a float of both loses the digits Forgejo prints. */
+function fromProtoLogRow(row: LogRow): { time?: number; nanos?: number; content: string } {
+  const time = secondsOf(row.time);
+  return time === undefined ? { content: row.content } : { time, nanos: row.time?.nanos ?? 0, content: row.content };
 }
 
 export function fromProtoLogRequest(req: UpdateLogRequest): DomainLogRequest {

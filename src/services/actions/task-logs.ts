@@ -26,6 +26,12 @@
 // task finishes normally. A log is known to be sealed by its last line: the
 // notice, whose bytes depend only on the limit and the dropped row's time,
 // so concurrent writers still write identical bytes at identical offsets.
+//
+// Reading (job-logs.ts): a log is served as stored, `<time> <content>\n` per
+// line. A running log is read only below the log_size the reader saw, so a
+// reader never sees bytes a runner has not been acknowledged; an archived log
+// is gunzipped on the fly and a byte range of it is reached by skipping
+// decompressed bytes, so neither is ever held whole in memory.
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -50,6 +56,13 @@ export function truncationNotice(maxBytes: number): string {
 export interface LogRow {
   /** Unix seconds, fractions allowed; absent reads as the epoch, as Go's nil Timestamp does. */
   time?: number;
+  /**
+   * Nanoseconds within `time` (then whole seconds), as the runner's protobuf
+   * Timestamp carries them. A float of seconds since 1970 only holds about
+   * 240 ns, so without this a line's time could differ from what the runner
+   * sent in the seventh fractional digit.
+   */
+  nanos?: number;
   content: string;
 }
 
@@ -70,16 +83,29 @@ export interface ReadLogOptions {
   limit?: number;
 }
 
-/** `2006-01-02T15:04:05.0000000Z07:00` in UTC (Forgejo's TimeFormat): seven fractional digits. */
-export function formatLogTime(seconds: number | undefined): string {
+/**
+ * `2006-01-02T15:04:05.0000000Z07:00` in UTC (Forgejo's TimeFormat): seven
+ * fractional digits. With `nanos` the digits are Go's: the nanoseconds cut
+ * (not rounded) to 100 ns, so a line reads exactly as Forgejo prints the
+ * runner's timestamp; a fractional `seconds` alone is rounded to them.
+ */
+export function formatLogTime(seconds: number | undefined, nanos?: number): string {
   // Outside what a Date holds (a runner's garbage) reads as the epoch rather than failing the upload.
   const t = seconds !== undefined && Number.isFinite(seconds) && Math.abs(seconds) < 8.64e12 ? seconds : 0;
   let whole = Math.floor(t);
-  let ticks = Math.round((t - whole) * 1e7);
+  let ticks: number;
+  if (nanos !== undefined && Number.isSafeInteger(nanos) && t === whole) {
+    // Go's time.Unix normalises nanoseconds outside [0, 1e9) into the seconds.
+    whole += Math.floor(nanos / 1e9);
+    ticks = Math.floor((((nanos % 1e9) + 1e9) % 1e9) / 100);
+  } else {
+    ticks = Math.round((t - whole) * 1e7);
+  }
   if (ticks >= 1e7) {
     whole += 1;
     ticks -= 1e7;
   }
+  if (Math.abs(whole) >= 8.64e12) return formatLogTime(0);
   const iso = new Date(whole * 1000).toISOString();
   return `${iso.slice(0, iso.indexOf('.'))}.${String(ticks).padStart(7, '0')}Z`;
 }
@@ -98,7 +124,7 @@ export function formatLogLine(row: LogRow): string {
     while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
     content = bytes.subarray(0, end).toString('utf8');
   }
-  return `${formatLogTime(row.time)} ${content}\n`;
+  return `${formatLogTime(row.time, row.nanos)} ${content}\n`;
 }
 
 /** The plain log's name of a task: ids only, so renames never move a log. */
@@ -139,6 +165,33 @@ async function* splitLines(source: AsyncIterable<Buffer>): AsyncGenerator<string
     rest = Buffer.from(data);
   }
   if (rest.length > 0) yield rest.toString('utf8');
+}
+
+/** Skips `skip` bytes of a stream, then yields `length` bytes and stops reading (closing the source). */
+async function* sliceBytes(source: Readable, skip: number, length: number): AsyncGenerator<Buffer> {
+  let toSkip = skip;
+  let left = length;
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      let data = chunk;
+      if (toSkip > 0) {
+        if (data.length <= toSkip) {
+          toSkip -= data.length;
+          continue;
+        }
+        data = data.subarray(toSkip);
+        toSkip = 0;
+      }
+      if (data.length >= left) {
+        yield data.subarray(0, left);
+        return;
+      }
+      left -= data.length;
+      yield data;
+    }
+  } finally {
+    source.destroy();
+  }
 }
 
 export class TaskLogStore {
@@ -216,7 +269,7 @@ export class TaskLogStore {
     let size = offset;
     for (const [index, line] of formatted.entries()) {
       if (size + line.length + reserve > this.maxBytes) {
-        kept.push(Buffer.concat([Buffer.from(formatLogTime(lines[index]?.time), 'utf8'), this.sealedSuffix]));
+        kept.push(Buffer.concat([Buffer.from(formatLogTime(lines[index]?.time, lines[index]?.nanos), 'utf8'), this.sealedSuffix]));
         break;
       }
       kept.push(line);
@@ -292,6 +345,27 @@ export class TaskLogStore {
     // pipe() never ends its source early: a reader that stops (a limit) must close the file too.
     gunzip.on('close', () => raw.destroy());
     return raw.pipe(gunzip);
+  }
+
+  /**
+   * Bytes `start`..`end` (inclusive) of the committed log, streamed: from the
+   * plain file directly, or through gunzip, skipping the decompressed bytes
+   * before `start`. The caller keeps `end` below the committed size (the
+   * archive holds exactly that many bytes). Throws ENOENT as `open` does.
+   */
+  async openRange(location: LogLocation, start: number, end: number): Promise<Readable> {
+    if (end < start || location.filename === '' || (!location.inStorage && location.size === 0)) return Readable.from([]);
+    const file = this.resolve(location.filename);
+    const handle = await fs.open(file, 'r');
+    if (!location.inStorage) return handle.createReadStream({ start, end });
+    const gunzip = createGunzip();
+    // Small compressed reads: each inflates to several times its size before backpressure applies.
+    const raw = handle.createReadStream({ highWaterMark: 16 * 1024 });
+    raw.on('error', (error) => gunzip.destroy(error));
+    gunzip.on('close', () => raw.destroy());
+    raw.pipe(gunzip);
+    if (start === 0 && end === location.size - 1) return gunzip;
+    return Readable.from(sliceBytes(gunzip, start, end - start + 1), { objectMode: false });
   }
 
   async *lines(stream: Readable, options: ReadLogOptions = {}): AsyncGenerator<string> {

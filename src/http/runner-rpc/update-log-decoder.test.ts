@@ -71,7 +71,7 @@ describe('UpdateLogDecoder', () => {
     const expected = fromProtoLogRequest(fromBinary(UpdateLogRequestSchema, bytes));
     const decoded = await decode(bytes, [3, 9, 20]);
     assert.deepEqual(decoded, expected);
-    assert.deepEqual(decoded.rows, [{ content: 'abc' }, { time: 5.000000001, content: 'x' }]);
+    assert.deepEqual(decoded.rows, [{ content: 'abc' }, { time: 5, nanos: 1, content: 'x' }]);
     assert.equal(decoded.taskId, 7);
     assert.equal(decoded.index, 3);
   });

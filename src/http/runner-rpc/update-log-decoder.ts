@@ -104,12 +104,18 @@ function beyond(stream: ByteStream, end: number): void {
  */
 class DecodedRow implements LogRow {
   readonly content: string;
-  // Declared only: a row without a time has no `time` key, as fromBinary's mapping gives it.
+  // Declared only: a row without a time has no `time` (nor `nanos`) key, as fromBinary's mapping gives it.
   declare readonly time?: number;
+  declare readonly nanos?: number;
 
-  constructor(content: string, time: number | undefined) {
+  /** Whole seconds and the nanoseconds apart (mapping.ts fromProtoLogRow): a float of both loses the digits Forgejo prints. */
+  constructor(content: string, time: { seconds: bigint; nanos: number } | undefined) {
     this.content = content;
-    if (time !== undefined) this.time = time;
+    const seconds = secondsOf(time);
+    if (seconds !== undefined) {
+      this.time = seconds;
+      this.nanos = time?.nanos ?? 0;
+    }
   }
 }
 
@@ -197,7 +203,7 @@ export class UpdateLogDecoder {
       beyond(stream, end);
     }
     beyond(stream, end);
-    return new DecodedRow(content, secondsOf(time, true));
+    return new DecodedRow(content, time);
   }
 
   /** Fields of a repeated Timestamp merge into the one before (protobuf's merge rule). */

@@ -10,13 +10,13 @@ import { Type } from 'typebox';
 import { AppError } from '../../../modules/errors.ts';
 import { parseIdParam } from '../../../modules/pagination.ts';
 import { runRenderer } from '../../../services/convert-actions.ts';
-import { rerunJobJson } from '../../../services/actions/rerun-job-json.ts';
+import { toActionWorkflowJob } from '../../../services/convert-jobs.ts';
 import type { RerunSelection } from '../../../services/actions/run-control.ts';
 import { requireRepo } from '../../request-context.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
 import { ActionRun, NoContent, errorResponses } from '../../../api-types/schemas.ts';
-import { RerunWorkflowJob } from '../../../api-types/run-control-schemas.ts';
+import { ActionWorkflowJob } from '../../../api-types/job-schemas.ts';
 
 const runParams = Type.Object({ owner: Type.String(), repo: Type.String(), run_id: Type.String() });
 
@@ -92,7 +92,7 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
         tags,
         description: 'Starts the next attempt of one job of a finished run; the jobs that need it are blocked again until it finishes.',
         params: Type.Object({ owner: Type.String(), repo: Type.String(), run_id: Type.String(), job_id: Type.String() }),
-        response: { 201: RerunWorkflowJob, ...errorResponses(400, 401, 403, 404, 409) },
+        response: { 201: ActionWorkflowJob, ...errorResponses(400, 401, 403, 404, 409) },
       },
       preValidation: writeGuards,
     },
@@ -100,12 +100,12 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
       const { repo, owner } = requireRepo(req);
       const jobId = parseIdParam((req.params as { job_id: string }).job_id);
       const result = await services.runControl.rerun(repo, runIdOf(req), { kind: 'job', id: jobId });
-      const { triggerUser } = await services.runs.get(repo, result.run.id);
       const job = result.jobs.find((candidate) => candidate.id === jobId);
       if (job === undefined) throw AppError.notFoundMessage(`workflow job with id ${jobId}`);
-      const ids = result.jobs.map((candidate) => candidate.id);
-      const context = { repo, owner, triggerUser, rootUrl: config.rootUrl, nowSec: Math.floor(Date.now() / 1000) };
-      return reply.status(201).send(rerunJobJson(context, result.run, job, ids));
+      // The same ActionWorkflowJob as GET …/actions/jobs/{job_id}: the new attempt, no runner or steps yet.
+      const repoPath = `${owner.name}/${repo.name}`;
+      const details = await services.jobs.detailsOf(job);
+      return reply.status(201).send(toActionWorkflowJob(details, `${config.rootUrl}api/v1/repos/${repoPath}`, `${config.rootUrl}${repoPath}`));
     },
   );
 

@@ -20,6 +20,7 @@ import { createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
 import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
 import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
+import { actionsWorkflowRoutes } from './http/api/v1/actions-workflows.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
 import { hookDeliveryRoutes } from './http/api/v1/hook-deliveries.ts';
 import { orgHookRoutes } from './http/api/v1/org-hooks.ts';
@@ -139,6 +140,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       repoRoutes(typed, ctx);
       actionsSecretVariableRoutes(typed, ctx);
       actionsRunRoutes(typed, ctx);
+      actionsWorkflowRoutes(typed, ctx);
       actionsRunnerRoutes(typed, ctx);
       orgHookRoutes(typed, ctx);
       hookDeliveryRoutes(typed, ctx);

@@ -18,6 +18,7 @@ import { SecretService } from './actions/secrets.ts';
 import { TaskReportService } from './actions/task-reports.ts';
 import { VariableService } from './actions/variables.ts';
 import { WorkflowCatalog } from './actions/workflow-catalog.ts';
+import { WorkflowService } from './actions/workflows.ts';
 import { AuthenticationService } from './authentication.ts';
 import { CredentialCache } from './credential-cache.ts';
 import { DomainEvents } from './events.ts';
@@ -47,6 +48,8 @@ export interface Services {
   pushes: PushService;
   dispatch: DispatchService;
   runs: RunQueryService;
+  /** The workflows API: the default branch's workflow files, enable/disable, runs per workflow. */
+  workflows: WorkflowService;
   /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
   runProgress: RunProgress;
   /** Registration tokens and the runners REST API. */
@@ -94,7 +97,8 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
     variables,
     gitRepositories,
     pushes: new PushService(repos, gitRepositories, pushTriggers),
-    dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
+    dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl, db),
+    workflows: new WorkflowService(db, clock, catalog, gitRepositories, config.rootUrl),
     runs: new RunQueryService(db),
     runProgress,
     runners,

@@ -7,6 +7,7 @@ import * as m0004 from './0004-actions-runners.ts';
 import * as m0005 from './0005-webhooks.ts';
 import * as m0006 from './0006-metrics-indexes.ts';
 import * as m0016 from './0016-workflow-states.ts';
+import * as m0016b from './0016-workflow-states-repo-hooks.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -16,4 +17,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005-webhooks': m0005,
   '0006-metrics-indexes': m0006,
   '0016-workflow-states': m0016,
+  '0016-workflow-states-repo-hooks': m0016b,
 };

@@ -30,6 +30,7 @@ import { PermissionService } from './permissions.ts';
 import { PushService } from './pushes.ts';
 import { WebhookService } from './webhooks/hooks.ts';
 import { HookDeliveryService } from './webhooks/deliveries.ts';
+import { HookTestDelivery } from './webhooks/test-delivery.ts';
 import { createActionsWebhookOutbox } from './webhooks/actions-outbox.ts';
 import { createWebhookOutbox } from './webhooks/outbox.ts';
 import { RepoService } from './repos.ts';
@@ -58,10 +59,12 @@ export interface Services {
   runnerProtocol: RunnerProtocolService;
   /** The runner protocol: task state and log reports, and housekeeping of stuck work. */
   taskReports: TaskReportService;
-  /** Organization webhooks (CRUD). */
+  /** Organization and repository webhooks (CRUD). */
   webhooks: WebhookService;
   /** Webhook delivery history, redelivery and pings (the outbox subscriber is registered on `events`). */
   webhookDeliveries: HookDeliveryService;
+  /** The test delivery of a repository hook (POST …/hooks/{id}/tests). */
+  webhookTests: HookTestDelivery;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;
@@ -106,6 +109,7 @@ export function createServices(config: Config, db: Db, clock: Clock, keys: KeyRi
     taskReports,
     webhooks,
     webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
+    webhookTests: new HookTestDelivery(db, clock, config.rootUrl, gitRepositories),
     events,
     keys,
     keyRotation: new KeyRotationService(db, keys, ENCRYPTED_COLUMNS),

@@ -240,7 +240,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual(new Set(got.map((d) => d.headers['x-gitea-delivery'])), new Set(['11111111-2222-4333-8444-555555555555']));
       assert.deepEqual(got.map((d) => d.headers['x-gantry-delivery-attempt']), ['1', '2', '3', '4']);
       for (const d of got) assert.ok(verifySignature(SECRET, d.rawBody, d.headers['x-gitea-signature'] as string));
-      const detail = await new HookDeliveryService(db, systemClock, 'http://x/').get(7, hookId, taskId);
+      const detail = await new HookDeliveryService(db, systemClock, 'http://x/').get({ ownerId: 7, repoId: 0 }, hookId, taskId);
       assert.equal(detail.state, 'delivered');
       assert.equal(detail.attempts, 4);
       assert.deepEqual(detail.attempt_history.map((a) => a.response.status_code), [500, 500, 500, 204]);
@@ -256,7 +256,7 @@ for (const dialect of testDialects()) {
       const service = new HookDeliveryService(db, systemClock, 'http://x/');
       try {
         const deadline = Date.now() + 10_000;
-        while ((await service.get(7, hookId, taskId)).state !== 'failed') {
+        while ((await service.get({ ownerId: 7, repoId: 0 }, hookId, taskId)).state !== 'failed') {
           assert.ok(Date.now() < deadline, 'the refused delivery was not settled');
           await new Promise((resolve) => setTimeout(resolve, 25));
         }
@@ -264,7 +264,7 @@ for (const dialect of testDialects()) {
         await worker.stop();
       }
       assert.equal(receiver.received.filter((d) => d.path === '/refused').length, 0);
-      const detail = await service.get(7, hookId, taskId);
+      const detail = await service.get({ ownerId: 7, repoId: 0 }, hookId, taskId);
       assert.equal(detail.attempt_history.length, 1);
       assert.equal(detail.attempt_history[0]?.response.status_code, 0);
       assert.match(detail.attempt_history[0]?.error ?? '', /can only call allowed HTTP servers.*GANTRY_WEBHOOK_ALLOWED_HOSTS.*deny '127\.0\.0\.1/);
@@ -338,13 +338,13 @@ for (const dialect of testDialects()) {
       assert.ok(holder, 'the second worker took the row over');
       await recordHookTaskAttempts(db, 'slow-worker', [{ task: late, attempt: attempt(500), outcome: { kind: 'retry', nextAttemptAt: t0 + 60_000 }, nowMs: t0 + 2500 }]);
       const service = new HookDeliveryService(db, systemClock, 'http://x/');
-      const during = await service.get(7, hookId, taskId);
+      const during = await service.get({ ownerId: 7, repoId: 0 }, hookId, taskId);
       assert.equal(during.attempt_history.length, 1, 'the late attempt is in the history');
       assert.equal(during.attempt_history[0]?.response.status_code, 500);
       const row = await db.selectFrom('hook_task').select(['status', 'lease_owner', 'attempts']).where('id', '=', taskId).executeTakeFirstOrThrow();
       assert.deepEqual({ status: Number(row.status), owner: row.lease_owner, attempts: Number(row.attempts) }, { status: HookTaskStatus.delivering, owner: 'other-worker', attempts: 0 });
       await recordHookTaskAttempts(db, 'other-worker', [{ task: holder, attempt: attempt(200), outcome: { kind: 'delivered' }, nowMs: t0 + 3000 }]);
-      const after = await service.get(7, hookId, taskId);
+      const after = await service.get({ ownerId: 7, repoId: 0 }, hookId, taskId);
       assert.equal(after.state, 'delivered');
       assert.deepEqual(after.attempt_history.map((a) => a.response.status_code).sort(), [200, 500]);
     });

@@ -51,7 +51,7 @@ export class PushTriggers {
     const commitLog = pushCommitLogReader(ctx.gitDir);
     // Webhook payloads list the commits: read them before the transaction,
     // where git would hold SQLite's only connection (every query waits).
-    if (await webhooksMayWantPush(this.db, ctx.owner)) await Promise.all(updates.map(commitLog));
+    if (await webhooksMayWantPush(this.db, ctx.repo, ctx.owner)) await Promise.all(updates.map(commitLog));
     await this.db.transaction().execute((tx) =>
       this.events.record(tx, { type: 'repository.pushed', repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, updates, commitLog }),
     );

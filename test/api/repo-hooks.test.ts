@@ -192,6 +192,10 @@ for (const dialect of testDialects()) {
       const [delivery] = hooksOf('/repo-push') as [ReceivedDelivery];
       assert.equal(delivery.headers['x-forgejo-event'], 'push');
       assert.ok(verifySignature(SECRET, delivery.rawBody, delivery.headers['x-forgejo-signature'] as string), 'signed with the repository hook’s secret');
+      assert.equal(delivery.headers['x-gitea-hook-installation-target-type'], 'repository');
+      assert.equal(delivery.headers['x-github-hook-installation-target-type'], 'repository');
+      const [orgDelivered] = hooksOf('/org-push') as [ReceivedDelivery];
+      assert.equal(orgDelivered.headers['x-gitea-hook-installation-target-type'], 'organization');
       const payload = delivery.json as PushPayload;
       assert.equal(payload.after, headSha);
       assert.equal(payload.repository.full_name, 'acme/app');

@@ -65,5 +65,6 @@ export const ActionWorkflowRunsResponse = Type.Object(
 export const WorkflowParams = Type.Object({
   owner: Str('owner of the repository'),
   repo: Str('name of the repository'),
-  workflow_id: Str('the workflow file name, e.g. `ci.yml`'),
+  // Named as the dispatch route's parameter: the router holds one name per path position.
+  workflowfilename: Str('the workflow file name (Gitea’s workflow_id), e.g. `ci.yml`'),
 });

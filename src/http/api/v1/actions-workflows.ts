@@ -30,7 +30,7 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
   const writeGuards = [...readGuards, g.reqRepoWriter('actions')];
   const repoParams = Type.Object({ owner: Type.String(), repo: Type.String() });
   const tags = ['repository'];
-  const workflowIdOf = (params: unknown) => (params as { workflow_id: string }).workflow_id;
+  const workflowIdOf = (params: unknown) => (params as { workflowfilename: string }).workflowfilename;
 
   app.get(
     '/repos/:owner/:repo/actions/workflows',
@@ -52,12 +52,12 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
   );
 
   app.get(
-    '/repos/:owner/:repo/actions/workflows/:workflow_id',
+    '/repos/:owner/:repo/actions/workflows/:workflowfilename',
     {
       schema: {
         operationId: 'ActionsGetWorkflow',
         tags,
-        description: '`workflow_id` is the file name in the workflows directory (`ci.yml`).',
+        description: 'The workflow is named by its file name in the workflows directory (`ci.yml`), Gitea’s `workflow_id`.',
         params: WorkflowParams,
         response: { 200: ActionWorkflow, ...errorResponses(401, 403, 404) },
       },
@@ -71,7 +71,7 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
 
   for (const action of ['disable', 'enable'] as const) {
     app.put(
-      `/repos/:owner/:repo/actions/workflows/:workflow_id/${action}`,
+      `/repos/:owner/:repo/actions/workflows/:workflowfilename/${action}`,
       {
         schema: {
           operationId: action === 'disable' ? 'ActionsDisableWorkflow' : 'ActionsEnableWorkflow',
@@ -93,7 +93,7 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
   }
 
   app.get(
-    '/repos/:owner/:repo/actions/workflows/:workflow_id/runs',
+    '/repos/:owner/:repo/actions/workflows/:workflowfilename/runs',
     {
       schema: {
         operationId: 'ActionsListWorkflowRuns',

@@ -24,9 +24,10 @@ import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
 import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
 import { actionsJobRoutes } from './http/api/v1/actions-jobs.ts';
 import { actionsRunControlRoutes } from './http/api/v1/actions-run-control.ts';
+import { actionsWorkflowRoutes } from './http/api/v1/actions-workflows.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
 import { hookDeliveryRoutes } from './http/api/v1/hook-deliveries.ts';
-import { orgHookRoutes } from './http/api/v1/org-hooks.ts';
+import { hookRoutes } from './http/api/v1/hooks.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
 import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
@@ -173,8 +174,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       actionsRunRoutes(typed, ctx);
       actionsJobRoutes(typed, ctx);
       actionsRunControlRoutes(typed, ctx);
+      actionsWorkflowRoutes(typed, ctx);
       actionsRunnerRoutes(typed, ctx);
-      orgHookRoutes(typed, ctx);
+      hookRoutes(typed, ctx);
       hookDeliveryRoutes(typed, ctx);
     },
     { prefix: '/api/v1' },

@@ -24,6 +24,7 @@ import { PushTriggers } from './services/actions/push-triggers.ts';
 import { JobLogService } from './services/actions/job-logs.ts';
 import { JobQueryService } from './services/actions/jobs.ts';
 import { RunCreator } from './services/actions/run-creator.ts';
+import { WorkflowService } from './services/actions/workflows.ts';
 import { RunControlService } from './services/actions/run-control.ts';
 import { RunProgress } from './services/actions/run-progress.ts';
 import { RunnerProtocolService } from './services/actions/runner-protocol.ts';
@@ -46,6 +47,7 @@ import { PermissionService } from './services/permissions.ts';
 import { PushService } from './services/pushes.ts';
 import { WebhookService } from './services/webhooks/hooks.ts';
 import { HookDeliveryService } from './services/webhooks/deliveries.ts';
+import { HookTestDelivery } from './services/webhooks/test-delivery.ts';
 import { createActionsWebhookOutbox } from './services/webhooks/actions-outbox.ts';
 import { createWebhookOutbox } from './services/webhooks/outbox.ts';
 import { RepoService } from './services/repos.ts';
@@ -187,7 +189,8 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     variables,
     gitRepositories,
     pushes: new PushService(repos, gitRepositories, pushTriggers),
-    dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl),
+    dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl, db),
+    workflows: new WorkflowService(db, clock, catalog, gitRepositories, config.rootUrl),
     runs: new RunQueryService(db),
     jobs: new JobQueryService(db),
     jobLogs: new JobLogService(db, taskReports.logs),
@@ -198,6 +201,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     taskReports,
     webhooks,
     webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
+    webhookTests: new HookTestDelivery(db, clock, config.rootUrl, gitRepositories),
     events,
     keys,
     keyRotation: new KeyRotationService(db, keys, ENCRYPTED_COLUMNS),

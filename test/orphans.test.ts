@@ -1,7 +1,8 @@
 // Deleting a repository or an organization leaves nothing behind: an
 // organization with a team, members, secrets, variables, a runner and a hook,
-// and a repository with a collaborator, its own Actions data and runner, and a
-// run a runner executed (steps, outputs, a log) and a delivered webhook. After
+// and a repository with a collaborator, its own Actions data and runner, a
+// run a runner executed (steps, outputs, a log), a delivered webhook of the
+// organization and one of its own, and a disabled workflow. After
 // both are deleted, no row in any table names a missing owner
 // (test/support/orphans.ts knows every table) and the run's log files are gone.
 import { after, before, describe, test } from 'node:test';
@@ -56,6 +57,7 @@ for (const dialect of testDialects()) {
         await ok('POST', `${base}/actions/variables/REGION`, { value: 'eu' });
       }
       await ok('POST', '/orgs/acme/hooks', { type: 'gitea', config: { url: receiver.url, content_type: 'json' }, events: ['push', 'workflow_run'], active: true });
+      await ok('POST', '/repos/acme/app/hooks', { type: 'forgejo', config: { url: `${receiver.url}/repo`, content_type: 'json' }, events: ['push'], active: true });
       const orgToken = (await ok('GET', '/orgs/acme/actions/runners/registration-token')) as { token: string };
       const repoToken = (await ok('GET', '/repos/acme/app/actions/runners/registration-token')) as { token: string };
       await registerRunner(s.url, orgToken.token, { labels: ['orphans-org'] });
@@ -78,6 +80,8 @@ for (const dialect of testDialects()) {
         outputs: { version: '1.0' },
       });
       await receiver.waitFor((received) => received.some((d) => d.headers['x-gitea-event'] === 'workflow_run'));
+      await receiver.waitFor((received) => received.some((d) => d.path === '/repo'));
+      await ok('PUT', '/repos/acme/app/actions/workflows/ci.yml/disable');
       const repoId = ((await ok('GET', '/repos/acme/app')) as { id: number }).id;
       const logDir = path.join(s.dataDir, 'actions_log', String(repoId));
       assert.ok(existsSync(logDir), 'the task log is on disk before the deletion');

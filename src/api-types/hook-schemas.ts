@@ -50,10 +50,3 @@ export const EditHookOption = Type.Object(
   },
   { title: 'EditHookOption' },
 );
-
-export const HookParams = Type.Object({ org: Type.String({ description: 'name of the organization' }) });
-export const HookIdParams = Type.Object({
-  org: Type.String({ description: 'name of the organization' }),
-  id: Type.String({ description: 'id of the hook' }),
-});
-

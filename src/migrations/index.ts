@@ -8,6 +8,8 @@ import * as m0005 from './0005-webhooks.ts';
 import * as m0006 from './0006-metrics-indexes.ts';
 import * as m0007 from './0007-runner-request-keys.ts';
 import * as m0008 from './0008-runner-token-active-unique.ts';
+import * as m0009 from './0009-workflow-states.ts';
+import * as m0010 from './0010-repo-hook-index.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -18,4 +20,6 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0006-metrics-indexes': m0006,
   '0007-runner-request-keys': m0007,
   '0008-runner-token-active-unique': m0008,
+  '0009-workflow-states': m0009,
+  '0010-repo-hook-index': m0010,
 };

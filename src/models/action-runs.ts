@@ -359,6 +359,8 @@ export interface RunFilter {
   headSha?: string;
   ref?: string;
   workflowId?: string;
+  /** Gitea's `actor` filter (the workflows API). */
+  triggerUserId?: number;
 }
 
 export interface Slice {
@@ -375,6 +377,7 @@ export async function listRuns(db: Queryable, repoId: number, filter: RunFilter,
   if (filter.headSha !== undefined) query = query.where('commit_sha', '=', filter.headSha);
   if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
   if (filter.workflowId !== undefined) query = query.where('workflow_id', '=', filter.workflowId);
+  if (filter.triggerUserId !== undefined) query = query.where('trigger_user_id', '=', filter.triggerUserId);
   const rows = await query.orderBy('id', 'desc').limit(slice.limit).offset(slice.offset).execute();
   return rows.map(runFromRow);
 }
@@ -383,10 +386,11 @@ export async function listRuns(db: Queryable, repoId: number, filter: RunFilter,
  * The number of runs `listRuns` would list without paging. Filters on the
  * counted columns sum rows of action_run_count (a few per workflow, ref,
  * event and status); a run number or commit filter selects few runs and is
- * counted on its index.
+ * counted on its index. The trigger user is not a counted column: counted
+ * on the runs themselves.
  */
 export async function countRuns(db: Queryable, repoId: number, filter: RunFilter): Promise<number> {
-  if (filter.runNumber !== undefined || filter.headSha !== undefined) {
+  if (filter.runNumber !== undefined || filter.headSha !== undefined || filter.triggerUserId !== undefined) {
     let query = db.selectFrom('action_run').select(db.fn.countAll<number>().as('n')).where('repo_id', '=', repoId);
     if (filter.runNumber !== undefined) query = query.where('index_in_repo', '=', filter.runNumber);
     if (filter.headSha !== undefined) query = query.where('commit_sha', '=', filter.headSha);
@@ -394,6 +398,7 @@ export async function countRuns(db: Queryable, repoId: number, filter: RunFilter
     if (filter.statuses !== undefined && filter.statuses.length > 0) query = query.where('status', 'in', [...filter.statuses]);
     if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
     if (filter.workflowId !== undefined) query = query.where('workflow_id', '=', filter.workflowId);
+    if (filter.triggerUserId !== undefined) query = query.where('trigger_user_id', '=', filter.triggerUserId);
     const row = await query.executeTakeFirstOrThrow();
     return Number(row.n);
   }

@@ -279,6 +279,15 @@ export interface ActionTaskOutputTable {
   output_value: string;
 }
 
+/** A disabled workflow of a repository (migration 0009); no row means active. */
+export interface ActionWorkflowStateTable {
+  id: Generated<number>;
+  repo_id: number;
+  /** The run's workflow_id: path relative to the workflows directory. */
+  workflow_id: string;
+  created: number;
+}
+
 export interface WebhookTable {
   id: Generated<number>;
   owner_id: Generated<number>;
@@ -361,6 +370,7 @@ export interface Database {
   action_tasks_version: ActionTasksVersionTable;
   action_task_step: ActionTaskStepTable;
   action_task_output: ActionTaskOutputTable;
+  action_workflow_state: ActionWorkflowStateTable;
   webhook: WebhookTable;
   hook_task: HookTaskTable;
   hook_task_attempt: HookTaskAttemptTable;

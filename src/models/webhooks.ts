@@ -124,8 +124,18 @@ export async function setWebhookCiphertexts(db: Queryable, id: number, values: {
     .execute();
 }
 
-export async function findWebhookOfOwner(db: Queryable, ownerId: number, id: number): Promise<WebhookRecord | null> {
-  const row = await db.selectFrom('webhook').selectAll().where('id', '=', id).where('owner_id', '=', ownerId).where('repo_id', '=', 0).executeTakeFirst();
+/**
+ * Where a hook belongs, Forgejo's convention: an organization's hooks are
+ * (org id, 0), a repository's (0, repo id). Every lookup by id is scoped, so
+ * a hook of another scope is "not found".
+ */
+export interface HookScope {
+  ownerId: number;
+  repoId: number;
+}
+
+export async function findWebhookOfScope(db: Queryable, scope: HookScope, id: number): Promise<WebhookRecord | null> {
+  const row = await db.selectFrom('webhook').selectAll().where('id', '=', id).where('owner_id', '=', scope.ownerId).where('repo_id', '=', scope.repoId).executeTakeFirst();
   return row ? fromRow(row) : null;
 }
 
@@ -141,13 +151,13 @@ export async function findWebhooksByIds(db: Queryable, ids: readonly number[]): 
   return rows.map(fromRow);
 }
 
-/** One page of an owner's hooks, id ascending (Forgejo's ListWebhooksByOpts). */
-export async function listWebhooksOfOwner(db: Queryable, ownerId: number, limit: number, offset: number): Promise<WebhookRecord[]> {
+/** One page of a scope's hooks, id ascending (Forgejo's ListWebhooksByOpts). */
+export async function listWebhooksOfScope(db: Queryable, scope: HookScope, limit: number, offset: number): Promise<WebhookRecord[]> {
   const rows = await db
     .selectFrom('webhook')
     .selectAll()
-    .where('owner_id', '=', ownerId)
-    .where('repo_id', '=', 0)
+    .where('owner_id', '=', scope.ownerId)
+    .where('repo_id', '=', scope.repoId)
     .orderBy('id')
     .limit(limit)
     .offset(offset)
@@ -155,21 +165,35 @@ export async function listWebhooksOfOwner(db: Queryable, ownerId: number, limit:
   return rows.map(fromRow);
 }
 
-export async function countWebhooksOfOwner(db: Queryable, ownerId: number): Promise<number> {
+export async function countWebhooksOfScope(db: Queryable, scope: HookScope): Promise<number> {
   const row = await db
     .selectFrom('webhook')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('owner_id', '=', ownerId)
-    .where('repo_id', '=', 0)
+    .where('owner_id', '=', scope.ownerId)
+    .where('repo_id', '=', scope.repoId)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 /**
- * The active hooks of an organization, id ascending, for delivery. The secret
- * and Authorization header are still ciphertext: decrypt them with
+ * The active hooks an event of a repository goes to, in delivery order: the
+ * repository's own, then its owner's (organization or user), each id
+ * ascending — Forgejo's PrepareWebhooks (services/webhook/webhook.go). The
+ * secret and Authorization header are still ciphertext: decrypt them with
  * WebhookService.secretOf / authorizationHeaderOf when sending.
  */
+export async function listActiveHooksForRepository(db: Queryable, repoId: number, ownerId: number): Promise<WebhookRecord[]> {
+  const rows = await db
+    .selectFrom('webhook')
+    .selectAll()
+    .where((eb) => eb.or([eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', repoId)]), eb.and([eb('owner_id', '=', ownerId), eb('repo_id', '=', 0)])]))
+    .where('is_active', '=', 1)
+    .execute();
+  // Repository hooks (owner_id 0) first, then by id.
+  return rows.map(fromRow).sort((a, b) => (a.repoId === b.repoId ? a.id - b.id : a.repoId !== 0 ? -1 : 1));
+}
+
+/** The active hooks of an account (organization or user) alone, id ascending: events that belong to no repository. */
 export async function listActiveHooksOfOwner(db: Queryable, ownerId: number): Promise<WebhookRecord[]> {
   const rows = await db
     .selectFrom('webhook')
@@ -199,9 +223,9 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
     .execute();
 }
 
-/** Deletes a hook of `ownerId` with its deliveries and their attempts; false when there was none. */
-export async function deleteWebhookOfOwner(db: Queryable, ownerId: number, id: number): Promise<boolean> {
-  const result = await db.deleteFrom('webhook').where('id', '=', id).where('owner_id', '=', ownerId).where('repo_id', '=', 0).executeTakeFirst();
+/** Deletes a hook of the scope with its deliveries and their attempts; false when there was none. */
+export async function deleteWebhookOfScope(db: Queryable, scope: HookScope, id: number): Promise<boolean> {
+  const result = await db.deleteFrom('webhook').where('id', '=', id).where('owner_id', '=', scope.ownerId).where('repo_id', '=', scope.repoId).executeTakeFirst();
   if (Number(result.numDeletedRows) === 0) return false;
   await db
     .deleteFrom('hook_task_attempt')

@@ -14,6 +14,7 @@ import type { RunQueryService } from './actions/runs.ts';
 import type { SecretService } from './actions/secrets.ts';
 import type { TaskReportService } from './actions/task-reports.ts';
 import type { VariableService } from './actions/variables.ts';
+import type { WorkflowService } from './actions/workflows.ts';
 import type { AuthenticationService } from './authentication.ts';
 import type { DomainEvents } from './events.ts';
 import type { GitRepositories } from './git-repositories.ts';
@@ -23,6 +24,7 @@ import type { PermissionService } from './permissions.ts';
 import type { PushService } from './pushes.ts';
 import type { WebhookService } from './webhooks/hooks.ts';
 import type { HookDeliveryService } from './webhooks/deliveries.ts';
+import type { HookTestDelivery } from './webhooks/test-delivery.ts';
 import type { RepoService } from './repos.ts';
 
 export interface Services {
@@ -44,6 +46,8 @@ export interface Services {
   jobs: JobQueryService;
   /** Job logs as text and a run's logs as a zip, streamed. */
   jobLogs: JobLogService;
+  /** The workflows API: the default branch's workflow files, enable/disable, runs per workflow. */
+  workflows: WorkflowService;
   /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
   runProgress: RunProgress;
   /** Registration tokens and the runners REST API. */
@@ -52,10 +56,12 @@ export interface Services {
   runnerProtocol: RunnerProtocolService;
   /** The runner protocol: task state and log reports, and housekeeping of stuck work. */
   taskReports: TaskReportService;
-  /** Organization webhooks (CRUD). */
+  /** Organization and repository webhooks (CRUD). */
   webhooks: WebhookService;
   /** Webhook delivery history, redelivery and pings (the outbox subscriber is registered on `events`). */
   webhookDeliveries: HookDeliveryService;
+  /** The test delivery of a repository hook (POST …/hooks/{id}/tests). */
+  webhookTests: HookTestDelivery;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;

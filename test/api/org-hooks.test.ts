@@ -118,7 +118,7 @@ for (const dialect of testDialects()) {
       const row = await db().selectFrom('webhook').selectAll().where('id', '=', hook.id!).executeTakeFirstOrThrow();
       assert.ok(!JSON.stringify(row).includes(SECRET) && !JSON.stringify(row).includes(AUTH));
       assert.notEqual(row.secret_encrypted, '');
-      const record = await s.server.deps.services.webhooks.get(orgId, hook.id!);
+      const record = await s.server.deps.services.webhooks.get({ ownerId: orgId, repoId: 0 }, hook.id!);
       assert.equal(s.server.deps.services.webhooks.secretOf(record), SECRET);
       assert.equal(s.server.deps.services.webhooks.authorizationHeaderOf(record), AUTH);
       const columns = WEBHOOK_COLUMNS;
@@ -287,7 +287,7 @@ for (const dialect of testDialects()) {
       assert.equal(h.authorization_header, '');
       assert.equal(h.active, true, 'active omitted: unchanged');
       assert.equal(h.url, 'http://x.test/a');
-      const record = await s.server.deps.services.webhooks.get(orgId, id);
+      const record = await s.server.deps.services.webhooks.get({ ownerId: orgId, repoId: 0 }, id);
       assert.equal(s.server.deps.services.webhooks.secretOf(record), SECRET, 'config.secret is ignored by PATCH');
 
       const second = await s.api('PATCH', `/orgs/acme/hooks/${id}`, {

@@ -4,7 +4,9 @@
 import { AccessMode } from '../../modules/access-mode.ts';
 import { AppError } from '../../modules/errors.ts';
 import type { RepositoryReader } from '../../modules/git/repository-reader.ts';
+import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
+import { isWorkflowDisabled } from '../../models/workflow-states.ts';
 import type { User } from '../../models/users.ts';
 import { toApiRepo, toApiUser } from '../convert.ts';
 import type { GitRepositories } from '../git-repositories.ts';
@@ -30,11 +32,14 @@ export class DispatchService {
     private readonly runs: RunCreator,
     private readonly git: GitRepositories,
     private readonly rootUrl: string,
+    private readonly db: Db,
   ) {}
 
   async dispatch(repo: Repository, owner: User, doer: User, fileName: string, input: DispatchInput): Promise<DispatchResult> {
     if (input.ref === '') throw AppError.invalid('ref is empty');
     if (fileName === '') throw AppError.invalid('workflow file name is empty');
+    // Before the ref is resolved, as Gitea's DispatchActionWorkflow (services/actions/workflow.go).
+    if (await isWorkflowDisabled(this.db, repo.id, fileName)) throw AppError.forbidden('workflow is disabled');
     const reader = this.git.reader(repo);
     const { ref, commitSha } = await this.expandRef(reader, input.ref);
     const workflow = await this.catalog.workflowAt(reader, commitSha, fileName);

@@ -14,6 +14,7 @@ import type { RepositoryReader } from '../../modules/git/repository-reader.ts';
 import { eventsForRefUpdate, workflowMatchesEvent } from '../../modules/workflows/triggers.ts';
 import type { EventFacts, RefUpdateKind } from '../../modules/workflows/triggers.ts';
 import type { Db } from '../../models/database.ts';
+import { listDisabledWorkflows } from '../../models/workflow-states.ts';
 import type { Repository } from '../../models/repos.ts';
 import { isActionsUser } from '../../models/users.ts';
 import type { User } from '../../models/users.ts';
@@ -58,7 +59,7 @@ export class PushTriggers {
     const commitLog = pushCommitLogReader(ctx.gitDir);
     // Webhook payloads list the commits: read them before the transaction,
     // where git would hold SQLite's only connection (every query waits).
-    if (await webhooksMayWantPush(this.db, ctx.owner)) await Promise.all(updates.map(commitLog));
+    if (await webhooksMayWantPush(this.db, ctx.repo, ctx.owner)) await Promise.all(updates.map(commitLog));
     await this.db.transaction().execute((tx) =>
       this.events.record(tx, { type: 'repository.pushed', repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, updates, commitLog }),
     );
@@ -79,7 +80,11 @@ export class PushTriggers {
     // the default branch, as Forgejo does for events that run there.
     const commitSha = kind === 'deleted' ? await ctx.reader.resolveCommit(`refs/heads/${ctx.repo.defaultBranch}`) : update.newOid;
     if (commitSha === null) return;
-    const workflows = await this.catalog.workflowsAt(ctx.reader, commitSha);
+    const found = await this.catalog.workflowsAt(ctx.reader, commitSha);
+    if (found.length === 0) return;
+    // A disabled workflow is triggered by nothing (Gitea's notifier_helper.go skips DisabledWorkflows).
+    const disabled = await listDisabledWorkflows(this.db, ctx.repo.id);
+    const workflows = found.filter((workflow) => !disabled.has(workflow.name));
     if (workflows.length === 0) return;
 
     const log = await commitLog(update);

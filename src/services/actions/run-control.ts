@@ -25,6 +25,7 @@
 import { randomUUID } from 'node:crypto';
 import { ActionStatus, aggregateJobStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
+import { isWorkflowDisabled } from '../../models/workflow-states.ts';
 import { AppError } from '../../modules/errors.ts';
 import { rerunStatuses } from '../../modules/rerun-selection.ts';
 import type { RerunSelection } from '../../modules/rerun-selection.ts';
@@ -225,6 +226,8 @@ export class RunControlService {
 
   /** Forgejo refuses to rerun a workflow that is no longer valid at the run's commit (rerun.go). */
   private async checkWorkflow(repo: Repository, run: ActionRun): Promise<void> {
+    // A disabled workflow is triggered by nothing, a rerun included (Gitea: 400).
+    if (await isWorkflowDisabled(this.db, repo.id, run.workflowId)) throw AppError.invalid(`workflow ${run.workflowId} is disabled`);
     const workflow = await this.catalog.workflowAt(this.git.reader(repo), run.commitSha, run.workflowId);
     if (workflow === null || workflow.parsed.errors.length > 0) throw AppError.invalid(`workflow ${run.workflowId} is invalid`);
   }

@@ -15,6 +15,7 @@ import type { User } from '../../models/users.ts';
 import { runRenderer } from '../convert-actions.ts';
 import { apiTime, toApiOrg, toApiRepo, toApiUser } from '../convert.ts';
 import { ANONYMOUS_VIEWER } from '../push-payloads.ts';
+import type { ActionWorkflowRunJson } from '../../api-types/workflow-schemas.ts';
 
 export interface ActionHookContext {
   repo: Repository;
@@ -79,7 +80,8 @@ export function actionRunPayload(
   };
 }
 
-function workflowRunObject(ctx: ActionHookContext, run: ActionRun): Record<string, unknown> {
+/** Gitea's ActionWorkflowRun: the `workflow_run` of a webhook and an entry of the workflows API's runs list. */
+export function workflowRunObject(ctx: ActionHookContext, run: ActionRun): ActionWorkflowRunJson {
   const { api, html } = urls(ctx);
   const { status, conclusion } = githubStatusOf(run.status);
   const repository = toApiRepo(ctx.repo, ctx.owner, AccessMode.none, ANONYMOUS_VIEWER, ctx.rootUrl);

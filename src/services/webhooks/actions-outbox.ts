@@ -1,6 +1,6 @@
 // The webhook outbox for Actions: turns run and job status changes into
 // hook_task rows, in the transaction of the change, for the active hooks of
-// the owning organization that subscribe to them:
+// the repository and then of its owner that subscribe to them:
 // - `workflow_run` when the run is requested (created), starts and completes;
 // - `workflow_job` on every job status change (and for each job of a new run);
 // - when a run finishes, Forgejo's `action_run_success` or
@@ -11,7 +11,7 @@
 // Cancelled and skipped runs send no action_run_* event, as in Forgejo.
 //
 // The hot path (a runner claiming or finishing a job) pays one indexed query
-// when the owner has no hook that wants these events.
+// when neither the repository nor its owner has a hook that wants these events.
 import { randomUUID } from 'node:crypto';
 import { ActionStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
@@ -22,7 +22,7 @@ import type { Queryable } from '../../models/database.ts';
 import { insertHookTasks } from '../../models/hook-tasks.ts';
 import { findRepositoryById } from '../../models/repos.ts';
 import { findAccountById, findPossibleUserById } from '../../models/users.ts';
-import { listActiveHooksOfOwner } from '../../models/webhooks.ts';
+import { listActiveHooksForRepository } from '../../models/webhooks.ts';
 import type { WebhookRecord } from '../../models/webhooks.ts';
 import type { DomainEvent, DomainEventHandler } from '../events.ts';
 import { actionRunPayload, workflowJobPayload, workflowRunAction, workflowRunPayload } from './action-payloads.ts';
@@ -39,8 +39,8 @@ export interface ActionsWebhookOutboxOptions {
 
 type Subscribers = Map<ActionEvent, WebhookRecord[]>;
 
-async function subscribersOf(tx: Queryable, ownerId: number): Promise<Subscribers | null> {
-  const hooks = await listActiveHooksOfOwner(tx, ownerId);
+async function subscribersOf(tx: Queryable, repoId: number, ownerId: number): Promise<Subscribers | null> {
+  const hooks = await listActiveHooksForRepository(tx, repoId, ownerId);
   const out: Subscribers = new Map();
   for (const event of ACTION_EVENTS) {
     const wanting = hooks.filter((hook) => hookWantsEvent(hook, event));
@@ -100,10 +100,10 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
 
   const handle = async (tx: Queryable, event: DomainEvent): Promise<void> => {
     if (event.type !== 'actions.run.created' && event.type !== 'actions.jobs.changed' && event.type !== 'actions.run.status-changed') return;
-    const subs = await subscribersOf(tx, event.run.ownerId);
+    const subs = await subscribersOf(tx, event.run.repoId, event.run.ownerId);
     if (subs === null) return;
     const ctx = event.type === 'actions.run.created' ? { repo: event.repo, owner: event.owner, triggerUser: event.triggerUser, rootUrl: options.rootUrl, nowSec: options.clock.nowSec() } : await contextOf(tx, event.run);
-    if (ctx === null || !ctx.owner.isOrganization) return;
+    if (ctx === null) return;
     if (event.type === 'actions.run.created') {
       // A new run is "requested" (or already completed when its workflow could not be parsed).
       await runEvents(tx, ctx, subs, event.run, null);

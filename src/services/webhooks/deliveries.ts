@@ -1,5 +1,6 @@
-// The delivery history of an organization hook, its redelivery and its ping
-// (filling Forgejo's gap #38463 with GitHub's hook-deliveries vocabulary).
+// The delivery history of an organization or repository hook, its
+// redelivery and its ping (filling Forgejo's gap #38463 with GitHub's
+// hook-deliveries vocabulary).
 //
 // Redelivery: a NEW delivery (new id, new guid, redelivery=true) with the
 // stored payload, sent with the hook's current URL, secret and header — as
@@ -10,6 +11,7 @@
 // delivery but past the event and branch gates, so a receiver can be tested
 // whatever it subscribes to. Forgejo has no ping (#37055); receivers that only
 // know Forgejo events see an unknown X-Gitea-Event and may ignore it.
+
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
@@ -17,10 +19,13 @@ import type { Page } from '../../modules/pagination.ts';
 import type { Db } from '../../models/database.ts';
 import { findHookTask, HookTaskStatus, insertHookTask, listHookTaskAttempts, listHookTasks } from '../../models/hook-tasks.ts';
 import type { HookTask, HookTaskAttempt } from '../../models/hook-tasks.ts';
-import { findWebhookOfOwner } from '../../models/webhooks.ts';
-import type { WebhookRecord } from '../../models/webhooks.ts';
+import { findWebhookOfScope } from '../../models/webhooks.ts';
+import type { HookScope, WebhookRecord } from '../../models/webhooks.ts';
+import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
-import { toApiOrg, toApiUser } from '../convert.ts';
+import { AccessMode } from '../../modules/access-mode.ts';
+import { toApiOrg, toApiRepo, toApiUser } from '../convert.ts';
+import { ANONYMOUS_VIEWER } from '../push-payloads.ts';
 import { apiEventsOf } from './hook-events.ts';
 
 const STATUS_NAMES = ['pending', 'delivering', 'delivered', 'failed'] as const;
@@ -106,6 +111,13 @@ function attemptOf(a: HookTaskAttempt): HookDeliveryAttempt {
   };
 }
 
+/** What a ping names as the hook's place: the organization, or the repository and its owner. */
+export type HookPlace = { kind: 'org'; org: User } | { kind: 'repo'; repo: Repository; owner: User };
+
+export function scopeOfPlace(place: HookPlace): HookScope {
+  return place.kind === 'org' ? { ownerId: place.org.id, repoId: 0 } : { ownerId: 0, repoId: place.repo.id };
+}
+
 export class HookDeliveryService {
   constructor(
     private readonly db: Db,
@@ -113,21 +125,21 @@ export class HookDeliveryService {
     private readonly rootUrl: string,
   ) {}
 
-  private async hookOf(ownerId: number, hookId: number): Promise<WebhookRecord> {
-    const hook = hookId > 0 ? await findWebhookOfOwner(this.db, ownerId, hookId) : null;
+  private async hookOf(scope: HookScope, hookId: number): Promise<WebhookRecord> {
+    const hook = hookId > 0 ? await findWebhookOfScope(this.db, scope, hookId) : null;
     if (!hook) throw AppError.notFound();
     return hook;
   }
 
   /** Newest first. */
-  async list(ownerId: number, hookId: number, page: Page): Promise<{ deliveries: HookDeliverySummary[]; total: number }> {
-    const hook = await this.hookOf(ownerId, hookId);
+  async list(scope: HookScope, hookId: number, page: Page): Promise<{ deliveries: HookDeliverySummary[]; total: number }> {
+    const hook = await this.hookOf(scope, hookId);
     const { tasks, total } = await listHookTasks(this.db, hook.id, page.offset, page.limit);
     return { deliveries: tasks.map(summary), total };
   }
 
-  async get(ownerId: number, hookId: number, deliveryId: number): Promise<HookDeliveryDetail> {
-    const hook = await this.hookOf(ownerId, hookId);
+  async get(scope: HookScope, hookId: number, deliveryId: number): Promise<HookDeliveryDetail> {
+    const hook = await this.hookOf(scope, hookId);
     const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : undefined;
     if (!task) throw AppError.notFound();
     const attempts = (await listHookTaskAttempts(this.db, task.id)).map(attemptOf);
@@ -147,8 +159,8 @@ export class HookDeliveryService {
   }
 
   /** A new delivery of the same payload (see the file comment); answers its summary. */
-  async redeliver(ownerId: number, hookId: number, deliveryId: number): Promise<HookDeliverySummary> {
-    const hook = await this.hookOf(ownerId, hookId);
+  async redeliver(scope: HookScope, hookId: number, deliveryId: number): Promise<HookDeliverySummary> {
+    const hook = await this.hookOf(scope, hookId);
     const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : undefined;
     if (!task) throw AppError.notFound();
     const id = await insertHookTask(this.db, { hookId: hook.id, uuid: randomUUID(), eventType: task.event_type, payload: task.payload_content, isRedelivery: true, nowMs: this.clock.nowMs() });
@@ -158,9 +170,9 @@ export class HookDeliveryService {
   }
 
   /** Queues a `ping` delivery; answers its summary. */
-  async ping(org: User, hookId: number, doer: User): Promise<HookDeliverySummary> {
-    const hook = await this.hookOf(org.id, hookId);
-    const viewer = { doer: null, isSiteAdmin: false };
+  async ping(place: HookPlace, hookId: number, doer: User): Promise<HookDeliverySummary> {
+    const hook = await this.hookOf(scopeOfPlace(place), hookId);
+    const viewer = ANONYMOUS_VIEWER;
     const payload = {
       zen: 'Keep it logically awesome.',
       hook_id: hook.id,
@@ -171,7 +183,9 @@ export class HookDeliveryService {
         events: apiEventsOf(hook.events),
         config: { url: hook.url, content_type: hook.contentType },
       },
-      organization: toApiOrg(org, this.rootUrl),
+      ...(place.kind === 'org'
+        ? { organization: toApiOrg(place.org, this.rootUrl) }
+        : { repository: toApiRepo(place.repo, place.owner, AccessMode.none, viewer, this.rootUrl) }),
       sender: toApiUser(doer, viewer, this.rootUrl),
     };
     const id = await insertHookTask(this.db, { hookId: hook.id, uuid: randomUUID(), eventType: 'ping', payload: JSON.stringify(payload, null, 2), nowMs: this.clock.nowMs() });

@@ -68,7 +68,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual(new Set(got.map((d) => d.headers['x-gitea-delivery'])), new Set(['11111111-2222-4333-8444-555555555555']));
       assert.deepEqual(got.map((d) => d.headers['x-gantry-delivery-attempt']), ['1', '2', '3', '4']);
       for (const d of got) assert.ok(verifySignature(SECRET, d.rawBody, d.headers['x-gitea-signature'] as string));
-      const detail = await new HookDeliveryService(db, systemClock, 'http://x/').get(7, hookId, taskId);
+      const detail = await new HookDeliveryService(db, systemClock, 'http://x/').get({ ownerId: 7, repoId: 0 }, hookId, taskId);
       assert.equal(detail.state, 'delivered');
       assert.equal(detail.attempts, 4);
       assert.deepEqual(detail.attempt_history.map((a) => a.response.status_code), [500, 500, 500, 204]);
@@ -85,7 +85,7 @@ for (const dialect of testDialects()) {
       const service = new HookDeliveryService(db, systemClock, 'http://x/');
       try {
         const deadline = Date.now() + 10_000;
-        while ((await service.get(7, hookId, taskId)).state !== 'failed') {
+        while ((await service.get({ ownerId: 7, repoId: 0 }, hookId, taskId)).state !== 'failed') {
           assert.ok(Date.now() < deadline, 'the refused delivery was not settled');
           await new Promise((resolve) => setTimeout(resolve, 25));
         }
@@ -93,7 +93,7 @@ for (const dialect of testDialects()) {
         await worker.stop();
       }
       assert.equal(receiver.received.filter((d) => d.path === '/refused').length, 0);
-      const detail = await service.get(7, hookId, taskId);
+      const detail = await service.get({ ownerId: 7, repoId: 0 }, hookId, taskId);
       assert.equal(detail.attempts, 1);
       assert.equal(detail.attempt_history.length, 1);
       assert.equal(detail.attempt_history[0]?.response.status_code, 0);

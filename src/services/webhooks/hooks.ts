@@ -1,5 +1,8 @@
-// Organization webhooks: Forgejo's CRUD rules (routers/api/v1/utils/hook.go
-// checkCreateHookOption, addHook, editHook; services/webhook). The secret and
+// Organization and repository webhooks: Forgejo's CRUD rules, one
+// implementation for both scopes as Forgejo's (routers/api/v1/utils/hook.go
+// checkCreateHookOption, addHook, editHook; services/webhook). A hook belongs
+// to one scope (models/webhooks.ts HookScope) and is "not found" from any
+// other. The secret and
 // the Authorization header are encrypted with the key ring, bound to the hook
 // id and the column; the secret is never shown again, the header is shown
 // decrypted as Forgejo does.
@@ -11,18 +14,18 @@ import type { Page } from '../../modules/pagination.ts';
 import type { Db } from '../../models/database.ts';
 import {
   countWebhookValuesNotUnderPrefix,
-  countWebhooksOfOwner,
-  deleteWebhookOfOwner,
-  findWebhookOfOwner,
+  countWebhooksOfScope,
+  deleteWebhookOfScope,
+  findWebhookOfScope,
   insertWebhook,
   listWebhookValuesNotUnderPrefix,
-  listWebhooksOfOwner,
+  listWebhooksOfScope,
   setWebhookCiphertexts,
   swapWebhookValue,
   updateWebhook,
   webhookValuePrefixesInUse,
 } from '../../models/webhooks.ts';
-import type { WebhookCipherColumn, WebhookChanges, WebhookRecord } from '../../models/webhooks.ts';
+import type { HookScope, WebhookCipherColumn, WebhookChanges, WebhookRecord } from '../../models/webhooks.ts';
 import type { EncryptedColumn } from '../key-rotation.ts';
 import { internalEventsForEdit, internalEventsFromApi } from './hook-events.ts';
 
@@ -113,20 +116,20 @@ export class WebhookService {
     readonly keys: KeyRing,
   ) {}
 
-  async list(ownerId: number, page: Page): Promise<{ hooks: WebhookRecord[]; total: number }> {
-    const [hooks, total] = await Promise.all([listWebhooksOfOwner(this.db, ownerId, page.limit, page.offset), countWebhooksOfOwner(this.db, ownerId)]);
+  async list(scope: HookScope, page: Page): Promise<{ hooks: WebhookRecord[]; total: number }> {
+    const [hooks, total] = await Promise.all([listWebhooksOfScope(this.db, scope, page.limit, page.offset), countWebhooksOfScope(this.db, scope)]);
     return { hooks, total };
   }
 
-  /** A hook of this owner, or the standard 404. */
-  async get(ownerId: number, id: number): Promise<WebhookRecord> {
-    const hook = id > 0 ? await findWebhookOfOwner(this.db, ownerId, id) : null;
+  /** A hook of this scope, or the standard 404. */
+  async get(scope: HookScope, id: number): Promise<WebhookRecord> {
+    const hook = id > 0 ? await findWebhookOfScope(this.db, scope, id) : null;
     if (!hook) throw AppError.notFound();
     return hook;
   }
 
   /** Validates in Forgejo's order (binding, then checkCreateHookOption, then addHook) and stores the hook. */
-  async create(ownerId: number, input: CreateHookInput): Promise<WebhookRecord> {
+  async create(scope: HookScope, input: CreateHookInput): Promise<WebhookRecord> {
     const rawType = input.type ?? '';
     if (rawType === '') throw AppError.unprocessable('[Type]: Required');
     const config = input.config;
@@ -157,8 +160,8 @@ export class WebhookService {
     const authorization = input.authorization_header ?? '';
     const id = await this.db.transaction().execute(async (tx) => {
       const inserted = await insertWebhook(tx, {
-        ownerId,
-        repoId: 0,
+        ownerId: scope.ownerId,
+        repoId: scope.repoId,
         type,
         url,
         contentType,
@@ -175,7 +178,7 @@ export class WebhookService {
       });
       return inserted;
     });
-    return this.get(ownerId, id);
+    return this.get(scope, id);
   }
 
   /**
@@ -184,9 +187,9 @@ export class WebhookService {
    * changes only when sent; the secret cannot be changed; package and
    * action_run_* events keep their value.
    */
-  async edit(ownerId: number, id: number, input: EditHookInput): Promise<WebhookRecord> {
+  async edit(scope: HookScope, id: number, input: EditHookInput): Promise<WebhookRecord> {
     const branchFilter = checkBranchFilter(input.branch_filter);
-    const hook = await this.get(ownerId, id);
+    const hook = await this.get(scope, id);
     const changes: WebhookChanges = {};
     const config = input.config;
     if (config) {
@@ -202,11 +205,11 @@ export class WebhookService {
     changes.authorizationHeaderEncrypted = this.encrypt(input.authorization_header ?? '', hook.id, 'authorization_header_encrypted');
     if (input.active !== undefined) changes.isActive = input.active;
     await updateWebhook(this.db, hook.id, changes, this.clock.nowSec());
-    return this.get(ownerId, id);
+    return this.get(scope, id);
   }
 
-  async delete(ownerId: number, id: number): Promise<void> {
-    const deleted = id > 0 && (await this.db.transaction().execute((tx) => deleteWebhookOfOwner(tx, ownerId, id)));
+  async delete(scope: HookScope, id: number): Promise<void> {
+    const deleted = id > 0 && (await this.db.transaction().execute((tx) => deleteWebhookOfScope(tx, scope, id)));
     if (!deleted) throw AppError.notFound();
   }
 

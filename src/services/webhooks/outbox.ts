@@ -1,9 +1,11 @@
 // The webhook outbox: a DomainEvents subscriber that turns domain events into
 // hook_task rows, in the transaction of the change (so a delivery exists
 // exactly when the change does). Candidate hooks and gates follow Forgejo's
-// services/webhook/webhook.go PrepareWebhooks: the active hooks of the owning
-// organization, the hook's event subscription, and the branch filter for
-// push/create/delete. One row (one delivery id) per hook per event.
+// services/webhook/webhook.go PrepareWebhooks: the active hooks of the
+// repository, then those of its owner (the rows are written in that order, so
+// the repository's hooks are delivered first), the hook's event subscription,
+// and the branch filter for push/create/delete. One row (one delivery id) per
+// hook per event.
 //
 // Refs follow Forgejo's services/repository/push.go: a created ref sends
 // `push` and `create`, an updated ref `push`, a deleted ref `delete` only.
@@ -12,8 +14,9 @@ import { AccessMode } from '../../modules/access-mode.ts';
 import type { Clock } from '../../modules/clock.ts';
 import type { Queryable } from '../../models/database.ts';
 import { insertHookTasks } from '../../models/hook-tasks.ts';
-import { listActiveHooksOfOwner } from '../../models/webhooks.ts';
+import { listActiveHooksForRepository, listActiveHooksOfOwner } from '../../models/webhooks.ts';
 import type { WebhookRecord } from '../../models/webhooks.ts';
+import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
 import { toApiOrg, toApiRepo, toApiUser } from '../convert.ts';
 import { ANONYMOUS_VIEWER, isZeroOid, pushEventPayload } from '../push-payloads.ts';
@@ -36,8 +39,8 @@ function serialise(eventType: string, payload: unknown): string {
  * are worth reading from git before the push's transaction opens (inside, the
  * read would hold SQLite's only connection while git runs).
  */
-export async function webhooksMayWantPush(db: Queryable, owner: User): Promise<boolean> {
-  return owner.isOrganization && (await listActiveHooksOfOwner(db, owner.id)).some((hook) => hookWantsEvent(hook, 'push'));
+export async function webhooksMayWantPush(db: Queryable, repo: Repository, owner: User): Promise<boolean> {
+  return (await listActiveHooksForRepository(db, repo.id, owner.id)).some((hook) => hookWantsEvent(hook, 'push'));
 }
 
 export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventHandler {
@@ -51,8 +54,7 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventH
   };
 
   const onPush = async (tx: Queryable, event: Extract<DomainEvent, { type: 'repository.pushed' }>): Promise<void> => {
-    if (!event.owner.isOrganization) return;
-    const candidates = await listActiveHooksOfOwner(tx, event.owner.id);
+    const candidates = await listActiveHooksForRepository(tx, event.repo.id, event.owner.id);
     if (candidates.length === 0) return;
     for (const update of event.updates) {
       const created = isZeroOid(update.oldOid);
@@ -72,6 +74,8 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventH
     }
   };
 
+  // To the owner's hooks only: a new repository has no hooks yet, and a
+  // deleted one's go with it (Forgejo queues to them, then deletes the rows).
   const onRepository = async (tx: Queryable, event: Extract<DomainEvent, { type: 'repository.created' | 'repository.deleted' }>): Promise<void> => {
     if (!event.owner.isOrganization) return;
     const targets = (await listActiveHooksOfOwner(tx, event.owner.id)).filter((h) => hookWantsEvent(h, 'repository'));

@@ -62,6 +62,7 @@ function prepareRaw(hook: WebhookRecord, task: HookTask, secrets: HookSecrets, a
       authorizationHeader: authorization,
       hookId: hook.id,
       ownerId: hook.ownerId,
+      repoId: hook.repoId,
       attempt,
     });
     return { kind: 'send', request };
@@ -83,7 +84,7 @@ function finish(typed: TypedRequest, hook: WebhookRecord, task: HookTask, secret
   try {
     const { secret, authorization } = credentialsOf(hook, secrets);
     const headers: Record<string, string> = { ...typed.headers };
-    if (typed.forgejoHeaders) Object.assign(headers, forgejoHeaders({ uuid: task.uuid, eventType: task.event_type, body: typed.body, secret, hookId: hook.id, ownerId: hook.ownerId }));
+    if (typed.forgejoHeaders) Object.assign(headers, forgejoHeaders({ uuid: task.uuid, eventType: task.event_type, body: typed.body, secret, hookId: hook.id, ownerId: hook.ownerId, repoId: hook.repoId }));
     headers['x-gantry-delivery-attempt'] = String(attempt);
     // deliver.go sets the hook's Authorization header on every type's request.
     if (authorization) headers.authorization = authorization;

@@ -45,6 +45,8 @@ export interface OutgoingDelivery {
   authorizationHeader: string;
   hookId: number;
   ownerId: number;
+  /** Set for a repository's hook (its owner_id is 0). */
+  repoId?: number;
   /** 1-based, for diagnostics (the delivery id stays the same). */
   attempt: number;
 }
@@ -65,6 +67,8 @@ export interface ForgejoHeaderInput {
   secret: string;
   hookId: number;
   ownerId: number;
+  /** Set for a repository's hook (its owner_id is 0). */
+  repoId?: number;
 }
 
 /** The X-Forgejo/Gitea/Gogs/GitHub delivery, event and signature headers (Forgejo's shared.AddDefaultHeaders, plus GitHub's hook ids). */
@@ -73,6 +77,9 @@ export function forgejoHeaders(d: ForgejoHeaderInput): Record<string, string> {
   const sha256 = d.secret ? createHmac('sha256', d.secret).update(bytes).digest('hex') : '';
   const sha1 = d.secret ? createHmac('sha1', d.secret).update(bytes).digest('hex') : '';
   const event = eventHeaderOf(d.eventType);
+  // Where the hook is installed (Gitea #33752): a repository's hook, else an organization's.
+  const onRepository = d.repoId !== undefined && d.repoId > 0;
+  const targetType = onRepository ? 'repository' : 'organization';
   return {
     'x-forgejo-delivery': d.uuid,
     'x-forgejo-event': event,
@@ -82,7 +89,7 @@ export function forgejoHeaders(d: ForgejoHeaderInput): Record<string, string> {
     'x-gitea-event': event,
     'x-gitea-event-type': d.eventType,
     'x-gitea-signature': sha256,
-    'x-gitea-hook-installation-target-type': 'organization',
+    'x-gitea-hook-installation-target-type': targetType,
     'x-gogs-delivery': d.uuid,
     'x-gogs-event': event,
     'x-gogs-event-type': d.eventType,
@@ -91,8 +98,8 @@ export function forgejoHeaders(d: ForgejoHeaderInput): Record<string, string> {
     'x-github-event': event,
     'x-github-event-type': d.eventType,
     'x-github-hook-id': String(d.hookId),
-    'x-github-hook-installation-target-type': 'organization',
-    'x-github-hook-installation-target-id': String(d.ownerId),
+    'x-github-hook-installation-target-type': targetType,
+    'x-github-hook-installation-target-id': String(onRepository ? d.repoId : d.ownerId),
     'x-hub-signature': `sha1=${sha1}`,
     'x-hub-signature-256': `sha256=${sha256}`,
   };
@@ -103,7 +110,7 @@ export function buildRequest(d: OutgoingDelivery): BuiltRequest {
   const body = form ? `payload=${encodeURIComponent(d.payload)}` : d.payload;
   const headers: Record<string, string> = {
     'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
-    ...forgejoHeaders({ uuid: d.uuid, eventType: d.eventType, body: d.payload, secret: d.secret, hookId: d.hookId, ownerId: d.ownerId }),
+    ...forgejoHeaders({ uuid: d.uuid, eventType: d.eventType, body: d.payload, secret: d.secret, hookId: d.hookId, ownerId: d.ownerId, repoId: d.repoId }),
     'x-gantry-delivery-attempt': String(d.attempt),
   };
   if (d.authorizationHeader) headers.authorization = d.authorizationHeader;

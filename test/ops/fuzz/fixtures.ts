@@ -81,6 +81,8 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
   const hook = (await ok(s, 'POST', '/orgs/acme/hooks', t, hookBody)) as { id: number };
   const spareHook = (await ok(s, 'POST', '/orgs/acme/hooks', t, hookBody)) as { id: number };
   const delivery = (await ok(s, 'POST', `/orgs/acme/hooks/${hook.id}/pings`, t)) as { id: number };
+  const repoHook = (await ok(s, 'POST', '/repos/alice/app/hooks', t, hookBody)) as { id: number };
+  const repoDelivery = (await ok(s, 'POST', `/repos/alice/app/hooks/${repoHook.id}/pings`, t)) as { id: number };
 
   for (const base of ['/user/actions', '/orgs/acme/actions', '/repos/alice/app/actions']) {
     await ok(s, 'PUT', `${base}/secrets/FUZZ_SECRET`, t, { data: 's3cret' });
@@ -116,8 +118,8 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
       runner_id: [String(credentials.id), String(spare.credentials.id), ...scopeRunners],
       run_id: runs.workflow_runs.map((r) => String(r.id)).concat(String(dispatched.id)),
       workflowfilename: ['ci.yml', 'ci.yaml', 'missing.yml'],
-      id: [String(team.id), String(hook.id), String(spareHook.id)],
-      delivery_id: [String(delivery.id)],
+      id: [String(team.id), String(hook.id), String(spareHook.id), String(repoHook.id)],
+      delivery_id: [String(delivery.id), String(repoDelivery.id)],
       '*': ['index.html', 'swagger-initializer.js', 'static/index.html'],
     },
     repos: {

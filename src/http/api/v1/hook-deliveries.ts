@@ -1,11 +1,14 @@
-// GET /orgs/{org}/hooks/{id}/deliveries, GET …/deliveries/{delivery_id},
-// POST …/deliveries/{delivery_id}/attempts (redeliver), POST /orgs/{org}/hooks/{id}/pings.
-// Not in Forgejo (#38463); named after GitHub's hook-deliveries API. Guards are
-// the org hooks' own (owners of the organization and site admins).
+// GET …/hooks/{id}/deliveries, GET …/deliveries/{delivery_id},
+// POST …/deliveries/{delivery_id}/attempts (redeliver), POST …/hooks/{id}/pings,
+// under /orgs/{org} and /repos/{owner}/{repo}. Not in Forgejo (#38463); named
+// after GitHub's hook-deliveries API. Guards are the hooks' own of each scope
+// (hook-scopes.ts).
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { parseIdParam, parsePage } from '../../../modules/pagination.ts';
-import { requireDoer, requireOrg } from '../../request-context.ts';
+import { scopeOfPlace } from '../../../services/webhooks/deliveries.ts';
+import { requireDoer } from '../../request-context.ts';
+import { hookRouteScopes } from './hook-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
 import { PageQuery, errorResponses } from '../../../api-types/schemas.ts';
@@ -46,92 +49,95 @@ const HookDeliveryDetail = Type.Intersect([
   }),
 ]);
 
-const HookIdParams = Type.Object({ org: Type.String({ description: 'name of the organization' }), id: Type.String({ description: 'id of the hook' }) });
-const DeliveryParams = Type.Object({ ...HookIdParams.properties, delivery_id: Type.String({ description: 'id of the delivery' }) });
-
 interface Params {
   id?: string;
   delivery_id?: string;
 }
 
 export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
-  const guards = [g.scopes('organization'), g.orgAssignment, g.publicOnly, g.reqToken, g.reqOrgOwnership];
   const deliveries = services.webhookDeliveries;
-  const tags = ['organization'];
+  for (const scope of hookRouteScopes(g)) {
+    const { prefix, guards } = scope;
+    const tags = [scope.tag];
+    const op = (name: string) => `${scope.kind}${name}`;
+    const hookIdParams = Type.Object({ ...scope.params, id: Type.String({ description: 'id of the hook' }) });
+    const deliveryParams = Type.Object({ ...hookIdParams.properties, delivery_id: Type.String({ description: 'id of the delivery' }) });
+    const where = (req: Parameters<typeof scope.place>[0]) => scopeOfPlace(scope.place(req));
 
-  app.get(
-    '/orgs/:org/hooks/:id/deliveries',
-    {
-      schema: {
-        operationId: 'orgListHookDeliveries',
-        tags,
-        description: "A webhook's deliveries, newest first (paginated; X-Total-Count).",
-        params: HookIdParams,
-        querystring: PageQuery,
-        response: { 200: Type.Array(HookDelivery), ...errorResponses(401, 403, 404) },
+    app.get(
+      `${prefix}/:id/deliveries`,
+      {
+        schema: {
+          operationId: op('ListHookDeliveries'),
+          tags,
+          description: "A webhook's deliveries, newest first (paginated; X-Total-Count).",
+          params: hookIdParams,
+          querystring: PageQuery,
+          response: { 200: Type.Array(HookDelivery), ...errorResponses(401, 403, 404) },
+        },
+        preValidation: guards,
       },
-      preValidation: guards,
-    },
-    async (req, reply) => {
-      const page = parsePage(req.query as Record<string, unknown>, config);
-      const { deliveries: list, total } = await deliveries.list(requireOrg(req).id, parseIdParam((req.params as Params).id), page);
-      setTotalCount(reply, total);
-      return list;
-    },
-  );
+      async (req, reply) => {
+        const page = parsePage(req.query as Record<string, unknown>, config);
+        const { deliveries: list, total } = await deliveries.list(where(req), parseIdParam((req.params as Params).id), page);
+        setTotalCount(reply, total);
+        return list;
+      },
+    );
 
-  app.get(
-    '/orgs/:org/hooks/:id/deliveries/:delivery_id',
-    {
-      schema: {
-        operationId: 'orgGetHookDelivery',
-        tags,
-        description: 'One delivery: the request and response of its last attempt, and every attempt.',
-        params: DeliveryParams,
-        response: { 200: HookDeliveryDetail, ...errorResponses(401, 403, 404) },
+    app.get(
+      `${prefix}/:id/deliveries/:delivery_id`,
+      {
+        schema: {
+          operationId: op('GetHookDelivery'),
+          tags,
+          description: 'One delivery: the request and response of its last attempt, and every attempt.',
+          params: deliveryParams,
+          response: { 200: HookDeliveryDetail, ...errorResponses(401, 403, 404) },
+        },
+        preValidation: guards,
       },
-      preValidation: guards,
-    },
-    async (req) => {
-      const params = req.params as Params;
-      return deliveries.get(requireOrg(req).id, parseIdParam(params.id), parseIdParam(params.delivery_id));
-    },
-  );
+      async (req) => {
+        const params = req.params as Params;
+        return deliveries.get(where(req), parseIdParam(params.id), parseIdParam(params.delivery_id));
+      },
+    );
 
-  app.post(
-    '/orgs/:org/hooks/:id/deliveries/:delivery_id/attempts',
-    {
-      schema: {
-        operationId: 'orgRedeliverHookDelivery',
-        tags,
-        description: 'Queue the payload of a delivery again, as a new delivery (new guid, redelivery=true), with the hook as it is now.',
-        params: DeliveryParams,
-        response: { 202: HookDelivery, ...errorResponses(401, 403, 404) },
+    app.post(
+      `${prefix}/:id/deliveries/:delivery_id/attempts`,
+      {
+        schema: {
+          operationId: op('RedeliverHookDelivery'),
+          tags,
+          description: 'Queue the payload of a delivery again, as a new delivery (new guid, redelivery=true), with the hook as it is now.',
+          params: deliveryParams,
+          response: { 202: HookDelivery, ...errorResponses(401, 403, 404) },
+        },
+        preValidation: guards,
       },
-      preValidation: guards,
-    },
-    async (req, reply) => {
-      const params = req.params as Params;
-      const created = await deliveries.redeliver(requireOrg(req).id, parseIdParam(params.id), parseIdParam(params.delivery_id));
-      return (reply as FastifyReply).status(202).send(created);
-    },
-  );
+      async (req, reply) => {
+        const params = req.params as Params;
+        const created = await deliveries.redeliver(where(req), parseIdParam(params.id), parseIdParam(params.delivery_id));
+        return (reply as FastifyReply).status(202).send(created);
+      },
+    );
 
-  app.post(
-    '/orgs/:org/hooks/:id/pings',
-    {
-      schema: {
-        operationId: 'orgPingHook',
-        tags,
-        description: 'Queue a `ping` delivery (past the event and branch filters).',
-        params: HookIdParams,
-        response: { 202: HookDelivery, ...errorResponses(401, 403, 404) },
+    app.post(
+      `${prefix}/:id/pings`,
+      {
+        schema: {
+          operationId: op('PingHook'),
+          tags,
+          description: 'Queue a `ping` delivery (past the event and branch filters).',
+          params: hookIdParams,
+          response: { 202: HookDelivery, ...errorResponses(401, 403, 404) },
+        },
+        preValidation: guards,
       },
-      preValidation: guards,
-    },
-    async (req, reply) => {
-      const created = await deliveries.ping(requireOrg(req), parseIdParam((req.params as Params).id), requireDoer(req));
-      return (reply as FastifyReply).status(202).send(created);
-    },
-  );
+      async (req, reply) => {
+        const created = await deliveries.ping(scope.place(req), parseIdParam((req.params as Params).id), requireDoer(req));
+        return (reply as FastifyReply).status(202).send(created);
+      },
+    );
+  }
 }

@@ -41,6 +41,7 @@ const WORKFLOWS: Record<string, string> = {
   'perm.yml': workflow({ work: { label: 'rc-perm' } }),
   'hooks.yml': workflow({ work: { label: 'rc-hooks' } }),
   'race.yml': workflow({ work: { label: 'rc-race' } }),
+  'disabled.yml': workflow({ work: { label: 'rc-disabled' } }),
   'swarm.yml': 'on: workflow_dispatch\njobs:\n  leg:\n    runs-on: rc-swarm\n    strategy:\n      matrix:\n        n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]\n    steps:\n      - run: echo leg\n',
   // Does not parse: the push gives it one failed run, which cannot be rerun.
   'broken.yml': 'on: push\njobs:\n  x:\n    runs-on: rc-broken\n    steps: nope\n',
@@ -411,6 +412,20 @@ for (const dialect of testDialects()) {
         const res = await s.api('POST', `/repos/acme/app/actions/runs/${run.id}${suffix}`, { token: owner.token });
         assert.deepEqual([res.status, res.json], [400, errorBody(s.rootUrl, 'workflow broken.yml is invalid')], suffix);
       }
+    });
+
+    test('a run of a disabled workflow is not rerun (400); enabled again, it is', async () => {
+      const runId = await dispatch('disabled.yml');
+      await runNext('rc-disabled', { work: Result.FAILURE });
+      const disable = await s.api('PUT', '/repos/acme/app/actions/workflows/disabled.yml/disable', { token: owner.token });
+      assert.equal(disable.status, 204, disable.text);
+      for (const suffix of ['/rerun', '/rerun-failed-jobs']) {
+        const res = await s.api('POST', `/repos/acme/app/actions/runs/${runId}${suffix}`, { token: owner.token });
+        assert.deepEqual([res.status, res.json], [400, errorBody(s.rootUrl, 'workflow disabled.yml is disabled')], suffix);
+      }
+      assert.equal((await s.api('PUT', '/repos/acme/app/actions/workflows/disabled.yml/enable', { token: owner.token })).status, 204);
+      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun`, { token: owner.token });
+      assert.equal(rerun.status, 201, rerun.text);
     });
 
     test('permissions: read access may not cancel or rerun (403), strangers see nothing (404), writers may, delete needs admin', async () => {

@@ -35,10 +35,21 @@ const SORTS = new Set<StatusSort>(['oldest', 'recentupdate', 'leastupdate', 'lea
 
 /**
  * Worst first (Forgejo's commitStatusPriorities). A state outside the list
- * (F15 stores any string) ranks as `error`; `skipped` (F16) ranks beside
- * `success`, so skipped jobs never make a commit look worse.
+ * (F15 stores any string) ranks as `error`. `skipped` (F16, Gitea 1.26) ranks
+ * above `success`: skipped jobs never make a commit look worse, and a commit
+ * whose statuses are all skipped reads `skipped`.
  */
-const PRIORITY: Readonly<Record<string, number>> = { error: 0, failure: 1, warning: 2, pending: 3, success: 4, skipped: 4 };
+const PRIORITY: Readonly<Record<string, number>> = { error: 0, failure: 1, warning: 2, pending: 3, success: 4, skipped: 5 };
+
+/** The combined state of the latest states: the worst, `error` (and any unknown state) reported as `failure`; '' for none. */
+export function combinedState(states: readonly string[]): string {
+  let worst = '';
+  for (const state of states) {
+    if (worst === '' || (PRIORITY[state] ?? 0) < (PRIORITY[worst] ?? 0)) worst = state;
+  }
+  if (worst === 'error' || (worst !== '' && PRIORITY[worst] === undefined)) return 'failure';
+  return worst;
+}
 
 export interface StatusTarget {
   repo: Repository;
@@ -159,12 +170,7 @@ export class CommitStatusService {
    */
   async combined(repo: Repository, sha: string, page: { offset: number; limit: number }): Promise<{ state: string; statuses: StatusWithCreator[]; total: number }> {
     const { statuses, total } = await latestCommitStatuses(this.db, repo.id, sha, page);
-    let state = '';
-    for (const status of statuses) {
-      if (state === '' || (PRIORITY[status.state] ?? 0) < (PRIORITY[state] ?? 0)) state = status.state;
-    }
-    if (state === 'error' || (state !== '' && PRIORITY[state] === undefined)) state = 'failure';
-    return { state, statuses: await this.withCreators(statuses), total };
+    return { state: combinedState(statuses.map((status) => status.state)), statuses: await this.withCreators(statuses), total };
   }
 
   private async withCreators(statuses: readonly CommitStatus[]): Promise<StatusWithCreator[]> {

@@ -14,7 +14,7 @@ import type { DecodedTask, RunnerClient } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { startWebhookReceiver } from '../support/webhook-receiver.ts';
-import type { WebhookReceiver } from '../support/webhook-receiver.ts';
+import type { ReceivedDelivery, WebhookReceiver } from '../support/webhook-receiver.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
 
@@ -107,11 +107,13 @@ for (const dialect of testDialects()) {
         const res = await s.api('POST', '/user/repos', { token: owner.token, body: { name, private: isPrivate } });
         assert.equal(res.status, 201, res.text);
       }
-      const hook = await s.api('POST', '/repos/owner/ci/hooks', {
-        token: owner.token,
-        body: { type: 'forgejo', config: { url: `${receiver.url}/hook`, content_type: 'json' }, events: ['status'], active: true },
-      });
-      assert.equal(hook.status, 201, hook.text);
+      for (const repo of ['pub', 'ci']) {
+        const hook = await s.api('POST', `/repos/owner/${repo}/hooks`, {
+          token: owner.token,
+          body: { type: 'forgejo', config: { url: `${receiver.url}/${repo}`, content_type: 'json' }, events: ['status'], active: true },
+        });
+        assert.equal(hook.status, 201, hook.text);
+      }
       const credentials = { user: 'owner', password: owner.password };
       apiWork = await createWorkDir(remoteUrl(s.url, 'owner', 'pub', credentials));
       sha = await apiWork.commit({ 'README.md': 'hello\n' }, 'First');
@@ -267,8 +269,9 @@ for (const dialect of testDialects()) {
     });
 
     test('each status of the push run is delivered as a `status` webhook to the repository hook', async () => {
-      await receiver.waitFor((received) => received.filter((d) => d.headers['x-forgejo-event'] === 'status').length >= 6);
-      const deliveries = receiver.received.filter((d) => d.headers['x-forgejo-event'] === 'status');
+      const ofCi = (received: ReceivedDelivery[]) => received.filter((d) => d.path === '/ci' && d.headers['x-forgejo-event'] === 'status');
+      await receiver.waitFor((received) => ofCi(received).length >= 6);
+      const deliveries = ofCi(receiver.received);
       const payload = deliveries.map((d) => d.json as Record<string, unknown>).find((p) => p.state === 'failure');
       assert.ok(payload, 'a failure status delivery');
       assert.equal(payload.sha, pushed);
@@ -278,6 +281,37 @@ for (const dialect of testDialects()) {
       assert.equal((payload.repository as { full_name: string }).full_name, 'owner/ci');
       assert.equal((payload.sender as { login: string }).login, 'forgejo-actions');
       for (const key of ['created_at', 'updated_at', 'id', 'target_url']) assert.ok(key in payload, key);
+    });
+
+    test('a status created through the API is delivered as a `status` webhook with the commit read from git and the creator as sender', async () => {
+      const ofPub = (received: ReceivedDelivery[]) => received.filter((d) => d.path === '/pub' && d.headers['x-forgejo-event'] === 'status');
+      await receiver.waitFor((received) => ofPub(received).length >= 3);
+      const payload = ofPub(receiver.received)
+        .map((d) => d.json as Record<string, unknown>)
+        .find((p) => p.context === 'ci/test');
+      assert.ok(payload, 'the ci/test delivery');
+      assert.equal(payload.state, 'failure');
+      assert.equal(payload.sha, sha);
+      assert.equal((payload.commit as { id: string; message: string }).id, sha);
+      assert.match((payload.commit as { message: string }).message, /^First/);
+      assert.equal((payload.sender as { login: string }).login, 'owner');
+      assert.equal(payload.target_url, '');
+    });
+
+    test('cancelling a push run writes `Has been cancelled` (failure) for its jobs', async () => {
+      const next = await ciWork.commit({ 'README.md': 'again\n' }, 'Again');
+      assert.equal((await ciWork.push('main')).code, 0);
+      const runs = await s.api('GET', `/repos/owner/ci/actions/runs?head_sha=${next}`, { token: owner.token });
+      const runId = (runs.json as { workflow_runs: Array<{ id: number }> }).workflow_runs[0]?.id;
+      assert.ok(runId, runs.text);
+      assert.equal((await s.api('POST', `/repos/owner/ci/actions/runs/${runId}/cancel`, { token: owner.token })).status, 204);
+      const res = await repoListStatusesByRef({ client: owner.client, path: { owner: 'owner', repo: 'ci', ref: 'main' }, query: { sort: 'highestindex' } });
+      const list = res.data as unknown as StatusJson[];
+      for (const context of ['CI / build (push)', 'CI / test (push)']) {
+        assert.deepEqual([latest(list, context)?.status, latest(list, context)?.description], ['failure', 'Has been cancelled'], context);
+      }
+      assert.match(latest(list, 'CI / build (push)')?.target_url ?? '', /\/actions\/runs\/3\/jobs\/[01]$/);
+      assert.equal((await combinedCi()).state, 'failure');
     });
   });
 }

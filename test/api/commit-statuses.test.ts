@@ -313,5 +313,15 @@ for (const dialect of testDialects()) {
       assert.match(latest(list, 'CI / build (push)')?.target_url ?? '', /\/actions\/runs\/3\/jobs\/[01]$/);
       assert.equal((await combinedCi()).state, 'failure');
     });
+
+    test('concurrent POSTs on one commit get the numbers 1…n, each once', async () => {
+      const fresh = await apiWork.commit({ 'notes.txt': 'n\n' }, 'Notes');
+      assert.equal((await apiWork.push('main')).code, 0);
+      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => create(owner, fresh, { state: 'success', context: `ci/${i % 3}` })));
+      assert.deepEqual(answers.map((a) => a.status), Array(12).fill(201));
+      assert.deepEqual(answers.map((a) => (a.data as unknown as StatusJson).id).sort((x, y) => x - y), Array.from({ length: 12 }, (_, i) => i + 1));
+      const combined = await repoGetCombinedStatusByRef({ client: owner.client, path: { owner: 'owner', repo: 'pub', ref: fresh } });
+      assert.equal((combined.data as unknown as CombinedJson).total_count, 3);
+    });
   });
 }

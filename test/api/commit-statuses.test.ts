@@ -257,14 +257,22 @@ for (const dialect of testDialects()) {
       assert.deepEqual(list.map((st) => st.target_url.replace(/.*\/jobs\//, '')).sort().filter((v, i, a) => a.indexOf(v) === i), ['0', '1']);
     });
 
-    test('a dispatch run writes no status', async () => {
+    test('a dispatch run writes no status; its job token may write one on its own repository only', async () => {
       const before = (await ciStatuses()).length;
       const res = await s.api('POST', '/repos/owner/ci/actions/workflows/manual.yml/dispatches', { token: owner.token, body: { ref: 'main' } });
       assert.equal(res.status, 204, res.text);
       const task = await fetchOne();
+      // The job's token (GITHUB_TOKEN) may write statuses on its own repository while it runs, not on another.
+      const jobToken = String(task.context.token ?? task.secrets.GITHUB_TOKEN ?? '');
+      assert.notEqual(jobToken, '');
+      const own = await s.api('POST', `/repos/owner/ci/statuses/${pushed}`, { token: jobToken, body: { state: 'success', context: 'deploy' } });
+      assert.equal(own.status, 201, own.text);
+      assert.equal((own.json as StatusJson).creator?.login, 'forgejo-actions');
+      assert.equal((await s.api('POST', `/repos/owner/pub/statuses/${sha}`, { token: jobToken, body: { state: 'success' } })).status, 403);
       await update(task.id, Result.SUCCESS, true);
       const after = await ciStatuses();
-      assert.equal(after.length, before);
+      // Only the job's own `deploy` status was added.
+      assert.equal(after.length, before + 1);
       assert.ok(after.every((st) => !st.context.startsWith('Manual')));
     });
 

@@ -28,6 +28,7 @@ import { actionsWorkflowRoutes } from './http/api/v1/actions-workflows.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
 import { hookDeliveryRoutes } from './http/api/v1/hook-deliveries.ts';
 import { hookRoutes } from './http/api/v1/hooks.ts';
+import { commitStatusRoutes } from './http/api/v1/commit-statuses.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
 import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
@@ -178,6 +179,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       actionsRunnerRoutes(typed, ctx);
       hookRoutes(typed, ctx);
       hookDeliveryRoutes(typed, ctx);
+      commitStatusRoutes(typed, ctx);
     },
     { prefix: '/api/v1' },
   );

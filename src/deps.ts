@@ -51,6 +51,8 @@ import { HookTestDelivery } from './services/webhooks/test-delivery.ts';
 import { createActionsWebhookOutbox } from './services/webhooks/actions-outbox.ts';
 import { createWebhookOutbox } from './services/webhooks/outbox.ts';
 import { RepoService } from './services/repos.ts';
+import { CommitStatusService } from './services/commit-statuses.ts';
+import { createCommitStatusWriter } from './services/actions/commit-status-writer.ts';
 import { subscribeOwnerDeletion } from './services/owner-deletion.ts';
 import { ActionsHousekeeping } from './services/actions/housekeeping.ts';
 import { BackgroundWork } from './services/background-work.ts';
@@ -168,6 +170,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir, config.gitMaxPushBytes);
   events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
+  events.subscribe(createCommitStatusWriter({ clock, rootUrl: config.rootUrl }));
   const repos = new RepoService(db, clock, gitRepositories, events);
   const catalog = new WorkflowCatalog(config.actionsMaxWorkflowBytes);
   // ROOT_URL without its trailing slash: the github.server_url runners see.
@@ -202,6 +205,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     webhooks,
     webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
     webhookTests: new HookTestDelivery(db, clock, config.rootUrl, gitRepositories),
+    commitStatuses: new CommitStatusService(db, clock, gitRepositories, config.rootUrl),
     events,
     keys,
     keyRotation: new KeyRotationService(db, keys, ENCRYPTED_COLUMNS),

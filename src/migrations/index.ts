@@ -10,6 +10,7 @@ import * as m0007 from './0007-runner-request-keys.ts';
 import * as m0008 from './0008-runner-token-active-unique.ts';
 import * as m0009 from './0009-workflow-states.ts';
 import * as m0010 from './0010-repo-hook-index.ts';
+import * as m0011 from './0011-commit-statuses.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -22,4 +23,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0008-runner-token-active-unique': m0008,
   '0009-workflow-states': m0009,
   '0010-repo-hook-index': m0010,
+  '0011-commit-statuses': m0011,
 };

@@ -47,7 +47,7 @@ export async function deleteRowsOwnedByAccount(tx: Queryable, accountId: number)
   await deleteWebhooksOfScope(tx, accountId, 0);
 }
 
-/** Runs, their jobs and tasks (with steps and outputs), and the run counters of a repository. */
+/** Runs, their jobs and tasks (with steps and outputs), the run counters and the commit statuses of a repository. */
 async function deleteRunsOfRepository(tx: Queryable, repoId: number): Promise<void> {
   const tasksOfRepo = tx.selectFrom('action_task').select('id').where('repo_id', '=', repoId);
   await tx.deleteFrom('action_task_output').where('task_id', 'in', tasksOfRepo).execute();
@@ -57,6 +57,8 @@ async function deleteRunsOfRepository(tx: Queryable, repoId: number): Promise<vo
   await tx.deleteFrom('action_run').where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('action_run_count').where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('action_run_index').where('repo_id', '=', repoId).execute();
+  await tx.deleteFrom('commit_status').where('repo_id', '=', repoId).execute();
+  await tx.deleteFrom('commit_status_index').where('repo_id', '=', repoId).execute();
 }
 
 /**

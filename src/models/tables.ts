@@ -155,6 +155,28 @@ export interface ActionRunIndexTable {
   max_index: number;
 }
 
+export interface CommitStatusTable {
+  id: Generated<number>;
+  repo_id: number;
+  sha: string;
+  /** The per-(repository, sha) number (Forgejo's `index`), the API's `id`. */
+  index_in_sha: number;
+  state: string;
+  target_url: string;
+  description: string;
+  context: string;
+  context_hash: string;
+  creator_id: number;
+  created: number;
+  updated: number;
+}
+
+export interface CommitStatusIndexTable {
+  repo_id: number;
+  sha: string;
+  max_index: number;
+}
+
 export interface ActionRunCountTable {
   id: Generated<number>;
   repo_id: number;
@@ -374,4 +396,6 @@ export interface Database {
   webhook: WebhookTable;
   hook_task: HookTaskTable;
   hook_task_attempt: HookTaskAttemptTable;
+  commit_status: CommitStatusTable;
+  commit_status_index: CommitStatusIndexTable;
 }

@@ -26,6 +26,7 @@ import type { WebhookService } from './webhooks/hooks.ts';
 import type { HookDeliveryService } from './webhooks/deliveries.ts';
 import type { HookTestDelivery } from './webhooks/test-delivery.ts';
 import type { RepoService } from './repos.ts';
+import type { CommitStatusService } from './commit-statuses.ts';
 
 export interface Services {
   accounts: AccountService;
@@ -62,6 +63,8 @@ export interface Services {
   webhookDeliveries: HookDeliveryService;
   /** The test delivery of a repository hook (POST …/hooks/{id}/tests). */
   webhookTests: HookTestDelivery;
+  /** The commit status API (Actions writes its statuses through the subscriber on `events`). */
+  commitStatuses: CommitStatusService;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;

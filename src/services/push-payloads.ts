@@ -49,6 +49,22 @@ export function pushCommitLogReader(gitDir: string): PushCommitLogReader {
   };
 }
 
+/** One commit as payloads list it (Forgejo's api.PayloadCommit); `htmlUrl` is the repository's page. */
+export function payloadCommit(htmlUrl: string, commit: CommitSummary): Record<string, unknown> {
+  return {
+    id: commit.oid,
+    message: commit.message,
+    url: `${htmlUrl}/commit/${commit.oid}`,
+    author: { name: commit.author.name, email: commit.author.email, username: '' },
+    committer: { name: commit.committer.name, email: commit.committer.email, username: '' },
+    verification: null,
+    timestamp: commit.author.date,
+    added: commit.files.added,
+    removed: commit.files.removed,
+    modified: commit.files.modified,
+  };
+}
+
 /** Forgejo's api.PushPayload (and create/delete payloads) for one ref update. */
 export function pushEventPayload(
   event: 'push' | 'create' | 'delete',
@@ -61,18 +77,7 @@ export function pushEventPayload(
   if (event === 'create') return { ref: shortRef(update.ref), ref_type: refType, sha: update.newOid, repository, sender };
   if (event === 'delete') return { ref: shortRef(update.ref), ref_type: refType, pusher_type: 'user', repository, sender };
   const htmlUrl = repository.html_url;
-  const commits = input.commits.map((commit) => ({
-    id: commit.oid,
-    message: commit.message,
-    url: `${htmlUrl}/commit/${commit.oid}`,
-    author: { name: commit.author.name, email: commit.author.email, username: '' },
-    committer: { name: commit.committer.name, email: commit.committer.email, username: '' },
-    verification: null,
-    timestamp: commit.author.date,
-    added: commit.files.added,
-    removed: commit.files.removed,
-    modified: commit.files.modified,
-  }));
+  const commits = input.commits.map((commit) => payloadCommit(htmlUrl, commit));
   return {
     ref: update.ref,
     before: update.oldOid,

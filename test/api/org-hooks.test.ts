@@ -244,7 +244,8 @@ for (const dialect of testDialects()) {
         return (res.json as Hook).events;
       };
       assert.deepEqual(await eventsOf([]), ['push']);
-      assert.deepEqual(await eventsOf(['status', 'bogus']), [], 'unknown names are ignored');
+      assert.deepEqual(await eventsOf(['bogus']), [], 'unknown names are ignored');
+      assert.deepEqual(await eventsOf(['status', 'package', 'push']), ['push', 'package', 'status'], 'commit statuses are an event, after package');
       assert.deepEqual(await eventsOf(['PUSH', 'Release']), ['push', 'release']);
       assert.deepEqual(await eventsOf(['issues']), ['issues', 'issue_assign', 'issue_label', 'issue_milestone', 'issue_comment']);
       assert.deepEqual(await eventsOf(['issues_only', 'issue_label']), ['issues', 'issue_label']);

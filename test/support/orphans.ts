@@ -56,6 +56,8 @@ export const OWNER_REFERENCES: Readonly<Record<string, readonly OwnerRef[]>> = {
     { column: 'owner_id', parent: USER },
   ],
   action_run_index: [{ column: 'repo_id', parent: REPO }],
+  commit_status: [{ column: 'repo_id', parent: REPO }],
+  commit_status_index: [{ column: 'repo_id', parent: REPO }],
   action_run_count: [{ column: 'repo_id', parent: REPO }],
   action_run_job: [
     { column: 'run_id', parent: 'action_run' },

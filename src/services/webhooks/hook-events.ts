@@ -28,6 +28,7 @@ export const INTERNAL_EVENTS = [
   'repository',
   'release',
   'package',
+  'status',
   'action_run_failure',
   'action_run_recover',
   'action_run_success',
@@ -46,7 +47,7 @@ const PULL_GROUP: readonly InternalEvent[] = INTERNAL_EVENTS.filter((e) => e.sta
 
 /** What each accepted API name turns on (names are matched case-insensitively). */
 const API_EVENT_ENABLES: ReadonlyMap<string, readonly InternalEvent[]> = new Map<string, readonly InternalEvent[]>([
-  ...(['create', 'delete', 'fork', 'push', 'wiki', 'repository', 'release', 'package', 'action_run_failure', 'action_run_recover', 'action_run_success', 'workflow_run', 'workflow_job'] as const).map(
+  ...(['create', 'delete', 'fork', 'push', 'wiki', 'repository', 'release', 'package', 'status', 'action_run_failure', 'action_run_recover', 'action_run_success', 'workflow_run', 'workflow_job'] as const).map(
     (e): [string, readonly InternalEvent[]] => [e, [e]],
   ),
   ['issues', ISSUE_GROUP],
@@ -88,6 +89,7 @@ const RESPONSE_ORDER: readonly [string, InternalEvent][] = [
   ['repository', 'repository'],
   ['release', 'release'],
   ['package', 'package'],
+  ['status', 'status'],
   ['pull_request_review_request', 'pull_request_review_request'],
   ['action_run_failure', 'action_run_failure'],
   ['action_run_recover', 'action_run_recover'],

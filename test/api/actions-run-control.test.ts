@@ -141,7 +141,7 @@ for (const dialect of testDialects()) {
       const jobName = Object.keys(task.workflow.jobs)[0] ?? '';
       const result = results[jobName];
       assert.ok(result !== undefined, `unexpected job ${jobName}`);
-      await client.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ time: now(), content: `${jobName} output` }], noMore: true });
+      await client.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ time: now(), content: `${jobName} output of task ${task.id}` }], noMore: true });
       assert.equal(await finish(client, task.id, result), result);
       return task;
     };
@@ -286,7 +286,7 @@ for (const dialect of testDialects()) {
       assert.equal((await taskStatuses()).get(task.id), 'cancelled');
     });
 
-    test('rerun of a failed job: attempt 2 with a new task and github.run_attempt 2; attempt 1 stays listed; dependants blocked until it finishes', async () => {
+    test('rerun of a failed job: attempt 2 with a new task, its own log and github.run_attempt 2; attempt 1 stays listed and its log readable; dependants blocked until it finishes', async () => {
       const runId = await dispatch('rerun.yml');
       const first = await runNext('rc-rerun', { build: Result.FAILURE });
       assert.equal(first.context.run_attempt, '1');
@@ -326,6 +326,15 @@ for (const dialect of testDialects()) {
         { id: first.id, attempt: 1 },
         { id: second.id, attempt: 2 },
       ]);
+      // Each attempt keeps its own log: ?attempt=1 reads the first task's, the default the current one's.
+      const logOf = async (query: string) => {
+        const res = await s.api('GET', `/repos/acme/app/actions/jobs/${build.id}/logs${query}`, { token: owner.token });
+        assert.equal(res.status, 200, `${query}: ${res.text}`);
+        return res.text;
+      };
+      assert.match(await logOf('?attempt=1'), new RegExp(`Z build output of task ${first.id}\n$`));
+      assert.match(await logOf('?attempt=2'), new RegExp(`Z build output of task ${second.id}\n$`));
+      assert.equal(await logOf(''), await logOf('?attempt=2'), 'without ?attempt, the current attempt');
     });
 
     test('rerun-failed-jobs reruns failed and cancelled jobs and their dependants only; rerun reruns all', async () => {

@@ -4,21 +4,19 @@
 // Gitea); keys in Go field order.
 import { Type } from 'typebox';
 import type { Static } from 'typebox';
+import { ActionRunJob } from './runner-schemas.ts';
 
-const Labels = (description: string) => Type.Union([Type.Array(Type.String()), Type.Null()], { description });
 const Time = (description: string) => Type.String({ format: 'date-time', description });
 
+// The runners' jobs search answers the same struct (runner-schemas.ts); Forgejo 16 adds run_id
+// after id. The other keys keep their place; only their descriptions say more here.
+const { id, ...jobFields } = ActionRunJob.properties;
 export const ActionRunJobOfRun = Type.Object(
   {
-    id: Type.Integer(),
+    id,
     run_id: Type.Integer({ description: 'the run of the job (Forgejo 16)' }),
+    ...jobFields,
     attempt: Type.Integer({ description: 'the current attempt; a rerun adds one' }),
-    handle: Type.String({ description: 'identifies the current attempt (FetchSingleTask)' }),
-    repo_id: Type.Integer(),
-    owner_id: Type.Integer(),
-    name: Type.String(),
-    needs: Labels('job ids this job needs; null when none'),
-    runs_on: Labels('the runs-on labels; null when none'),
     task_id: Type.Integer({ description: 'the task of the current attempt; 0 if none' }),
     status: Type.String({ description: 'Forgejo status name: unknown, success, failure, cancelled, skipped, waiting, running or blocked' }),
   },

@@ -18,3 +18,17 @@ export async function readProcessMemory(pid: number): Promise<ProcessMemory> {
   };
   return { rss: kib('VmRSS'), peakRss: kib('VmHWM') };
 }
+
+/**
+ * Sets the kernel's RSS high-water mark (VmHWM) of `pid` back to its current
+ * RSS (Linux: clear_refs 5), so a later peak is the measured work's own;
+ * false where that is not allowed.
+ */
+export async function resetPeakMemory(pid: number): Promise<boolean> {
+  try {
+    await fs.writeFile(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}

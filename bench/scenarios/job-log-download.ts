@@ -29,7 +29,7 @@ import { plainLogName } from '../../src/services/actions/task-logs.ts';
 import type { LogRow } from '../../src/services/actions/task-logs.ts';
 import { freePort } from '../../test/support/free-port.ts';
 import { GantryChild } from '../../test/support/gantry-child.ts';
-import { readProcessMemory } from '../lib/process-memory.ts';
+import { readProcessMemory, resetPeakMemory } from '../lib/process-memory.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 
 const MB = 1024 * 1024;
@@ -159,15 +159,6 @@ async function seed(ctx: ScenarioContext, megabytes: number): Promise<Seeded> {
   }
 }
 
-/** Resets the kernel's RSS high-water mark of `pid`; false where that is not allowed. */
-async function resetPeak(pid: number): Promise<boolean> {
-  try {
-    await fs.writeFile(`/proc/${pid}/clear_refs`, '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 interface Download {
   mbPerSec: number;
@@ -184,7 +175,7 @@ async function download(ctx: ScenarioContext, server: GantryChild, seeded: Seede
   await warm.arrayBuffer();
 
   const before = await readProcessMemory(pid);
-  const exactPeak = await resetPeak(pid);
+  const exactPeak = await resetPeakMemory(pid);
   let sampledPeak = before.rss;
   const sampler = exactPeak
     ? null

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import pino from 'pino';
-import { readProcessMemory } from '../../bench/lib/process-memory.ts';
+import { readProcessMemory, resetPeakMemory } from '../../bench/lib/process-memory.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps } from '../../src/deps.ts';
 import { LogRowSchema, UpdateLogResponseSchema } from '../../src/gen/runner/v1/messages_pb.ts';
@@ -75,15 +75,6 @@ function post(url: string, headers: Record<string, string>, body: Readable): Pro
   });
 }
 
-/** Sets VmHWM back to the current RSS (Linux: clear_refs 5), so the peak measured is the upload's own. */
-async function resetPeak(pid: number): Promise<boolean> {
-  try {
-    await fs.writeFile(`/proc/${pid}/clear_refs`, '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 // Memory is not a property of the database: one dialect (the first listed) is enough, and keeps the suite fast.
 const dialect = testDialects()[0] ?? 'sqlite';
@@ -145,7 +136,7 @@ describe(`a log backlog in one UpdateLog [${dialect}]`, () => {
 
       const count = Math.ceil(BACKLOG_BYTES / (LINE_WIDTH + 18));
       const pid = server.pid as number;
-      const reset = await resetPeak(pid);
+      const reset = await resetPeakMemory(pid);
       const before = await readProcessMemory(pid);
       const started = Date.now();
       const answer = await post(

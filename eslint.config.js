@@ -13,14 +13,32 @@ const layer = (folders, files = []) => ({
   message: 'imports run downward only: http → services → models → modules (docs/architecture.md)',
 });
 const ENTRY_POINTS = ['deps', 'app', 'main', 'config'];
-const WEB_FRAMEWORKS = { regex: '^(fastify|@fastify/|@connectrpc/connect-fastify|@connectrpc/connect-node)', message: 'only src/http, app.ts and main.ts know Fastify and the Connect server' };
+const WEB_FRAMEWORKS = {
+  regex: '^(fastify|@fastify/|@connectrpc/connect-fastify|@connectrpc/connect-node)',
+  message: 'only src/http, app.ts and main.ts know Fastify and the Connect server',
+};
 const layerRules = [
-  { files: ['src/modules/**/*.ts', 'src/api-types/**/*.ts'], patterns: [layer(['http', 'services', 'models', 'cli', 'migrations'], ENTRY_POINTS), WEB_FRAMEWORKS, { regex: '^(kysely|pg|better-sqlite3)$', message: 'modules use no database' }] },
-  { files: ['src/models/**/*.ts'], patterns: [layer(['http', 'services', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS] },
+  {
+    files: ['src/modules/**/*.ts', 'src/api-types/**/*.ts'],
+    patterns: [
+      layer(['http', 'services', 'models', 'cli', 'migrations'], ENTRY_POINTS),
+      WEB_FRAMEWORKS,
+      { regex: '^(kysely|pg|better-sqlite3)$', message: 'modules use no database' },
+    ],
+  },
+  {
+    files: ['src/models/**/*.ts'],
+    patterns: [layer(['http', 'services', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS],
+  },
   { files: ['src/services/**/*.ts'], patterns: [layer(['http', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS] },
   {
     files: ['src/migrations/0*.ts', 'src/migrations/dialect.ts'],
-    patterns: [{ regex: '^(?!kysely$|\\./dialect\\.ts$)', message: 'a migration imports only kysely and ./dialect.ts (never models: a landed migration must not change)' }],
+    patterns: [
+      {
+        regex: '^(?!kysely$|\\./dialect\\.ts$)',
+        message: 'a migration imports only kysely and ./dialect.ts (never models: a landed migration must not change)',
+      },
+    ],
   },
 ].map(({ files, patterns }) => ({ files, rules: { 'no-restricted-imports': ['error', { patterns }] } }));
 
@@ -30,7 +48,26 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     languageOptions: {
-      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', URLSearchParams: 'readonly', fetch: 'readonly', AbortController: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', structuredClone: 'readonly', queueMicrotask: 'readonly', setImmediate: 'readonly', btoa: 'readonly', performance: 'readonly' },
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+        URLSearchParams: 'readonly',
+        fetch: 'readonly',
+        AbortController: 'readonly',
+        TextEncoder: 'readonly',
+        TextDecoder: 'readonly',
+        structuredClone: 'readonly',
+        queueMicrotask: 'readonly',
+        setImmediate: 'readonly',
+        btoa: 'readonly',
+        performance: 'readonly',
+      },
     },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],

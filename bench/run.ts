@@ -40,7 +40,8 @@ function readOptions(env: NodeJS.ProcessEnv): Options {
     throw new UsageError(`GANTRY_BENCH_DURATION must be a whole number of seconds ≥ 1, got "${rawDuration}"`);
   }
   const rawDb = (env.GANTRY_BENCH_DB?.trim() || 'sqlite').toLowerCase();
-  if (rawDb !== 'sqlite' && rawDb !== 'postgres') throw new UsageError(`GANTRY_BENCH_DB must be sqlite or postgres, got "${rawDb}"`);
+  if (rawDb !== 'sqlite' && rawDb !== 'postgres')
+    throw new UsageError(`GANTRY_BENCH_DB must be sqlite or postgres, got "${rawDb}"`);
   const only = env.GANTRY_BENCH_ONLY?.trim()
     ? env.GANTRY_BENCH_ONLY.split(',')
         .map((s) => s.trim())
@@ -54,7 +55,9 @@ function selectScenarios(only: string[] | null): Scenario[] {
   const known = new Set(SCENARIOS.map((s) => s.name));
   const unknown = only.filter((name) => !known.has(name));
   if (unknown.length > 0) {
-    throw new UsageError(`GANTRY_BENCH_ONLY names unknown scenarios: ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
+    throw new UsageError(
+      `GANTRY_BENCH_ONLY names unknown scenarios: ${unknown.join(', ')} (known: ${[...known].join(', ')})`,
+    );
   }
   return SCENARIOS.filter((s) => only.includes(s.name));
 }
@@ -90,7 +93,12 @@ async function runScenario(scenario: Scenario, options: Options, cluster: PgClus
     outcome = { scenario: scenario.name, metrics, error: null, elapsedSec: 0 };
   } catch (error) {
     log(`${scenario.name}: FAILED: ${errorText(error)}`);
-    outcome = { scenario: scenario.name, metrics: [], error: error instanceof Error ? error.message : String(error), elapsedSec: 0 };
+    outcome = {
+      scenario: scenario.name,
+      metrics: [],
+      error: error instanceof Error ? error.message : String(error),
+      elapsedSec: 0,
+    };
   }
   for (const cleanup of cleanups.reverse()) {
     try {
@@ -117,7 +125,9 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  log(`${scenarios.length} scenario(s) on ${options.database}, ${options.durationSec} s per measurement (+${WARMUP_SEC} s warm-up)`);
+  log(
+    `${scenarios.length} scenario(s) on ${options.database}, ${options.durationSec} s per measurement (+${WARMUP_SEC} s warm-up)`,
+  );
 
   let cluster: PgCluster | null = null;
   const outcomes: ScenarioOutcome[] = [];

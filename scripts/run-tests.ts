@@ -77,7 +77,8 @@ function collectTestFiles(targets: string[]): string[] {
 function concurrency(): number {
   const raw = process.env.GANTRY_TEST_CONCURRENCY ?? '2';
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`GANTRY_TEST_CONCURRENCY must be a positive integer, got "${raw}"`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new UsageError(`GANTRY_TEST_CONCURRENCY must be a positive integer, got "${raw}"`);
   return n;
 }
 

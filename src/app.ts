@@ -46,7 +46,13 @@ const API_CACHE_CONTROL = 'max-age=0, private, must-revalidate, no-transform';
 // in Go's decoder); unknown keys are dropped. Query strings and path parameters
 // are parsed leniently in code, as Forgejo does, so they are not validated here.
 function bodyValidator(): Ajv {
-  const ajv = new Ajv({ coerceTypes: false, removeAdditional: true, useDefaults: true, allErrors: false, strict: false });
+  const ajv = new Ajv({
+    coerceTypes: false,
+    removeAdditional: true,
+    useDefaults: true,
+    allErrors: false,
+    strict: false,
+  });
   addFormats.default(ajv);
   return ajv;
 }
@@ -120,18 +126,28 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       servers: [{ url: `${config.rootUrl}api/v1` }],
       components: {
         securitySchemes: {
-          AuthorizationHeaderToken: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'token <access token> or Bearer <access token>' },
+          AuthorizationHeaderToken: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'token <access token> or Bearer <access token>',
+          },
           BasicAuth: { type: 'http', scheme: 'basic' },
         },
       },
       security: [{ AuthorizationHeaderToken: [] }, { BasicAuth: [] }],
     },
     // Paths in the document are relative to /api/v1, as in Forgejo's swagger.v1.json.
-    transform: ({ schema, url }) => ({ schema, url: url.startsWith('/api/v1') ? url.slice('/api/v1'.length) || '/' : url }),
+    transform: ({ schema, url }) => ({
+      schema,
+      url: url.startsWith('/api/v1') ? url.slice('/api/v1'.length) || '/' : url,
+    }),
     transformObject: (doc) => {
       const spec = (doc as { openapiObject: { paths?: Record<string, unknown> } }).openapiObject;
       if (spec.paths) {
-        spec.paths = Object.fromEntries(Object.entries(spec.paths).filter(([p]) => !p.startsWith('/api/') && p !== '/swagger.v1.json'));
+        spec.paths = Object.fromEntries(
+          Object.entries(spec.paths).filter(([p]) => !p.startsWith('/api/') && p !== '/swagger.v1.json'),
+        );
       }
       return spec as never;
     },
@@ -155,7 +171,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       installAuthHook(api, services, config.rootUrl);
       api.addHook('onRequest', async (req) => {
         const key = queryParameterWithNul(req.query);
-        if (key !== null) throw AppError.invalid(`query parameter ${key.split('\0').join('\\0')} must not contain NUL characters`);
+        if (key !== null)
+          throw AppError.invalid(`query parameter ${key.split('\0').join('\\0')} must not contain NUL characters`);
       });
       api.addHook('preValidation', async (req) => {
         if (hasNulParam(req.params)) throw AppError.notFound();

@@ -3,7 +3,9 @@
 import { SETTINGS } from './config.ts';
 
 export function renderConfigReference(): string {
-  const rows = SETTINGS.map((s) => `| \`${s.key}\` | ${s.default === '' ? '(unset)' : `\`${s.default}\``} | ${s.description} |`);
+  const rows = SETTINGS.map(
+    (s) => `| \`${s.key}\` | ${s.default === '' ? '(unset)' : `\`${s.default}\``} | ${s.description} |`,
+  );
   return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n');
 }
 

@@ -23,12 +23,18 @@ test('invalid values fail naming the key', () => {
   ];
   for (const env of cases) {
     const key = Object.keys(env)[0] as string;
-    assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.key === key && e.message.includes(key));
+    assert.throws(
+      () => loadConfig(env),
+      (e: unknown) => e instanceof ConfigError && e.key === key && e.message.includes(key),
+    );
   }
 });
 
 test('root URL gains a trailing slash and follows the port', () => {
-  assert.equal(loadConfig({ GANTRY_ROOT_URL: 'https://ci.example.com/gantry' }).rootUrl, 'https://ci.example.com/gantry/');
+  assert.equal(
+    loadConfig({ GANTRY_ROOT_URL: 'https://ci.example.com/gantry' }).rootUrl,
+    'https://ci.example.com/gantry/',
+  );
   assert.equal(loadConfig({ GANTRY_HTTP_PORT: '8080' }).rootUrl, 'http://localhost:8080/');
 });
 
@@ -62,9 +68,19 @@ test('webhook delivery timeout (seconds) and attempts: defaults, parsing, bounds
 
 test('run size caps: 1 MiB workflow files, 256 jobs and 16 MiB of job payloads per run by default; bounded', () => {
   const defaults = loadConfig({});
-  assert.deepEqual([defaults.actionsMaxWorkflowBytes, defaults.actionsMaxJobsPerRun, defaults.actionsMaxRunPayloadBytes], [1024 ** 2, 256, 16 * 1024 ** 2]);
-  const set = loadConfig({ GANTRY_ACTIONS_MAX_WORKFLOW_SIZE: '4096', GANTRY_ACTIONS_MAX_JOBS_PER_RUN: '1', GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE: '65536' });
-  assert.deepEqual([set.actionsMaxWorkflowBytes, set.actionsMaxJobsPerRun, set.actionsMaxRunPayloadBytes], [4096, 1, 65536]);
+  assert.deepEqual(
+    [defaults.actionsMaxWorkflowBytes, defaults.actionsMaxJobsPerRun, defaults.actionsMaxRunPayloadBytes],
+    [1024 ** 2, 256, 16 * 1024 ** 2],
+  );
+  const set = loadConfig({
+    GANTRY_ACTIONS_MAX_WORKFLOW_SIZE: '4096',
+    GANTRY_ACTIONS_MAX_JOBS_PER_RUN: '1',
+    GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE: '65536',
+  });
+  assert.deepEqual(
+    [set.actionsMaxWorkflowBytes, set.actionsMaxJobsPerRun, set.actionsMaxRunPayloadBytes],
+    [4096, 1, 65536],
+  );
   for (const [key, value] of [
     ['GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', '10'],
     ['GANTRY_ACTIONS_MAX_JOBS_PER_RUN', '0'],

@@ -2,7 +2,11 @@
 // passed down. The same table generates the configuration reference (README).
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { DEFAULT_PASSWORD_HASH_COST, MAX_PASSWORD_HASH_COST, MIN_PASSWORD_HASH_COST } from './modules/crypto/password.ts';
+import {
+  DEFAULT_PASSWORD_HASH_COST,
+  MAX_PASSWORD_HASH_COST,
+  MIN_PASSWORD_HASH_COST,
+} from './modules/crypto/password.ts';
 
 export interface Config {
   /** Folder for the SQLite database, git repositories, logs and the generated key. */
@@ -88,39 +92,179 @@ interface Setting {
 
 /** The documented settings, in the order the configuration reference lists them. */
 export const SETTINGS: readonly Setting[] = [
-  { key: 'GANTRY_DATA_DIR', description: 'Data folder (SQLite database, git repositories, logs, generated key).', default: './data' },
+  {
+    key: 'GANTRY_DATA_DIR',
+    description: 'Data folder (SQLite database, git repositories, logs, generated key).',
+    default: './data',
+  },
   { key: 'GANTRY_HTTP_ADDR', description: 'Address the HTTP server listens on.', default: '0.0.0.0' },
   { key: 'GANTRY_HTTP_PORT', description: 'TCP port of the HTTP server (0 picks a free one).', default: '3000' },
-  { key: 'GANTRY_ROOT_URL', description: 'Public URL of this server, used in links and clone URLs.', default: 'http://localhost:<port>/' },
-  { key: 'GANTRY_DATABASE_URL', description: 'Unset: SQLite at <data>/gantry.db. postgres://user:pass@host:port/db: PostgreSQL.', default: '' },
-  { key: 'GANTRY_SECRET_KEY', description: 'Key that encrypts secrets at rest (any string of 32+ characters). Unset: generated into <data>/secret.key (mode 0600); `gantry admin rotate-secret-key` adds keys in <data>/secret-keys/.', default: '' },
-  { key: 'GANTRY_SECRET_KEY_PREVIOUS', description: 'Comma-separated older keys, used only to decrypt values stored before GANTRY_SECRET_KEY changed; `gantry admin rotate-secret-key` re-encrypts them, then they can be removed.', default: '' },
-  { key: 'GANTRY_WEBHOOK_ALLOWED_HOSTS', description: 'Hosts webhooks may be delivered to (external, private, loopback, *, CIDRs, host globs).', default: 'external' },
-  { key: 'GANTRY_WEBHOOK_DELIVER_TIMEOUT', description: 'Seconds one webhook delivery attempt may take (connect, send, response).', default: '5' },
-  { key: 'GANTRY_WEBHOOK_MAX_ATTEMPTS', description: 'Attempts per webhook delivery, the first included; retries back off exponentially (8: about 19 hours).', default: '8' },
-  { key: 'GANTRY_WEBHOOK_CONCURRENCY', description: 'Webhook deliveries each Gantry process sends at the same time.', default: '8' },
-  { key: 'GANTRY_WEBHOOK_RETENTION_DAYS', description: 'Finished webhook deliveries (and their attempts) older than this many days are deleted; 0 keeps them forever.', default: '7' },
-  { key: 'GANTRY_METRICS_TOKEN', description: 'Enables `GET /metrics` (Prometheus text format), answered only to `Authorization: Bearer <token>`. Unset: /metrics answers 404.', default: '' },
-  { key: 'GANTRY_PASSWORD_HASH_COST', description: 'Cost of password hashing: log2 of scrypt\'s N (r=8, p=1), 14 to 20; 17 is OWASP\'s minimum (about 128 MiB and 0.3–0.5 s of CPU per sign-in). Lower only for tests. Stored hashes below the cost are rehashed at the next successful sign-in.', default: '17' },
-  { key: 'GANTRY_LOGIN_MAX_FAILURES', description: 'Failed password sign-ins of one account (basic auth, on every route) within 5 minutes that lock its password sign-in for 15 minutes (429 with Retry-After; tokens still work); 0: no limit. Counted per process.', default: '10' },
-  { key: 'GANTRY_RATE_LIMIT_PER_IP', description: 'Requests per minute one client IP may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
-  { key: 'GANTRY_RATE_LIMIT_PER_TOKEN', description: 'Requests per minute one access token, runner or task token may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.', default: '0' },
-  { key: 'GANTRY_TRUSTED_PROXIES', description: 'Comma-separated addresses or CIDRs (or `loopback`, `linklocal`, `uniquelocal`) of reverse proxies in front of Gantry: a request from one of them is counted (rate limits) and logged under the client address its X-Forwarded-For names. Unset: the connecting address is the client, X-Forwarded-For is ignored.', default: '' },
-  { key: 'GANTRY_HEADER_LIMIT', description: 'Largest request line plus headers in bytes (larger: 431).', default: '16384' },
-  { key: 'GANTRY_HTTP_REQUEST_TIMEOUT', description: 'Seconds an API request body may take to arrive after its headers (slower: 408 and the connection is closed). Git and the runner protocol use the two transfer settings instead.', default: '30' },
-  { key: 'GANTRY_HTTP_HEADERS_TIMEOUT', description: 'Seconds the request line and headers of any request may take to arrive, from the first byte (or from connecting) (slower: 408 and the connection is closed).', default: '20' },
-  { key: 'GANTRY_HTTP_KEEPALIVE_TIMEOUT', description: 'Seconds an idle keep-alive connection stays open; keep it above a reverse proxy\'s upstream keepalive_timeout, so the proxy closes idle connections first.', default: '75' },
-  { key: 'GANTRY_HTTP_MAX_CONNECTIONS', description: 'Open connections each process accepts (idle keep-alive and runner long polls included); a connection beyond it is closed at once, unanswered. 0: unlimited.', default: '4096' },
-  { key: 'GANTRY_HTTP_TRANSFER_IDLE_TIMEOUT', description: 'Git pushes and fetches and the runner protocol: seconds a request body may go without a byte arriving (then the connection is closed).', default: '60' },
-  { key: 'GANTRY_HTTP_TRANSFER_TIMEOUT', description: 'Git pushes and fetches and the runner protocol: seconds the whole request body may take (then the connection is closed); 0: no bound.', default: '3600' },
-  { key: 'GANTRY_GIT_MAX_PUSH_SIZE', description: 'Largest git push in bytes (larger: refused, nothing is written).', default: '2147483648' },
-  { key: 'GANTRY_ACTIONS_LOG_MAX_SIZE', description: 'Largest log of one Actions task in bytes; later lines are dropped and a notice is appended.', default: '134217728' },
-  { key: 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE', description: "Most bytes (after gzip) read from one runner's UpdateLog; its rows are stored in batches as they arrive, so memory stays flat. Past it, the rows read so far are stored and acknowledged and the runner sends the rest in its next call.", default: '268435456' },
-  { key: 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', description: 'Largest workflow file in bytes; a push of a larger one gets a failed run that says so, a dispatch of it a 400.', default: '1048576' },
-  { key: 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', description: 'Most jobs one run may have, each matrix combination counted (at most 10000); a workflow that expands to more gets a failed run (push) or a 400 (dispatch).', default: '256' },
-  { key: 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', description: 'Most bytes of workflow payload (the YAML each job hands its runner) all jobs of one run may carry together; beyond it: a failed run (push) or a 400 (dispatch).', default: '16777216' },
+  {
+    key: 'GANTRY_ROOT_URL',
+    description: 'Public URL of this server, used in links and clone URLs.',
+    default: 'http://localhost:<port>/',
+  },
+  {
+    key: 'GANTRY_DATABASE_URL',
+    description: 'Unset: SQLite at <data>/gantry.db. postgres://user:pass@host:port/db: PostgreSQL.',
+    default: '',
+  },
+  {
+    key: 'GANTRY_SECRET_KEY',
+    description:
+      'Key that encrypts secrets at rest (any string of 32+ characters). Unset: generated into <data>/secret.key (mode 0600); `gantry admin rotate-secret-key` adds keys in <data>/secret-keys/.',
+    default: '',
+  },
+  {
+    key: 'GANTRY_SECRET_KEY_PREVIOUS',
+    description:
+      'Comma-separated older keys, used only to decrypt values stored before GANTRY_SECRET_KEY changed; `gantry admin rotate-secret-key` re-encrypts them, then they can be removed.',
+    default: '',
+  },
+  {
+    key: 'GANTRY_WEBHOOK_ALLOWED_HOSTS',
+    description: 'Hosts webhooks may be delivered to (external, private, loopback, *, CIDRs, host globs).',
+    default: 'external',
+  },
+  {
+    key: 'GANTRY_WEBHOOK_DELIVER_TIMEOUT',
+    description: 'Seconds one webhook delivery attempt may take (connect, send, response).',
+    default: '5',
+  },
+  {
+    key: 'GANTRY_WEBHOOK_MAX_ATTEMPTS',
+    description:
+      'Attempts per webhook delivery, the first included; retries back off exponentially (8: about 19 hours).',
+    default: '8',
+  },
+  {
+    key: 'GANTRY_WEBHOOK_CONCURRENCY',
+    description: 'Webhook deliveries each Gantry process sends at the same time.',
+    default: '8',
+  },
+  {
+    key: 'GANTRY_WEBHOOK_RETENTION_DAYS',
+    description:
+      'Finished webhook deliveries (and their attempts) older than this many days are deleted; 0 keeps them forever.',
+    default: '7',
+  },
+  {
+    key: 'GANTRY_METRICS_TOKEN',
+    description:
+      'Enables `GET /metrics` (Prometheus text format), answered only to `Authorization: Bearer <token>`. Unset: /metrics answers 404.',
+    default: '',
+  },
+  {
+    key: 'GANTRY_PASSWORD_HASH_COST',
+    description:
+      "Cost of password hashing: log2 of scrypt's N (r=8, p=1), 14 to 20; 17 is OWASP's minimum (about 128 MiB and 0.3–0.5 s of CPU per sign-in). Lower only for tests. Stored hashes below the cost are rehashed at the next successful sign-in.",
+    default: '17',
+  },
+  {
+    key: 'GANTRY_LOGIN_MAX_FAILURES',
+    description:
+      'Failed password sign-ins of one account (basic auth, on every route) within 5 minutes that lock its password sign-in for 15 minutes (429 with Retry-After; tokens still work); 0: no limit. Counted per process.',
+    default: '10',
+  },
+  {
+    key: 'GANTRY_RATE_LIMIT_PER_IP',
+    description:
+      'Requests per minute one client IP may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.',
+    default: '0',
+  },
+  {
+    key: 'GANTRY_RATE_LIMIT_PER_TOKEN',
+    description:
+      'Requests per minute one access token, runner or task token may make (429 with Retry-After beyond it); 0: unlimited. Counted per process.',
+    default: '0',
+  },
+  {
+    key: 'GANTRY_TRUSTED_PROXIES',
+    description:
+      'Comma-separated addresses or CIDRs (or `loopback`, `linklocal`, `uniquelocal`) of reverse proxies in front of Gantry: a request from one of them is counted (rate limits) and logged under the client address its X-Forwarded-For names. Unset: the connecting address is the client, X-Forwarded-For is ignored.',
+    default: '',
+  },
+  {
+    key: 'GANTRY_HEADER_LIMIT',
+    description: 'Largest request line plus headers in bytes (larger: 431).',
+    default: '16384',
+  },
+  {
+    key: 'GANTRY_HTTP_REQUEST_TIMEOUT',
+    description:
+      'Seconds an API request body may take to arrive after its headers (slower: 408 and the connection is closed). Git and the runner protocol use the two transfer settings instead.',
+    default: '30',
+  },
+  {
+    key: 'GANTRY_HTTP_HEADERS_TIMEOUT',
+    description:
+      'Seconds the request line and headers of any request may take to arrive, from the first byte (or from connecting) (slower: 408 and the connection is closed).',
+    default: '20',
+  },
+  {
+    key: 'GANTRY_HTTP_KEEPALIVE_TIMEOUT',
+    description:
+      "Seconds an idle keep-alive connection stays open; keep it above a reverse proxy's upstream keepalive_timeout, so the proxy closes idle connections first.",
+    default: '75',
+  },
+  {
+    key: 'GANTRY_HTTP_MAX_CONNECTIONS',
+    description:
+      'Open connections each process accepts (idle keep-alive and runner long polls included); a connection beyond it is closed at once, unanswered. 0: unlimited.',
+    default: '4096',
+  },
+  {
+    key: 'GANTRY_HTTP_TRANSFER_IDLE_TIMEOUT',
+    description:
+      'Git pushes and fetches and the runner protocol: seconds a request body may go without a byte arriving (then the connection is closed).',
+    default: '60',
+  },
+  {
+    key: 'GANTRY_HTTP_TRANSFER_TIMEOUT',
+    description:
+      'Git pushes and fetches and the runner protocol: seconds the whole request body may take (then the connection is closed); 0: no bound.',
+    default: '3600',
+  },
+  {
+    key: 'GANTRY_GIT_MAX_PUSH_SIZE',
+    description: 'Largest git push in bytes (larger: refused, nothing is written).',
+    default: '2147483648',
+  },
+  {
+    key: 'GANTRY_ACTIONS_LOG_MAX_SIZE',
+    description: 'Largest log of one Actions task in bytes; later lines are dropped and a notice is appended.',
+    default: '134217728',
+  },
+  {
+    key: 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE',
+    description:
+      "Most bytes (after gzip) read from one runner's UpdateLog; its rows are stored in batches as they arrive, so memory stays flat. Past it, the rows read so far are stored and acknowledged and the runner sends the rest in its next call.",
+    default: '268435456',
+  },
+  {
+    key: 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE',
+    description:
+      'Largest workflow file in bytes; a push of a larger one gets a failed run that says so, a dispatch of it a 400.',
+    default: '1048576',
+  },
+  {
+    key: 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN',
+    description:
+      'Most jobs one run may have, each matrix combination counted (at most 10000); a workflow that expands to more gets a failed run (push) or a 400 (dispatch).',
+    default: '256',
+  },
+  {
+    key: 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE',
+    description:
+      'Most bytes of workflow payload (the YAML each job hands its runner) all jobs of one run may carry together; beyond it: a failed run (push) or a 400 (dispatch).',
+    default: '16777216',
+  },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
-  { key: 'GANTRY_BODY_LIMIT', description: 'Largest accepted request body in bytes (larger: 413).', default: '1048576' },
+  {
+    key: 'GANTRY_BODY_LIMIT',
+    description: 'Largest accepted request body in bytes (larger: 413).',
+    default: '1048576',
+  },
   { key: 'GANTRY_DEFAULT_PAGING_NUM', description: 'Page size of lists when no limit is given.', default: '30' },
   { key: 'GANTRY_MAX_RESPONSE_ITEMS', description: 'Largest page size a client may ask for.', default: '50' },
 ];
@@ -145,13 +289,24 @@ const PROXY_RANGE_NAMES: ReadonlySet<string> = new Set(['loopback', 'linklocal',
 
 /** What Fastify's trustProxy (proxy-addr) accepts: addresses, CIDRs, and its named ranges. */
 function parseTrustedProxies(raw: string | undefined): readonly string[] {
-  const entries = (raw ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = (raw ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   for (const entry of entries) {
     const [address = '', prefix, ...rest] = entry.split('/');
     const family = isIP(address);
     const maxPrefix = family === 6 ? 128 : 32;
-    const valid = PROXY_RANGE_NAMES.has(entry) || (family !== 0 && rest.length === 0 && (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= maxPrefix)));
-    if (!valid) throw new ConfigError('GANTRY_TRUSTED_PROXIES', `"${entry}" is not an IP address, a CIDR (10.0.0.0/8) or loopback, linklocal, uniquelocal`);
+    const valid =
+      PROXY_RANGE_NAMES.has(entry) ||
+      (family !== 0 &&
+        rest.length === 0 &&
+        (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= maxPrefix)));
+    if (!valid)
+      throw new ConfigError(
+        'GANTRY_TRUSTED_PROXIES',
+        `"${entry}" is not an IP address, a CIDR (10.0.0.0/8) or loopback, linklocal, uniquelocal`,
+      );
   }
   return Object.freeze(entries);
 }
@@ -206,7 +361,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const defaultPagingNum = readInt(env, 'GANTRY_DEFAULT_PAGING_NUM', 30, 1, 10_000);
   const maxResponseItems = readInt(env, 'GANTRY_MAX_RESPONSE_ITEMS', 50, 1, 10_000);
   if (defaultPagingNum > maxResponseItems) {
-    throw new ConfigError('GANTRY_DEFAULT_PAGING_NUM', `must not exceed GANTRY_MAX_RESPONSE_ITEMS (${maxResponseItems})`);
+    throw new ConfigError(
+      'GANTRY_DEFAULT_PAGING_NUM',
+      `must not exceed GANTRY_MAX_RESPONSE_ITEMS (${maxResponseItems})`,
+    );
   }
   return Object.freeze({
     dataDir: path.resolve(cwd, read(env, 'GANTRY_DATA_DIR') ?? './data'),
@@ -222,7 +380,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookConcurrency: readInt(env, 'GANTRY_WEBHOOK_CONCURRENCY', 8, 1, 256),
     webhookRetentionDays: readInt(env, 'GANTRY_WEBHOOK_RETENTION_DAYS', 7, 0, 3650),
     metricsToken: read(env, 'GANTRY_METRICS_TOKEN') ?? null,
-    passwordHashCost: readInt(env, 'GANTRY_PASSWORD_HASH_COST', DEFAULT_PASSWORD_HASH_COST, MIN_PASSWORD_HASH_COST, MAX_PASSWORD_HASH_COST),
+    passwordHashCost: readInt(
+      env,
+      'GANTRY_PASSWORD_HASH_COST',
+      DEFAULT_PASSWORD_HASH_COST,
+      MIN_PASSWORD_HASH_COST,
+      MAX_PASSWORD_HASH_COST,
+    ),
     loginMaxFailures: readInt(env, 'GANTRY_LOGIN_MAX_FAILURES', 10, 0, 1_000_000),
     rateLimitPerIp: readInt(env, 'GANTRY_RATE_LIMIT_PER_IP', 0, 0, 10_000_000),
     rateLimitPerToken: readInt(env, 'GANTRY_RATE_LIMIT_PER_TOKEN', 0, 0, 10_000_000),
@@ -236,7 +400,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpTransferTimeoutMs: readInt(env, 'GANTRY_HTTP_TRANSFER_TIMEOUT', 3600, 0, 7 * 86400) * 1000,
     gitMaxPushBytes: readInt(env, 'GANTRY_GIT_MAX_PUSH_SIZE', 2 * 1024 ** 3, 1024, 1024 ** 4),
     actionsLogMaxBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_SIZE', 128 * 1024 ** 2, 1024, 1024 ** 4),
-    actionsLogMaxRequestBytes: readInt(env, 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE', 256 * 1024 ** 2, 1024 ** 2, 1024 ** 4),
+    actionsLogMaxRequestBytes: readInt(
+      env,
+      'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE',
+      256 * 1024 ** 2,
+      1024 ** 2,
+      1024 ** 4,
+    ),
     actionsMaxWorkflowBytes: readInt(env, 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', 1024 ** 2, 1024, 64 * 1024 ** 2),
     actionsMaxJobsPerRun: readInt(env, 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', 256, 1, 10_000),
     actionsMaxRunPayloadBytes: readInt(env, 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', 16 * 1024 ** 2, 1024, 1024 ** 3),

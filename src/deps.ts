@@ -76,7 +76,9 @@ export interface Deps {
   close(): Promise<void>;
 }
 
-export const GANTRY_VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const GANTRY_VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 export interface CreateDepsOptions {
   clock?: Clock;
@@ -105,7 +107,11 @@ const REDACT = [
  * for a request; `req` is serialized without credentials (log-redaction.ts).
  */
 export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
-  const options = { level: config.logLevel, redact: { paths: REDACT, censor: REDACTED }, serializers: { req: serializeRequest } };
+  const options = {
+    level: config.logLevel,
+    redact: { paths: REDACT, censor: REDACTED },
+    serializers: { req: serializeRequest },
+  };
   return destination ? pino(options, destination) : pino(options);
 }
 
@@ -124,7 +130,10 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     }
     const { ring } = openKeyRing(
       { dataDir: config.dataDir, configuredKey: config.secretKey, previousKeys: config.secretKeyPrevious },
-      { onRefreshError: (error) => logger.warn({ err: error }, 'could not re-read the secret keys; the keys in memory stay in use') },
+      {
+        onRefreshError: (error) =>
+          logger.warn({ err: error }, 'could not re-read the secret keys; the keys in memory stay in use'),
+      },
     );
     const services = createServices(config, database.db, clock, ring, logger);
     await services.gitRepositories.prepare();
@@ -133,7 +142,11 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       config.metricsToken === null
         ? null
         : new MetricsService(database.db, clock, {
-            onError: (error) => logger.warn({ err: error }, 'could not read the database gauges of /metrics; they are left out until the next read'),
+            onError: (error) =>
+              logger.warn(
+                { err: error },
+                'could not read the database gauges of /metrics; they are left out until the next read',
+              ),
           });
     return {
       config,
@@ -159,7 +172,12 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
 }
 
 function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, logger: Logger): Services {
-  const events = new DomainEvents((error, event) => logger.error({ err: error, event: event.type }, 'cleanup after a committed change failed; leftover files are harmless'));
+  const events = new DomainEvents((error, event) =>
+    logger.error(
+      { err: error, event: event.type },
+      'cleanup after a committed change failed; leftover files are harmless',
+    ),
+  );
   const credentialCache = new CredentialCache(clock);
   const hasher = new PasswordHasher(config.passwordHashCost);
   const secrets = new SecretService(db, clock, keys);
@@ -167,7 +185,11 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   const runProgress = new RunProgress(clock, events);
   const webhooks = new WebhookService(db, clock, keys);
   const variables = new VariableService(db, clock);
-  const gitRepositories = new GitRepositories(path.join(config.dataDir, 'git', 'repositories'), config.dataDir, config.gitMaxPushBytes);
+  const gitRepositories = new GitRepositories(
+    path.join(config.dataDir, 'git', 'repositories'),
+    config.dataDir,
+    config.gitMaxPushBytes,
+  );
   events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   events.subscribe(createCommitStatusWriter({ clock, rootUrl: config.rootUrl }));
@@ -184,7 +206,12 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   return {
     accounts: new AccountService(db, clock, hasher),
     accessTokens: new AccessTokenService(db, clock, credentialCache),
-    authentication: new AuthenticationService(db, credentialCache, hasher, new LoginLimiter(clock, config.loginMaxFailures)),
+    authentication: new AuthenticationService(
+      db,
+      credentialCache,
+      hasher,
+      new LoginLimiter(clock, config.loginMaxFailures),
+    ),
     permissions: new PermissionService(db),
     orgs: new OrgService(db, clock, events),
     repos,
@@ -217,22 +244,36 @@ const HOUSEKEEPING_INTERVAL_MS = 60_000;
 /** How often each process prunes the webhook delivery history past its retention. */
 const WEBHOOK_RETENTION_INTERVAL_MS = 3_600_000;
 
-function createBackgroundWork(config: Config, db: Db, clock: Clock, services: Services, logger: Logger): BackgroundWork {
+function createBackgroundWork(
+  config: Config,
+  db: Db,
+  clock: Clock,
+  services: Services,
+  logger: Logger,
+): BackgroundWork {
   const housekeeping = new ActionsHousekeeping(db, clock, services.taskReports, {
     onError: (error) => logger.warn({ err: error }, 'actions housekeeping failed; it retries on its next pass'),
   });
   // Every process delivers the webhook outbox; claims are leased, so they share the work safely.
-  const webhookWorker = new WebhookDeliveryWorker(db, clock, withRepositoryFiles(services.webhooks, services.gitRepositories), {
-    allowedHosts: config.webhookAllowedHosts,
-    timeoutMs: config.webhookDeliverTimeoutMs,
-    concurrency: config.webhookConcurrency,
-    retry: { maxAttempts: config.webhookMaxAttempts },
-    onError: (error) => logger.warn({ err: error }, 'webhook delivery failed to record; the lease expires and it is retried'),
-  });
+  const webhookWorker = new WebhookDeliveryWorker(
+    db,
+    clock,
+    withRepositoryFiles(services.webhooks, services.gitRepositories),
+    {
+      allowedHosts: config.webhookAllowedHosts,
+      timeoutMs: config.webhookDeliverTimeoutMs,
+      concurrency: config.webhookConcurrency,
+      retry: { maxAttempts: config.webhookMaxAttempts },
+      onError: (error) =>
+        logger.warn({ err: error }, 'webhook delivery failed to record; the lease expires and it is retried'),
+    },
+  );
   const webhookRetention = new WebhookRetention(db, clock, {
     retentionDays: config.webhookRetentionDays,
-    onPruned: (deleted) => logger.info({ deleted, retentionDays: config.webhookRetentionDays }, 'pruned old webhook deliveries'),
-    onError: (error) => logger.warn({ err: error }, 'pruning old webhook deliveries failed; it retries on its next pass'),
+    onPruned: (deleted) =>
+      logger.info({ deleted, retentionDays: config.webhookRetentionDays }, 'pruned old webhook deliveries'),
+    onError: (error) =>
+      logger.warn({ err: error }, 'pruning old webhook deliveries failed; it retries on its next pass'),
   });
   return new BackgroundWork([
     { start: () => housekeeping.start(HOUSEKEEPING_INTERVAL_MS), stop: () => housekeeping.stop() },

@@ -47,7 +47,10 @@ export async function startServer(config: Config, options: CreateDepsOptions = {
 /** Runs until a signal arrives, then stops gracefully and resolves. */
 export async function runServerUntilSignal(config: Config): Promise<void> {
   const server = await startServer(config);
-  server.deps.logger.info({ url: server.url, rootUrl: config.rootUrl, database: server.deps.database.dialect, dataDir: config.dataDir }, 'Gantry is ready');
+  server.deps.logger.info(
+    { url: server.url, rootUrl: config.rootUrl, database: server.deps.database.dialect, dataDir: config.dataDir },
+    'Gantry is ready',
+  );
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       server.deps.logger.info({ signal }, 'stopping: waiting for in-flight requests');

@@ -35,11 +35,16 @@ interface JsonReport {
 
 function doctor(env: NodeJS.ProcessEnv, args: string[] = [], options: ExecFileOptions = {}): Promise<DoctorRun> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [GANTRY, 'doctor', ...CHECK_TIMEOUT, ...args], { env, timeout: 240_000, ...options }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : (error as { code?: unknown }).code;
-      if (typeof code !== 'number') return reject(error ?? new Error('doctor did not exit'));
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    execFile(
+      process.execPath,
+      [GANTRY, 'doctor', ...CHECK_TIMEOUT, ...args],
+      { env, timeout: 240_000, ...options },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : (error as { code?: unknown }).code;
+        if (typeof code !== 'number') return reject(error ?? new Error('doctor did not exit'));
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
   });
 }
 
@@ -52,7 +57,9 @@ function lineOf(output: string, check: string): string {
 
 async function run(env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [GANTRY, ...args], { env }, (error, stdout, stderr) => (error ? reject(new Error(`${args.join(' ')}: ${stderr}`)) : resolve(String(stdout))));
+    execFile(process.execPath, [GANTRY, ...args], { env }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${args.join(' ')}: ${stderr}`)) : resolve(String(stdout)),
+    );
   });
 }
 
@@ -67,7 +74,13 @@ interface Installation {
 async function newInstallation(dialect: string): Promise<Installation> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-doctor-'));
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, GANTRY_DATA_DIR: dataDir, GANTRY_HTTP_ADDR: '127.0.0.1', GANTRY_HTTP_PORT: String(port), GANTRY_LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    GANTRY_DATA_DIR: dataDir,
+    GANTRY_HTTP_ADDR: '127.0.0.1',
+    GANTRY_HTTP_PORT: String(port),
+    GANTRY_LOG_LEVEL: 'warn',
+  };
   delete env.GANTRY_DATABASE_URL;
   delete env.GANTRY_SECRET_KEY;
   delete env.GANTRY_SECRET_KEY_PREVIOUS;
@@ -115,7 +128,22 @@ for (const dialect of testDialects()) {
         const result = await doctor(install.env);
         assert.equal(result.code, 0, result.stdout + result.stderr);
         const lines = result.stdout.split('\n').filter((l) => /^(ok|warn|FAIL|skip)\s/.test(l));
-        const names = ['configuration', 'data folder', 'disk space', 'key file permissions', 'data permissions', 'repositories folder', 'database', 'migrations', 'git', 'git init', 'secret key', 'encrypted values', 'http port', 'root url'];
+        const names = [
+          'configuration',
+          'data folder',
+          'disk space',
+          'key file permissions',
+          'data permissions',
+          'repositories folder',
+          'database',
+          'migrations',
+          'git',
+          'git init',
+          'secret key',
+          'encrypted values',
+          'http port',
+          'root url',
+        ];
         for (const name of names) lineOf(result.stdout, name);
         for (const line of lines) {
           // Disk space depends on the machine running the tests, not on Gantry.
@@ -144,18 +172,39 @@ for (const dialect of testDialects()) {
       });
 
       test('a lost key file with secrets stored: FAIL with what to restore, exit 1; the old key in GANTRY_SECRET_KEY_PREVIOUS makes them readable again', async () => {
-        await run(install.env, ['admin', 'user', 'create', '--username', 'root', '--password', 'p4ss-w0rd', '--email', 'root@example.com', '--admin', '--must-change-password=false']);
-        const token = (await run(install.env, ['admin', 'user', 'generate-access-token', '--username', 'root', '--raw'])).trim();
+        await run(install.env, [
+          'admin',
+          'user',
+          'create',
+          '--username',
+          'root',
+          '--password',
+          'p4ss-w0rd',
+          '--email',
+          'root@example.com',
+          '--admin',
+          '--must-change-password=false',
+        ]);
+        const token = (
+          await run(install.env, ['admin', 'user', 'generate-access-token', '--username', 'root', '--raw'])
+        ).trim();
         const base = `http://127.0.0.1:${install.env.GANTRY_HTTP_PORT}/api/v1`;
         const headers = { authorization: `token ${token}`, 'content-type': 'application/json' };
-        const put = await fetch(`${base}/user/actions/secrets/DEPLOY_KEY`, { method: 'PUT', headers, body: JSON.stringify({ data: secretValue }) });
+        const put = await fetch(`${base}/user/actions/secrets/DEPLOY_KEY`, {
+          method: 'PUT',
+          headers,
+          body: JSON.stringify({ data: secretValue }),
+        });
         assert.ok(put.status === 201 || put.status === 204, `PUT secret: ${put.status}`);
         const registration = await fetch(`${base}/user/actions/runners/registration-token`, { headers });
         assert.equal(registration.status, 200);
 
         const healthy = await doctor(install.env);
         assert.equal(healthy.code, 0, healthy.stdout);
-        assert.match(lineOf(healthy.stdout, 'encrypted values'), /^ok\s+encrypted values\s+2 stored value\(s\) under the current key [0-9a-f]{8}; sampled 2, all decrypt/);
+        assert.match(
+          lineOf(healthy.stdout, 'encrypted values'),
+          /^ok\s+encrypted values\s+2 stored value\(s\) under the current key [0-9a-f]{8}; sampled 2, all decrypt/,
+        );
 
         const exitCode = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
         server.kill('SIGTERM');
@@ -167,16 +216,28 @@ for (const dialect of testDialects()) {
 
         const lost = await doctor(install.env);
         assert.equal(lost.code, 1, lost.stdout);
-        assert.match(lineOf(lost.stdout, 'secret key'), /^FAIL\s+secret key\s+no key: GANTRY_SECRET_KEY is unset .* but 2 stored value\(s\) are encrypted with key\(s\) [0-9a-f]{8} → restore secret\.key and secret-keys\/ from the backup/);
-        assert.match(lineOf(lost.stdout, 'encrypted values'), /^FAIL\s+encrypted values\s+2 of 2 stored value\(s\) are encrypted with key\(s\) [0-9a-f]{8}, which no configured key or key file holds → .*GANTRY_SECRET_KEY_PREVIOUS/);
+        assert.match(
+          lineOf(lost.stdout, 'secret key'),
+          /^FAIL\s+secret key\s+no key: GANTRY_SECRET_KEY is unset .* but 2 stored value\(s\) are encrypted with key\(s\) [0-9a-f]{8} → restore secret\.key and secret-keys\/ from the backup/,
+        );
+        assert.match(
+          lineOf(lost.stdout, 'encrypted values'),
+          /^FAIL\s+encrypted values\s+2 of 2 stored value\(s\) are encrypted with key\(s\) [0-9a-f]{8}, which no configured key or key file holds → .*GANTRY_SECRET_KEY_PREVIOUS/,
+        );
         // Doctor generated no key in its place.
         assert.equal(existsSync(keyFile), false);
-        assert.doesNotMatch(lost.stdout + lost.stderr, new RegExp(`${secretValue}|${keyMaterial.replace(/[+/=]/g, '\\$&')}`));
+        assert.doesNotMatch(
+          lost.stdout + lost.stderr,
+          new RegExp(`${secretValue}|${keyMaterial.replace(/[+/=]/g, '\\$&')}`),
+        );
 
         // Following the advice: the old key as GANTRY_SECRET_KEY_PREVIOUS decrypts them; doctor now only asks for a rotation.
         const withPrevious = await doctor({ ...install.env, GANTRY_SECRET_KEY_PREVIOUS: keyMaterial });
         assert.equal(withPrevious.code, 0, withPrevious.stdout);
-        assert.match(lineOf(withPrevious.stdout, 'encrypted values'), /^warn\s+encrypted values\s+2 of 2 stored value\(s\) still use older key\(s\) .*→ run `gantry admin rotate-secret-key --resume`/);
+        assert.match(
+          lineOf(withPrevious.stdout, 'encrypted values'),
+          /^warn\s+encrypted values\s+2 of 2 stored value\(s\) still use older key\(s\) .*→ run `gantry admin rotate-secret-key --resume`/,
+        );
         assert.ok(!withPrevious.stdout.includes(keyMaterial), 'the key never appears in the output');
         await fs.rename(`${keyFile}.lost`, keyFile);
       });
@@ -185,7 +246,12 @@ for (const dialect of testDialects()) {
         const keyFile = path.join(install.dataDir, 'secret.key');
         await fs.chmod(keyFile, 0o644);
         const result = await doctor(install.env);
-        assert.match(lineOf(result.stdout, 'key file permissions'), new RegExp(`^warn\\s+key file permissions\\s+readable by other users: ${keyFile} \\(0644\\) → chmod 600 ${keyFile}`));
+        assert.match(
+          lineOf(result.stdout, 'key file permissions'),
+          new RegExp(
+            `^warn\\s+key file permissions\\s+readable by other users: ${keyFile} \\(0644\\) → chmod 600 ${keyFile}`,
+          ),
+        );
         await fs.chmod(keyFile, 0o600);
       });
 
@@ -215,17 +281,25 @@ for (const dialect of testDialects()) {
       try {
         const result = await doctor(install.env);
         assert.equal(result.code, 0, result.stdout);
-        assert.match(lineOf(result.stdout, 'migrations'), /^warn\s+migrations\s+(\d+) of \1 migration\(s\) not applied: 0001-accounts, .*\(doctor applied none\) → back up the database, then run `gantry migrate`/);
+        assert.match(
+          lineOf(result.stdout, 'migrations'),
+          /^warn\s+migrations\s+(\d+) of \1 migration\(s\) not applied: 0001-accounts, .*\(doctor applied none\) → back up the database, then run `gantry migrate`/,
+        );
         assert.match(lineOf(result.stdout, 'encrypted values'), /^skip\s/);
         if (install.databaseUrl === null) {
-          assert.match(lineOf(result.stdout, 'database'), /^warn\s+database\s+no SQLite database yet at .*gantry\.db → run `gantry migrate`/);
+          assert.match(
+            lineOf(result.stdout, 'database'),
+            /^warn\s+database\s+no SQLite database yet at .*gantry\.db → run `gantry migrate`/,
+          );
           assert.equal(existsSync(path.join(install.dataDir, 'gantry.db')), false, 'doctor created no database file');
         } else {
           assert.match(lineOf(result.stdout, 'database'), /^ok\s+database\s+connected to PostgreSQL at postgres:\/\//);
           const client = new pg.Client({ connectionString: install.databaseUrl });
           await client.connect();
           try {
-            const tables = await client.query("select count(*)::int as n from information_schema.tables where table_schema = 'public'");
+            const tables = await client.query(
+              "select count(*)::int as n from information_schema.tables where table_schema = 'public'",
+            );
             assert.equal(tables.rows[0].n, 0, 'doctor created no table');
           } finally {
             await client.end();
@@ -254,7 +328,12 @@ for (const dialect of testDialects()) {
         }
         const result = await doctor(install.env, [], options);
         assert.equal(result.code, 1, result.stdout + result.stderr);
-        assert.match(lineOf(result.stdout, 'data folder'), new RegExp(`^FAIL\\s+data folder\\s+cannot write in ${install.dataDir}: EACCES.* → make it writable by the user running Gantry`));
+        assert.match(
+          lineOf(result.stdout, 'data folder'),
+          new RegExp(
+            `^FAIL\\s+data folder\\s+cannot write in ${install.dataDir}: EACCES.* → make it writable by the user running Gantry`,
+          ),
+        );
       } finally {
         await fs.chmod(install.dataDir, 0o700);
         await install.remove();
@@ -266,102 +345,124 @@ for (const dialect of testDialects()) {
 test('an invalid setting: FAIL naming the variable and the fix, exit 1; git is still checked', async () => {
   const result = await doctor({ ...process.env, GANTRY_HTTP_PORT: 'eighty' });
   assert.equal(result.code, 1);
-  assert.match(lineOf(result.stdout, 'configuration'), /^FAIL\s+configuration\s+invalid configuration: GANTRY_HTTP_PORT: must be a whole number, got "eighty" → set GANTRY_HTTP_PORT to a valid value/);
+  assert.match(
+    lineOf(result.stdout, 'configuration'),
+    /^FAIL\s+configuration\s+invalid configuration: GANTRY_HTTP_PORT: must be a whole number, got "eighty" → set GANTRY_HTTP_PORT to a valid value/,
+  );
   assert.match(lineOf(result.stdout, 'git'), /^ok\s+git\s+git version \d+\.\d+/);
 });
 
 const pgAdminUrl = process.env.GANTRY_TEST_PG_URL;
 
-describe('gantry doctor with a wrong PostgreSQL password', { skip: testDialects().includes('postgres') && pgAdminUrl ? false : 'PostgreSQL is not part of this run' }, () => {
-  // The test cluster trusts every local connection, which accepts any password. For one
-  // scratch database and one role, pg_hba.conf asks for a password (first matching line wins).
-  let hbaFile = '';
-  let hbaBefore = '';
-  let skipReason: string | false = false;
-  const role = `doctor_${randomBytes(4).toString('hex')}`;
-  const rightPassword = `right-${randomBytes(8).toString('hex')}`;
-  let dropDatabase: (() => Promise<void>) | null = null;
-  let databaseUrl = '';
+describe(
+  'gantry doctor with a wrong PostgreSQL password',
+  { skip: testDialects().includes('postgres') && pgAdminUrl ? false : 'PostgreSQL is not part of this run' },
+  () => {
+    // The test cluster trusts every local connection, which accepts any password. For one
+    // scratch database and one role, pg_hba.conf asks for a password (first matching line wins).
+    let hbaFile = '';
+    let hbaBefore = '';
+    let skipReason: string | false = false;
+    const role = `doctor_${randomBytes(4).toString('hex')}`;
+    const rightPassword = `right-${randomBytes(8).toString('hex')}`;
+    let dropDatabase: (() => Promise<void>) | null = null;
+    let databaseUrl = '';
 
-  async function admin<T>(query: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = new pg.Client({ connectionString: pgAdminUrl });
-    await client.connect();
-    try {
-      return await query(client);
-    } finally {
-      await client.end();
-    }
-  }
-
-  before(async () => {
-    const scratch = await createScratchPgDatabase(pgAdminUrl as string);
-    dropDatabase = scratch.drop;
-    databaseUrl = scratch.url;
-    const database = new URL(scratch.url).pathname.slice(1);
-    hbaFile = await admin(async (c) => (await c.query<{ hba_file: string }>('show hba_file')).rows[0]?.hba_file ?? '');
-    try {
-      hbaBefore = await fs.readFile(hbaFile, 'utf8');
-      await fs.access(hbaFile, fs.constants.W_OK);
-    } catch {
-      skipReason = `the cluster's pg_hba.conf (${hbaFile}) is not writable here`;
-      return;
-    }
-    await admin((c) => c.query(`create role ${role} login password '${rightPassword}'`));
-    await fs.writeFile(hbaFile, `host ${database} ${role} 127.0.0.1/32 md5\n${hbaBefore}`);
-    await admin((c) => c.query('select pg_reload_conf()'));
-    // The reload is asynchronous: wait until the right password is needed.
-    const wrong = new URL(databaseUrl);
-    wrong.username = role;
-    wrong.password = 'not-the-password';
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const client = new pg.Client({ connectionString: wrong.href });
-      const refused = await client.connect().then(
-        async () => {
-          await client.end();
-          return false;
-        },
-        () => true,
-      );
-      if (refused) break;
-      if (Date.now() > deadline) throw new Error('pg_hba.conf change did not take effect');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  });
-
-  after(async () => {
-    if (hbaBefore !== '') {
-      await fs.writeFile(hbaFile, hbaBefore);
-      await admin((c) => c.query('select pg_reload_conf()'));
-    }
-    await dropDatabase?.();
-    await admin((c) => c.query(`drop role if exists ${role}`)).catch(() => {});
-  });
-
-  test('FAIL on the database, exit 1, and the password appears nowhere in the output', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-doctor-'));
-    try {
-      const url = new URL(databaseUrl);
-      url.username = role;
-      const wrongPassword = `Wr0ng-${randomBytes(8).toString('hex')}`;
-      url.password = wrongPassword;
-      const env: NodeJS.ProcessEnv = { ...process.env, GANTRY_DATA_DIR: dataDir, GANTRY_DATABASE_URL: url.href, GANTRY_HTTP_PORT: String(await freePort()) };
-      delete env.GANTRY_SECRET_KEY;
-      for (const args of [[], ['--json']]) {
-        const result = await doctor(env, args);
-        assert.equal(result.code, 1, result.stdout);
-        assert.ok(!(result.stdout + result.stderr).includes(wrongPassword), `the password leaked:\n${result.stdout}${result.stderr}`);
-        if (args.length === 0) {
-          assert.match(lineOf(result.stdout, 'database'), new RegExp(`^FAIL\\s+database\\s+cannot open postgres://${role}@127\\.0\\.0\\.1:\\d+/\\w+: password authentication failed for user "${role}" \\(28P01\\) → check GANTRY_DATABASE_URL`));
-          assert.match(lineOf(result.stdout, 'migrations'), /^skip\s/);
-        } else {
-          const report = JSON.parse(result.stdout) as JsonReport;
-          assert.equal(report.checks.find((c) => c.check === 'database')?.status, 'fail');
-        }
+    async function admin<T>(query: (client: pg.Client) => Promise<T>): Promise<T> {
+      const client = new pg.Client({ connectionString: pgAdminUrl });
+      await client.connect();
+      try {
+        return await query(client);
+      } finally {
+        await client.end();
       }
-    } finally {
-      await fs.rm(dataDir, { recursive: true, force: true });
     }
-  });
-});
+
+    before(async () => {
+      const scratch = await createScratchPgDatabase(pgAdminUrl as string);
+      dropDatabase = scratch.drop;
+      databaseUrl = scratch.url;
+      const database = new URL(scratch.url).pathname.slice(1);
+      hbaFile = await admin(
+        async (c) => (await c.query<{ hba_file: string }>('show hba_file')).rows[0]?.hba_file ?? '',
+      );
+      try {
+        hbaBefore = await fs.readFile(hbaFile, 'utf8');
+        await fs.access(hbaFile, fs.constants.W_OK);
+      } catch {
+        skipReason = `the cluster's pg_hba.conf (${hbaFile}) is not writable here`;
+        return;
+      }
+      await admin((c) => c.query(`create role ${role} login password '${rightPassword}'`));
+      await fs.writeFile(hbaFile, `host ${database} ${role} 127.0.0.1/32 md5\n${hbaBefore}`);
+      await admin((c) => c.query('select pg_reload_conf()'));
+      // The reload is asynchronous: wait until the right password is needed.
+      const wrong = new URL(databaseUrl);
+      wrong.username = role;
+      wrong.password = 'not-the-password';
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const client = new pg.Client({ connectionString: wrong.href });
+        const refused = await client.connect().then(
+          async () => {
+            await client.end();
+            return false;
+          },
+          () => true,
+        );
+        if (refused) break;
+        if (Date.now() > deadline) throw new Error('pg_hba.conf change did not take effect');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    });
+
+    after(async () => {
+      if (hbaBefore !== '') {
+        await fs.writeFile(hbaFile, hbaBefore);
+        await admin((c) => c.query('select pg_reload_conf()'));
+      }
+      await dropDatabase?.();
+      await admin((c) => c.query(`drop role if exists ${role}`)).catch(() => {});
+    });
+
+    test('FAIL on the database, exit 1, and the password appears nowhere in the output', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-doctor-'));
+      try {
+        const url = new URL(databaseUrl);
+        url.username = role;
+        const wrongPassword = `Wr0ng-${randomBytes(8).toString('hex')}`;
+        url.password = wrongPassword;
+        const env: NodeJS.ProcessEnv = {
+          ...process.env,
+          GANTRY_DATA_DIR: dataDir,
+          GANTRY_DATABASE_URL: url.href,
+          GANTRY_HTTP_PORT: String(await freePort()),
+        };
+        delete env.GANTRY_SECRET_KEY;
+        for (const args of [[], ['--json']]) {
+          const result = await doctor(env, args);
+          assert.equal(result.code, 1, result.stdout);
+          assert.ok(
+            !(result.stdout + result.stderr).includes(wrongPassword),
+            `the password leaked:\n${result.stdout}${result.stderr}`,
+          );
+          if (args.length === 0) {
+            assert.match(
+              lineOf(result.stdout, 'database'),
+              new RegExp(
+                `^FAIL\\s+database\\s+cannot open postgres://${role}@127\\.0\\.0\\.1:\\d+/\\w+: password authentication failed for user "${role}" \\(28P01\\) → check GANTRY_DATABASE_URL`,
+              ),
+            );
+            assert.match(lineOf(result.stdout, 'migrations'), /^skip\s/);
+          } else {
+            const report = JSON.parse(result.stdout) as JsonReport;
+            assert.equal(report.checks.find((c) => c.check === 'database')?.status, 'fail');
+          }
+        }
+      } finally {
+        await fs.rm(dataDir, { recursive: true, force: true });
+      }
+    });
+  },
+);

@@ -30,7 +30,13 @@ for (const dialect of testDialects()) {
       dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-cli-'));
       const port = await freePort();
       url = `http://127.0.0.1:${port}`;
-      env = { ...process.env, GANTRY_DATA_DIR: dataDir, GANTRY_HTTP_ADDR: '127.0.0.1', GANTRY_HTTP_PORT: String(port), GANTRY_LOG_LEVEL: 'info' };
+      env = {
+        ...process.env,
+        GANTRY_DATA_DIR: dataDir,
+        GANTRY_HTTP_ADDR: '127.0.0.1',
+        GANTRY_HTTP_PORT: String(port),
+        GANTRY_LOG_LEVEL: 'info',
+      };
       delete env.GANTRY_DATABASE_URL;
       if (dialect === 'postgres') {
         const scratch = await createScratchPgDatabase(process.env.GANTRY_TEST_PG_URL as string);
@@ -50,9 +56,42 @@ for (const dialect of testDialects()) {
     });
 
     test('admin user create and generate-access-token --raw work while the server runs', async () => {
-      const created = await run(process.execPath, [GANTRY, 'admin', 'user', 'create', '--username', 'root', '--password', 'p4ss-w0rd', '--email', 'root@example.com', '--admin', '--must-change-password=false'], { env });
+      const created = await run(
+        process.execPath,
+        [
+          GANTRY,
+          'admin',
+          'user',
+          'create',
+          '--username',
+          'root',
+          '--password',
+          'p4ss-w0rd',
+          '--email',
+          'root@example.com',
+          '--admin',
+          '--must-change-password=false',
+        ],
+        { env },
+      );
       assert.match(created.stdout, /New user 'root' has been successfully created!/);
-      const token = await run(process.execPath, [GANTRY, 'admin', 'user', 'generate-access-token', '--username', 'root', '--token-name', 'ci', '--scopes', 'all', '--raw'], { env });
+      const token = await run(
+        process.execPath,
+        [
+          GANTRY,
+          'admin',
+          'user',
+          'generate-access-token',
+          '--username',
+          'root',
+          '--token-name',
+          'ci',
+          '--scopes',
+          'all',
+          '--raw',
+        ],
+        { env },
+      );
       assert.match(token.stdout, /^[0-9a-f]{40}\n$/);
       const me = await fetch(`${url}/api/v1/user`, { headers: { authorization: `token ${token.stdout.trim()}` } });
       assert.equal(me.status, 200);
@@ -60,21 +99,57 @@ for (const dialect of testDialects()) {
       assert.equal(body.login, 'root');
       assert.equal(body.is_admin, true);
       // The password works for basic auth too: the first user was not forced to change it.
-      const basic = await fetch(`${url}/api/v1/user`, { headers: { authorization: `Basic ${Buffer.from('root:p4ss-w0rd').toString('base64')}` } });
+      const basic = await fetch(`${url}/api/v1/user`, {
+        headers: { authorization: `Basic ${Buffer.from('root:p4ss-w0rd').toString('base64')}` },
+      });
       assert.equal(basic.status, 200);
     });
 
     test('CLI errors are clear and exit non-zero', async () => {
       await assert.rejects(
-        run(process.execPath, [GANTRY, 'admin', 'user', 'create', '--username', 'root', '--password', 'p4ss-w0rd', '--email', 'other@example.com'], { env }),
-        (error: { code: number; stderr: string }) => error.code === 1 && /user already exists \[name: root\]/.test(error.stderr),
+        run(
+          process.execPath,
+          [
+            GANTRY,
+            'admin',
+            'user',
+            'create',
+            '--username',
+            'root',
+            '--password',
+            'p4ss-w0rd',
+            '--email',
+            'other@example.com',
+          ],
+          { env },
+        ),
+        (error: { code: number; stderr: string }) =>
+          error.code === 1 && /user already exists \[name: root\]/.test(error.stderr),
       );
       await assert.rejects(
-        run(process.execPath, [GANTRY, 'admin', 'user', 'create', '--username', 'shorty', '--password', 'abc', '--email', 'shorty@example.com'], { env }),
-        (error: { code: number; stderr: string }) => error.code === 1 && /password is too short: use at least 8 characters/.test(error.stderr),
+        run(
+          process.execPath,
+          [
+            GANTRY,
+            'admin',
+            'user',
+            'create',
+            '--username',
+            'shorty',
+            '--password',
+            'abc',
+            '--email',
+            'shorty@example.com',
+          ],
+          { env },
+        ),
+        (error: { code: number; stderr: string }) =>
+          error.code === 1 && /password is too short: use at least 8 characters/.test(error.stderr),
       );
       await assert.rejects(
-        run(process.execPath, [GANTRY, 'admin', 'user', 'generate-access-token', '--username', 'ghost', '--raw'], { env }),
+        run(process.execPath, [GANTRY, 'admin', 'user', 'generate-access-token', '--username', 'ghost', '--raw'], {
+          env,
+        }),
         (error: { code: number; stderr: string }) => error.code === 1 && /user does not exist/.test(error.stderr),
       );
       await assert.rejects(

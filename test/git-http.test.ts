@@ -19,7 +19,11 @@ for (const dialect of testDialects()) {
     let work: WorkDir;
     const scratch: WorkDir[] = [];
 
-    const cloneAs = async (credentials: { user: string; password: string } | undefined, repo = 'secret', extra: string[] = []) => {
+    const cloneAs = async (
+      credentials: { user: string; password: string } | undefined,
+      repo = 'secret',
+      extra: string[] = [],
+    ) => {
       const dir = await createWorkDir(remoteUrl(s.url, 'alice', repo, credentials));
       scratch.push(dir);
       return dir.git([...extra, 'fetch', '-q', 'origin'], { allowFailure: true });
@@ -29,8 +33,14 @@ for (const dialect of testDialects()) {
       s = await startTestServer(dialect);
       alice = await s.createUser('alice');
       bob = await s.createUser('bob');
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'secret', private: true } })).status, 201);
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'open', auto_init: true } })).status, 201);
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'secret', private: true } })).status,
+        201,
+      );
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'open', auto_init: true } })).status,
+        201,
+      );
       work = await createWorkDir(remoteUrl(s.url, 'alice', 'secret', { user: 'alice', password: alice.password }));
       await work.commit({ 'a.txt': 'hello\n' }, 'First');
       const pushed = await work.push('main');
@@ -54,8 +64,14 @@ for (const dialect of testDialects()) {
 
     test('clone with a password, with a token, over protocol v2 and v0', async () => {
       assert.equal((await cloneAs({ user: 'alice', password: alice.password })).code, 0);
-      assert.equal((await cloneAs({ user: 'anything', password: alice.token }, 'secret', ['-c', 'protocol.version=2'])).code, 0);
-      assert.equal((await cloneAs({ user: 'alice', password: alice.token }, 'secret', ['-c', 'protocol.version=0'])).code, 0);
+      assert.equal(
+        (await cloneAs({ user: 'anything', password: alice.token }, 'secret', ['-c', 'protocol.version=2'])).code,
+        0,
+      );
+      assert.equal(
+        (await cloneAs({ user: 'alice', password: alice.token }, 'secret', ['-c', 'protocol.version=0'])).code,
+        0,
+      );
     });
 
     test('anonymous clone of a public repository works; of a private one fails asking for credentials', async () => {
@@ -73,7 +89,16 @@ for (const dialect of testDialects()) {
       const denied = await cloneAs({ user: 'bob', password: bob.token });
       assert.notEqual(denied.code, 0);
       assert.match(denied.stderr, /not found/i);
-      assert.equal((await repoAddCollaborator({ client: alice.client, path: { owner: 'alice', repo: 'secret', collaborator: 'bob' }, body: { permission: 'read' } })).status, 204);
+      assert.equal(
+        (
+          await repoAddCollaborator({
+            client: alice.client,
+            path: { owner: 'alice', repo: 'secret', collaborator: 'bob' },
+            body: { permission: 'read' },
+          })
+        ).status,
+        204,
+      );
       const bobWork = await createWorkDir(remoteUrl(s.url, 'alice', 'secret', { user: 'bob', password: bob.token }));
       scratch.push(bobWork);
       assert.equal((await bobWork.git(['fetch', '-q', 'origin'])).code, 0);
@@ -97,19 +122,29 @@ for (const dialect of testDialects()) {
     });
 
     test('a push to an archived repository is refused with a message saying so', async () => {
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'secret' }, body: { archived: true } })).status, 200);
+      assert.equal(
+        (await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'secret' }, body: { archived: true } }))
+          .status,
+        200,
+      );
       await work.commit({ 'd.txt': 'd\n' }, 'D');
       const push = await work.push('main');
       assert.notEqual(push.code, 0);
       assert.match(push.stderr, /archived/);
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'secret' }, body: { archived: false } })).status, 200);
+      assert.equal(
+        (await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'secret' }, body: { archived: false } }))
+          .status,
+        200,
+      );
       assert.equal((await work.push('main')).code, 0);
     });
 
     test('what was pushed is what a fresh clone gets', async () => {
       const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-clone-'));
       try {
-        const clone = await createWorkDir(remoteUrl(s.url, 'alice', 'secret', { user: 'alice', password: alice.token }));
+        const clone = await createWorkDir(
+          remoteUrl(s.url, 'alice', 'secret', { user: 'alice', password: alice.token }),
+        );
         scratch.push(clone);
         await clone.git(['fetch', '-q', 'origin', 'main']);
         const remoteHead = (await clone.git(['rev-parse', 'FETCH_HEAD'])).stdout.trim();

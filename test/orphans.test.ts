@@ -48,7 +48,11 @@ for (const dialect of testDialects()) {
       const bob = await s.createUser('bob');
       const carol = await s.createUser('carol');
       await ok('POST', '/orgs', { username: 'acme' });
-      const team = (await ok('POST', '/orgs/acme/teams', { name: 'devs', permission: 'write', units: ['repo.code', 'repo.actions'] })) as { id: number };
+      const team = (await ok('POST', '/orgs/acme/teams', {
+        name: 'devs',
+        permission: 'write',
+        units: ['repo.code', 'repo.actions'],
+      })) as { id: number };
       await ok('PUT', `/teams/${team.id}/members/${bob.name}`);
       await ok('POST', '/orgs/acme/repos', { name: 'app' });
       await ok('PUT', `/repos/acme/app/collaborators/${carol.name}`, { permission: 'write' });
@@ -56,16 +60,34 @@ for (const dialect of testDialects()) {
         await ok('PUT', `${base}/actions/secrets/DEPLOY_KEY`, { data: 's3cret' });
         await ok('POST', `${base}/actions/variables/REGION`, { value: 'eu' });
       }
-      await ok('POST', '/orgs/acme/hooks', { type: 'gitea', config: { url: receiver.url, content_type: 'json' }, events: ['push', 'workflow_run'], active: true });
-      await ok('POST', '/repos/acme/app/hooks', { type: 'forgejo', config: { url: `${receiver.url}/repo`, content_type: 'json' }, events: ['push'], active: true });
+      await ok('POST', '/orgs/acme/hooks', {
+        type: 'gitea',
+        config: { url: receiver.url, content_type: 'json' },
+        events: ['push', 'workflow_run'],
+        active: true,
+      });
+      await ok('POST', '/repos/acme/app/hooks', {
+        type: 'forgejo',
+        config: { url: `${receiver.url}/repo`, content_type: 'json' },
+        events: ['push'],
+        active: true,
+      });
       const orgToken = (await ok('GET', '/orgs/acme/actions/runners/registration-token')) as { token: string };
       const repoToken = (await ok('GET', '/repos/acme/app/actions/runners/registration-token')) as { token: string };
       await registerRunner(s.url, orgToken.token, { labels: ['orphans-org'] });
       const runner = await registerRunner(s.url, repoToken.token, { labels: ['orphans'] });
 
-      const work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: s.admin.name, password: s.admin.token }));
+      const work = await createWorkDir(
+        remoteUrl(s.url, 'acme', 'app', { user: s.admin.name, password: s.admin.token }),
+      );
       try {
-        await work.commit({ '.forgejo/workflows/ci.yml': 'on: push\njobs:\n  build:\n    runs-on: orphans\n    steps:\n      - run: echo hi\n' }, 'CI');
+        await work.commit(
+          {
+            '.forgejo/workflows/ci.yml':
+              'on: push\njobs:\n  build:\n    runs-on: orphans\n    steps:\n      - run: echo hi\n',
+          },
+          'CI',
+        );
         const pushed = await work.push('HEAD:main');
         assert.equal(pushed.code, 0, pushed.stderr);
       } finally {
@@ -76,7 +98,13 @@ for (const dialect of testDialects()) {
       const taskId = fetched.task.id;
       await runner.runner.updateLog({ taskId, index: 0n, rows: [{ time: now(), content: 'hello' }], noMore: true });
       await runner.runner.updateTask({
-        state: { id: taskId, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [{ id: 0n, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), logIndex: 0n, logLength: 1n }] },
+        state: {
+          id: taskId,
+          result: Result.SUCCESS,
+          startedAt: now(),
+          stoppedAt: now(),
+          steps: [{ id: 0n, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), logIndex: 0n, logLength: 1n }],
+        },
         outputs: { version: '1.0' },
       });
       await receiver.waitFor((received) => received.some((d) => d.headers['x-gitea-event'] === 'workflow_run'));

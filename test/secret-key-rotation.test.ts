@@ -31,7 +31,11 @@ for (const dialect of testDialects()) {
     let s: TestServer;
     let alice: TestUser;
     const keys = new Map<Label, ActionsScope>();
-    const base: Record<Label, string> = { user: '/user/actions', org: '/orgs/acme/actions', repo: '/repos/alice/app/actions' };
+    const base: Record<Label, string> = {
+      user: '/user/actions',
+      org: '/orgs/acme/actions',
+      repo: '/repos/alice/app/actions',
+    };
     /** What every secret must decrypt to: `${label}/${NAME}` → value. */
     const expected = new Map<string, string>();
     const db = () => s.server.deps.database.db;
@@ -45,12 +49,17 @@ for (const dialect of testDialects()) {
       return env;
     };
     const cli = async (...args: string[]): Promise<string> => {
-      const { stdout } = await run(process.execPath, [GANTRY, 'admin', 'rotate-secret-key', ...args], { env: cliEnv() });
+      const { stdout } = await run(process.execPath, [GANTRY, 'admin', 'rotate-secret-key', ...args], {
+        env: cliEnv(),
+      });
       return stdout;
     };
     /** The CLI as a background process whose output can be watched while it runs. */
     const cliInBackground = (...args: string[]) => {
-      const child = spawn(process.execPath, [GANTRY, 'admin', 'rotate-secret-key', ...args], { env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [GANTRY, 'admin', 'rotate-secret-key', ...args], {
+        env: cliEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       let err = '';
       let exited = false;
@@ -103,7 +112,8 @@ for (const dialect of testDialects()) {
       keys.set('org', { kind: 'org', ownerId: org!.id, repoId: 0 });
       keys.set('repo', { kind: 'repo', ownerId: 0, repoId: repo.data!.id! });
       for (const label of ['user', 'org', 'repo'] as const) {
-        for (let i = 0; i < 10; i += 1) assert.equal(await put(label, `SEED_${i}`, `${label}-seed-${i}\nmultiline dàtä`), 201);
+        for (let i = 0; i < 10; i += 1)
+          assert.equal(await put(label, `SEED_${i}`, `${label}-seed-${i}\nmultiline dàtä`), 201);
       }
     });
     after(async () => {
@@ -141,8 +151,14 @@ for (const dialect of testDialects()) {
       assert.equal(await put('org', 'AFTER_SWITCH', 'new-value'), 201);
       assert.equal(await put('repo', 'SEED_9', 'replaced'), 204, 'a value still under the old key is replaced');
       assert.equal(await del('user', 'SEED_8'), 204);
-      const rows = await db().selectFrom('secret').select(['name', 'data']).where('name', 'in', ['AFTER_SWITCH', 'SEED_9']).where('repo_id', 'in', [0, keys.get('repo')!.repoId]).execute();
-      for (const row of rows.filter((r) => r.name === 'AFTER_SWITCH' || r.data.includes(secondKey))) assert.equal(SecretCipher.keyIdOf(row.data), secondKey);
+      const rows = await db()
+        .selectFrom('secret')
+        .select(['name', 'data'])
+        .where('name', 'in', ['AFTER_SWITCH', 'SEED_9'])
+        .where('repo_id', 'in', [0, keys.get('repo')!.repoId])
+        .execute();
+      for (const row of rows.filter((r) => r.name === 'AFTER_SWITCH' || r.data.includes(secondKey)))
+        assert.equal(SecretCipher.keyIdOf(row.data), secondKey);
       await assertAllValues();
     });
 
@@ -153,7 +169,16 @@ for (const dialect of testDialects()) {
       const bulk = Array.from({ length: 300 }, (_, i) => ({ name: `BULK_${i}`, value: `bulk-${i}` }));
       await db()
         .insertInto('secret')
-        .values(bulk.map((b) => ({ owner_id: org.ownerId, repo_id: 0, name: b.name, data: firstCipher.encrypt(b.value, secretAssociatedData(org.ownerId, 0, b.name)), created_unix: 1, updated_unix: 1 })))
+        .values(
+          bulk.map((b) => ({
+            owner_id: org.ownerId,
+            repo_id: 0,
+            name: b.name,
+            data: firstCipher.encrypt(b.value, secretAssociatedData(org.ownerId, 0, b.name)),
+            created_unix: 1,
+            updated_unix: 1,
+          })),
+        )
         .execute();
       for (const b of bulk) expected.set(`org/${b.name}`, b.value);
       const rotation = cliInBackground('--resume', '--batch-size', '1');
@@ -169,10 +194,16 @@ for (const dialect of testDialects()) {
         if (active && !rotation.exited()) duringRotation += 1;
       }
       const out = await rotation.done;
-      assert.ok(statuses.every((x) => [201, 204, 404].includes(x)), statuses.join(','));
+      assert.ok(
+        statuses.every((x) => [201, 204, 404].includes(x)),
+        statuses.join(','),
+      );
       assert.ok(duringRotation > 0, 'requests were served while the rotation ran');
       assert.ok(!/created key/.test(out), 'resume makes no new key');
-      assert.match(out, new RegExp(`done: \\d+ secret\\(s\\) re-encrypted; every secret is now encrypted with key ${secondKey}`));
+      assert.match(
+        out,
+        new RegExp(`done: \\d+ secret\\(s\\) re-encrypted; every secret is now encrypted with key ${secondKey}`),
+      );
       assert.deepEqual([...(await prefixCounts()).keys()], [secondKey]);
       await assertAllValues();
       assert.match(await cli('--resume'), /every secret is already encrypted with the current key/);
@@ -193,7 +224,10 @@ for (const dialect of testDialects()) {
       assert.equal(ring.currentKeyId(), thirdKey);
       for (const row of await db().selectFrom('secret').selectAll().execute()) {
         const label = row.repo_id !== 0 ? 'repo' : row.owner_id === alice.user.id ? 'user' : 'org';
-        assert.equal(ring.decrypt(row.data, secretAssociatedData(row.owner_id, row.repo_id, row.name)), expected.get(`${label}/${row.name}`));
+        assert.equal(
+          ring.decrypt(row.data, secretAssociatedData(row.owner_id, row.repo_id, row.name)),
+          expected.get(`${label}/${row.name}`),
+        );
       }
     });
   });
@@ -209,7 +243,8 @@ describe('rotate-secret-key with GANTRY_SECRET_KEY [sqlite]', () => {
   });
   const keyA = 'a'.repeat(20) + 'A'.repeat(20);
   const keyB = 'b'.repeat(20) + 'B'.repeat(20);
-  const configWith = (env: Record<string, string>) => loadConfig({ GANTRY_DATA_DIR: dataDir, GANTRY_LOG_LEVEL: 'silent', ...env });
+  const configWith = (env: Record<string, string>) =>
+    loadConfig({ GANTRY_DATA_DIR: dataDir, GANTRY_LOG_LEVEL: 'silent', ...env });
   const scope: ActionsScope = { kind: 'user', ownerId: 1, repoId: 0 };
 
   test('nothing to do: says what to set; writes no key file', async () => {
@@ -226,7 +261,10 @@ describe('rotate-secret-key with GANTRY_SECRET_KEY [sqlite]', () => {
     const text = lines.join('\n');
     assert.match(text, /every secret is already encrypted with the current key/);
     assert.match(text, /set GANTRY_SECRET_KEY to a new key .* and GANTRY_SECRET_KEY_PREVIOUS to the old one/);
-    assert.deepEqual(readdirSync(dataDir).filter((f) => f.includes('key')), []);
+    assert.deepEqual(
+      readdirSync(dataDir).filter((f) => f.includes('key')),
+      [],
+    );
   });
 
   test('a new configured key with the old one as previous: everything is re-encrypted; without it, nothing is touched', async () => {
@@ -238,7 +276,10 @@ describe('rotate-secret-key with GANTRY_SECRET_KEY [sqlite]', () => {
     assert.match(lost.message, /7 secret\(s\) could not be decrypted/);
 
     const lines: string[] = [];
-    const result = await rotateSecretKey(configWith({ GANTRY_SECRET_KEY: keyB, GANTRY_SECRET_KEY_PREVIOUS: keyA }), { print: (l) => lines.push(l), batchSize: 2 });
+    const result = await rotateSecretKey(configWith({ GANTRY_SECRET_KEY: keyB, GANTRY_SECRET_KEY_PREVIOUS: keyA }), {
+      print: (l) => lines.push(l),
+      batchSize: 2,
+    });
     assert.equal(result.reencrypted, 7);
     assert.equal(result.remaining, 0);
     assert.ok(lines.includes('re-encrypted 7/7'), lines.join('\n'));

@@ -36,11 +36,23 @@ export async function measure(options: MeasureOptions): Promise<Measurement> {
   const { url, headers = {}, durationSec, connections = 10, onProgress, method = 'GET', body } = options;
   const started = Date.now();
   const timer = onProgress
-    ? setInterval(() => onProgress(Math.min(durationSec, Math.round((Date.now() - started) / 1000)), durationSec), PROGRESS_EVERY_SEC * 1000)
+    ? setInterval(
+        () => onProgress(Math.min(durationSec, Math.round((Date.now() - started) / 1000)), durationSec),
+        PROGRESS_EVERY_SEC * 1000,
+      )
     : null;
   let result: Result;
   try {
-    result = await autocannon({ url, headers, method, body, duration: durationSec, connections, pipelining: 1, workers: 1 });
+    result = await autocannon({
+      url,
+      headers,
+      method,
+      body,
+      duration: durationSec,
+      connections,
+      pipelining: 1,
+      workers: 1,
+    });
   } finally {
     if (timer) clearInterval(timer);
   }
@@ -73,7 +85,11 @@ export async function measureWithWarmup(
   ctx.log(`warming up ${label} (${ctx.warmupSec} s)…`);
   await measure({ ...options, durationSec: ctx.warmupSec });
   ctx.log(`measuring ${label} (${ctx.durationSec} s)…`);
-  const result = await measure({ ...options, durationSec: ctx.durationSec, onProgress: (elapsed, total) => ctx.log(`measuring ${label}… ${elapsed}/${total} s`) });
+  const result = await measure({
+    ...options,
+    durationSec: ctx.durationSec,
+    onProgress: (elapsed, total) => ctx.log(`measuring ${label}… ${elapsed}/${total} s`),
+  });
   ctx.log(`${label}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms`);
   return result;
 }

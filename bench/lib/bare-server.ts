@@ -8,8 +8,13 @@ export interface BareServer {
   close(): Promise<void>;
 }
 
-export async function startBareServer(body: Buffer, headers: Record<string, string>, status = 200): Promise<BareServer> {
-  const responseHeaders: Record<string, string> = status === 204 ? { ...headers } : { ...headers, 'content-length': String(body.length) };
+export async function startBareServer(
+  body: Buffer,
+  headers: Record<string, string>,
+  status = 200,
+): Promise<BareServer> {
+  const responseHeaders: Record<string, string> =
+    status === 204 ? { ...headers } : { ...headers, 'content-length': String(body.length) };
   const server = http.createServer((req, res) => {
     // Read the request body (a PUT's) as a real endpoint must, then answer.
     req.resume();

@@ -25,7 +25,6 @@ export interface StartGantryOptions {
   env?: Readonly<Record<string, string>>;
 }
 
-
 export async function startGantryServer(options: StartGantryOptions = {}): Promise<GantryServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-bench-'));
   // Last resort when the run is interrupted before stop().

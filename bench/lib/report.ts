@@ -59,7 +59,8 @@ function tableRows(outcomes: readonly ScenarioOutcome[]): Row[] {
       ];
       rows.push({ cells, text: false });
     }
-    if (outcome.error !== null) rows.push({ cells: [outcome.scenario, 'FAILED', firstLine(outcome.error), '', '', ''], text: true });
+    if (outcome.error !== null)
+      rows.push({ cells: [outcome.scenario, 'FAILED', firstLine(outcome.error), '', '', ''], text: true });
   }
   return rows;
 }
@@ -92,7 +93,15 @@ export interface ResultsFile {
     ok: boolean;
     error: string | null;
     elapsedSec: number;
-    metrics: Array<{ metric: string; value: number; baseline: number | null; ratio: number | null; target: Target | null; targetLabel: string; met: boolean | null }>;
+    metrics: Array<{
+      metric: string;
+      value: number;
+      baseline: number | null;
+      ratio: number | null;
+      target: Target | null;
+      targetLabel: string;
+      met: boolean | null;
+    }>;
   }>;
 }
 

@@ -21,7 +21,8 @@ export function bigRuns(): number {
   const raw = process.env.GANTRY_BENCH_RUNS?.trim();
   if (!raw) return DEFAULT_BIG_RUNS;
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < SMALL_RUNS) throw new Error(`GANTRY_BENCH_RUNS must be a whole number ≥ ${SMALL_RUNS}, got "${raw}"`);
+  if (!Number.isSafeInteger(value) || value < SMALL_RUNS)
+    throw new Error(`GANTRY_BENCH_RUNS must be a whole number ≥ ${SMALL_RUNS}, got "${raw}"`);
   return value;
 }
 
@@ -76,7 +77,10 @@ function pick<T>(random: () => number, weighted: ReadonlyArray<readonly [T, numb
 
 function fakeSha(random: () => number): string {
   let sha = '';
-  for (let i = 0; i < 5; i++) sha += Math.floor(random() * 4294967296).toString(16).padStart(8, '0');
+  for (let i = 0; i < 5; i++)
+    sha += Math.floor(random() * 4294967296)
+      .toString(16)
+      .padStart(8, '0');
   return sha;
 }
 
@@ -103,7 +107,8 @@ export class SeededCounts {
   total(query: Record<string, string>): number {
     let sum = 0;
     for (const row of this.rows.values()) {
-      if (query.status !== undefined && row.status !== ActionStatus[query.status as keyof typeof ActionStatus]) continue;
+      if (query.status !== undefined && row.status !== ActionStatus[query.status as keyof typeof ActionStatus])
+        continue;
       if (query.event !== undefined && row.event !== query.event) continue;
       if (query.workflow_id !== undefined && row.workflowId !== query.workflow_id) continue;
       if (query.ref !== undefined && row.ref !== query.ref) continue;
@@ -118,7 +123,13 @@ export class SeededCounts {
  * ROWS_PER_TRANSACTION rows, then the run counts and the run counter that
  * Gantry keeps beside them (as insertRunWithJobs would have left them).
  */
-export async function seedRuns(db: Db, repo: Repository, owner: User, total: number, ctx: ScenarioContext): Promise<SeededCounts> {
+export async function seedRuns(
+  db: Db,
+  repo: Repository,
+  owner: User,
+  total: number,
+  ctx: ScenarioContext,
+): Promise<SeededCounts> {
   const random = generator(repo.id * 7919);
   const counts = new SeededCounts();
   const firstCreated = Math.floor(Date.now() / 1000) - total * 60;
@@ -140,7 +151,8 @@ export async function seedRuns(db: Db, repo: Repository, owner: User, total: num
           // About half the runs share their commit with the run before (one push, several workflows).
           if (random() < 0.5) sha = fakeSha(random);
           const created = firstCreated + index * 60;
-          const done = status !== ActionStatus.waiting && status !== ActionStatus.running && status !== ActionStatus.blocked;
+          const done =
+            status !== ActionStatus.waiting && status !== ActionStatus.running && status !== ActionStatus.blocked;
           counts.add(workflowId, ref, event, status);
           rows.push({
             repo_id: repo.id,
@@ -165,11 +177,24 @@ export async function seedRuns(db: Db, repo: Repository, owner: User, total: num
       }
     });
     const elapsed = (performance.now() - started) / 1000;
-    ctx.log(`seeding ${repo.name}: ${index.toLocaleString('en-US')}/${total.toLocaleString('en-US')} runs (${elapsed.toFixed(1)} s)`);
+    ctx.log(
+      `seeding ${repo.name}: ${index.toLocaleString('en-US')}/${total.toLocaleString('en-US')} runs (${elapsed.toFixed(1)} s)`,
+    );
   }
   await db.transaction().execute(async (tx) => {
-    const rows = [...counts.rows.values()].map((c) => ({ repo_id: repo.id, workflow_id: c.workflowId, ref: c.ref, event: c.event, status: c.status, count: c.count }));
-    for (let i = 0; i < rows.length; i += COUNT_ROWS_PER_INSERT) await tx.insertInto('action_run_count').values(rows.slice(i, i + COUNT_ROWS_PER_INSERT)).execute();
+    const rows = [...counts.rows.values()].map((c) => ({
+      repo_id: repo.id,
+      workflow_id: c.workflowId,
+      ref: c.ref,
+      event: c.event,
+      status: c.status,
+      count: c.count,
+    }));
+    for (let i = 0; i < rows.length; i += COUNT_ROWS_PER_INSERT)
+      await tx
+        .insertInto('action_run_count')
+        .values(rows.slice(i, i + COUNT_ROWS_PER_INSERT))
+        .execute();
     await tx.insertInto('action_run_index').values({ repo_id: repo.id, max_index: total }).execute();
   });
   return counts;

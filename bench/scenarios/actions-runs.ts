@@ -58,7 +58,12 @@ function meanLatencyMs(rps: number): number {
   return (CONNECTIONS * 1000) / rps;
 }
 
-async function runsListMetrics(gantry: GantryServer, owner: User, headers: Record<string, string>, ctx: ScenarioContext): Promise<Metric[]> {
+async function runsListMetrics(
+  gantry: GantryServer,
+  owner: User,
+  headers: Record<string, string>,
+  ctx: ScenarioContext,
+): Promise<Metric[]> {
   const { db } = gantry.deps.database;
   const { repos } = gantry.deps.services;
   const big = bigRuns();
@@ -72,7 +77,9 @@ async function runsListMetrics(gantry: GantryServer, owner: User, headers: Recor
     const started = performance.now();
     const counts = await seedRuns(db, repo, owner, runs, ctx);
     const seconds = (performance.now() - started) / 1000;
-    ctx.log(`seeded ${runs.toLocaleString('en-US')} runs (${counts.rows.size} count rows) in ${seconds.toFixed(1)} s (${Math.round(runs / seconds).toLocaleString('en-US')} runs/s) on ${ctx.database}`);
+    ctx.log(
+      `seeded ${runs.toLocaleString('en-US')} runs (${counts.rows.size} count rows) in ${seconds.toFixed(1)} s (${Math.round(runs / seconds).toLocaleString('en-US')} runs/s) on ${ctx.database}`,
+    );
     seeded.push({ repo, runs, counts });
   }
   if (ctx.database === 'postgres') {
@@ -81,19 +88,26 @@ async function runsListMetrics(gantry: GantryServer, owner: User, headers: Recor
     await sql`analyze action_run_count`.execute(db);
   }
 
-  const label = (runs: number): string => (runs >= 1_000_000 && runs % 1_000_000 === 0 ? `${runs / 1_000_000}M` : runs >= 1000 ? `${Math.round(runs / 1000)}k` : String(runs));
+  const label = (runs: number): string =>
+    runs >= 1_000_000 && runs % 1_000_000 === 0
+      ? `${runs / 1_000_000}M`
+      : runs >= 1000
+        ? `${Math.round(runs / 1000)}k`
+        : String(runs);
   const metrics: Metric[] = [];
   // Each list: the URL of a page in one repository and the total_count it must answer.
   const lists = [
     ...FILTERS.map((filter) => ({
       label: `runs list ${filter.label}`,
-      url: (repo: Repository) => `${gantry.url}/api/v1/repos/${owner.name}/${repo.name}/actions/runs?${new URLSearchParams({ ...filter.query, limit: String(PAGE_LIMIT), page: '1' }).toString()}`,
+      url: (repo: Repository) =>
+        `${gantry.url}/api/v1/repos/${owner.name}/${repo.name}/actions/runs?${new URLSearchParams({ ...filter.query, limit: String(PAGE_LIMIT), page: '1' }).toString()}`,
       expected: (counts: SeededCounts) => counts.total(filter.query),
     })),
     {
       // Gitea's per-workflow runs list (the workflows API): the workflow_id index and the run counts.
       label: `workflow runs list (GET …/workflows/${WORKFLOW_LISTED}/runs)`,
-      url: (repo: Repository) => `${gantry.url}/api/v1/repos/${owner.name}/${repo.name}/actions/workflows/${WORKFLOW_LISTED}/runs?limit=${PAGE_LIMIT}&page=1`,
+      url: (repo: Repository) =>
+        `${gantry.url}/api/v1/repos/${owner.name}/${repo.name}/actions/workflows/${WORKFLOW_LISTED}/runs?limit=${PAGE_LIMIT}&page=1`,
       expected: (counts: SeededCounts) => counts.total({ workflow_id: WORKFLOW_LISTED }),
     },
   ];
@@ -107,21 +121,41 @@ async function runsListMetrics(gantry: GantryServer, owner: User, headers: Recor
       const body = JSON.parse(text) as { total_count: number; workflow_runs: unknown[] };
       const expected = list.expected(counts);
       if (body.total_count !== expected) throw new Error(`${url}: total_count ${body.total_count}, seeded ${expected}`);
-      if (body.workflow_runs.length !== Math.min(PAGE_LIMIT, expected)) throw new Error(`${url}: ${body.workflow_runs.length} runs on page 1`);
-      targets.push({ url, label: `${list.label} in ${label(runs)} runs (total_count ${expected})`, rps: [] as number[] });
+      if (body.workflow_runs.length !== Math.min(PAGE_LIMIT, expected))
+        throw new Error(`${url}: ${body.workflow_runs.length} runs on page 1`);
+      targets.push({
+        url,
+        label: `${list.label} in ${label(runs)} runs (total_count ${expected})`,
+        rps: [] as number[],
+      });
     }
     const [small, large] = targets as [(typeof targets)[0], (typeof targets)[0]];
     // Small, large, large, small: drift over the run (a checkpoint, a GC of the
     // seeding garbage, a noisy neighbour) weighs on both sizes alike.
     for (const target of [small, large, large, small]) {
-      target.rps.push((await measureWithWarmup(ctx, target.label, { url: target.url, headers, connections: CONNECTIONS })).rps);
+      target.rps.push(
+        (await measureWithWarmup(ctx, target.label, { url: target.url, headers, connections: CONNECTIONS })).rps,
+      );
     }
     const meanRps = (rps: number[]): number => rps.reduce((a, b) => a + b, 0) / rps.length;
     const meanLatency = (rps: number[]): number => rps.reduce((a, b) => a + meanLatencyMs(b), 0) / rps.length;
     const name = `${list.label} ${label(big)} vs ${label(SMALL_RUNS)}`;
     metrics.push(
-      { metric: `${name}: mean latency (ms)`, value: meanLatency(large.rps), baseline: meanLatency(small.rps), ratio: meanLatency(large.rps) / meanLatency(small.rps), target: { of: 'ratio', kind: 'atMost', threshold: 1.5 } },
-      { metric: `${name}: rps`, value: meanRps(large.rps), baseline: meanRps(small.rps), ratio: meanRps(large.rps) / meanRps(small.rps), target: null, decimals: 0 },
+      {
+        metric: `${name}: mean latency (ms)`,
+        value: meanLatency(large.rps),
+        baseline: meanLatency(small.rps),
+        ratio: meanLatency(large.rps) / meanLatency(small.rps),
+        target: { of: 'ratio', kind: 'atMost', threshold: 1.5 },
+      },
+      {
+        metric: `${name}: rps`,
+        value: meanRps(large.rps),
+        baseline: meanRps(small.rps),
+        ratio: meanRps(large.rps) / meanRps(small.rps),
+        target: null,
+        decimals: 0,
+      },
     );
   }
   return metrics;
@@ -146,31 +180,73 @@ jobs:
       - run: echo deploy to \${{ inputs.target }}
 `;
 
-async function pushedWorkDir(gantry: GantryServer, owner: User, token: string, repoName: string, ctx: ScenarioContext): Promise<WorkDir> {
+async function pushedWorkDir(
+  gantry: GantryServer,
+  owner: User,
+  token: string,
+  repoName: string,
+  ctx: ScenarioContext,
+): Promise<WorkDir> {
   await gantry.deps.services.repos.create(owner, owner, { name: repoName });
   const work = await createWorkDir(remoteUrl(gantry.url, owner.name, repoName, { user: owner.name, password: token }));
   ctx.defer(() => work.remove());
   return work;
 }
 
-async function dispatchMetrics(gantry: GantryServer, owner: User, token: string, headers: Record<string, string>, ctx: ScenarioContext): Promise<Metric[]> {
+async function dispatchMetrics(
+  gantry: GantryServer,
+  owner: User,
+  token: string,
+  headers: Record<string, string>,
+  ctx: ScenarioContext,
+): Promise<Metric[]> {
   const work = await pushedWorkDir(gantry, owner, token, 'deploy-app', ctx);
-  await work.commit({ 'README.md': '# deploy-app\n', '.forgejo/workflows/deploy.yml': DEPLOY_WORKFLOW }, 'Add the deploy workflow');
+  await work.commit(
+    { 'README.md': '# deploy-app\n', '.forgejo/workflows/deploy.yml': DEPLOY_WORKFLOW },
+    'Add the deploy workflow',
+  );
   const pushed = await work.push('main');
   if (pushed.code !== 0) throw new Error(`git push failed: ${pushed.stderr}`);
 
   const url = `${gantry.url}/api/v1/repos/${owner.name}/deploy-app/actions/workflows/deploy.yml/dispatches`;
-  const post = { method: 'POST' as const, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ ref: 'main', inputs: { target: 'staging' } }) };
+  const post = {
+    method: 'POST' as const,
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ ref: 'main', inputs: { target: 'staging' } }),
+  };
   const first = await fetch(url, post);
-  if (first.status !== 204) throw new Error(`first dispatch answered ${first.status}: ${(await first.text()).slice(0, 200)}`);
-  const version = await measureWithWarmup(ctx, 'Gantry GET /api/v1/version', { url: `${gantry.url}/api/v1/version`, headers, connections: CONNECTIONS });
+  if (first.status !== 204)
+    throw new Error(`first dispatch answered ${first.status}: ${(await first.text()).slice(0, 200)}`);
+  const version = await measureWithWarmup(ctx, 'Gantry GET /api/v1/version', {
+    url: `${gantry.url}/api/v1/version`,
+    headers,
+    connections: CONNECTIONS,
+  });
   const dispatch = await measureWithWarmup(ctx, 'Gantry POST dispatches', { url, ...post, connections: CONNECTIONS });
   const repo = await gantry.deps.services.repos.find(owner, 'deploy-app');
-  const made = await gantry.deps.database.db.selectFrom('action_run_index').select('max_index').where('repo_id', '=', repo?.id ?? 0).executeTakeFirst();
+  const made = await gantry.deps.database.db
+    .selectFrom('action_run_index')
+    .select('max_index')
+    .where('repo_id', '=', repo?.id ?? 0)
+    .executeTakeFirst();
   ctx.log(`dispatch created ${Number(made?.max_index ?? 0).toLocaleString('en-US')} runs`);
   return [
-    { metric: 'dispatch (204) rps vs GET version', value: dispatch.rps, baseline: version.rps, ratio: dispatch.rps / version.rps, target: { of: 'value', kind: 'atLeast', threshold: 300 }, decimals: 0 },
-    { metric: 'dispatch p99 (ms) vs GET version', value: dispatch.p99, baseline: version.p99, ratio: null, target: null, decimals: 0 },
+    {
+      metric: 'dispatch (204) rps vs GET version',
+      value: dispatch.rps,
+      baseline: version.rps,
+      ratio: dispatch.rps / version.rps,
+      target: { of: 'value', kind: 'atLeast', threshold: 300 },
+      decimals: 0,
+    },
+    {
+      metric: 'dispatch p99 (ms) vs GET version',
+      value: dispatch.p99,
+      baseline: version.p99,
+      ratio: null,
+      target: null,
+      decimals: 0,
+    },
   ];
 }
 
@@ -178,7 +254,8 @@ async function dispatchMetrics(gantry: GantryServer, owner: User, token: string,
 async function writeRandomFile(file: string, bytes: number): Promise<void> {
   const handle = await fs.open(file, 'w');
   try {
-    for (let written = 0; written < bytes; written += MB) await handle.write(randomBytes(Math.min(MB, bytes - written)));
+    for (let written = 0; written < bytes; written += MB)
+      await handle.write(randomBytes(Math.min(MB, bytes - written)));
   } finally {
     await handle.close();
   }
@@ -217,9 +294,18 @@ async function pushMetrics(gantry: GantryServer, owner: User, token: string, ctx
   const remote = (await work.git(['ls-remote', 'origin', 'refs/heads/main'])).stdout.split('\t')[0];
   if (remote !== head) throw new Error(`after the push Gantry's main is ${remote}, expected ${head}`);
   const growth = (peak - before) / MB;
-  ctx.log(`push of ${(packBytes / MB).toFixed(1)} MB took ${seconds.toFixed(2)} s; RSS ${(before / MB).toFixed(0)} → peak ${(peak / MB).toFixed(0)} MB`);
+  ctx.log(
+    `push of ${(packBytes / MB).toFixed(1)} MB took ${seconds.toFixed(2)} s; RSS ${(before / MB).toFixed(0)} → peak ${(peak / MB).toFixed(0)} MB`,
+  );
   return [
-    { metric: '50 MB push: peak RSS growth (MB) vs pack (MB)', value: growth, baseline: packBytes / MB, ratio: growth / (packBytes / MB), target: { of: 'value', kind: 'atMost', threshold: 64 }, decimals: 1 },
+    {
+      metric: '50 MB push: peak RSS growth (MB) vs pack (MB)',
+      value: growth,
+      baseline: packBytes / MB,
+      ratio: growth / (packBytes / MB),
+      target: { of: 'value', kind: 'atMost', threshold: 64 },
+      decimals: 1,
+    },
     { metric: '50 MB push: duration (s)', value: seconds, baseline: null, ratio: null, target: null, decimals: 2 },
   ];
 }
@@ -233,7 +319,12 @@ export const actionsRuns: Scenario = {
     const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
     ctx.defer(() => gantry.stop());
     const { accounts, accessTokens } = gantry.deps.services;
-    const owner = await accounts.createUser({ username: 'bench-owner', email: 'bench-owner@bench.invalid', password: 'bench-password', mustChangePassword: false });
+    const owner = await accounts.createUser({
+      username: 'bench-owner',
+      email: 'bench-owner@bench.invalid',
+      password: 'bench-password',
+      mustChangePassword: false,
+    });
     const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
     const headers = { authorization: `token ${token}` };
 

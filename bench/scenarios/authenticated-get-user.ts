@@ -37,7 +37,16 @@ async function seedUsers(db: Db, ctx: ScenarioContext): Promise<SeededUser[]> {
       const users = Array.from({ length: count }, (_, k) => {
         const name = userName(start + k + 1);
         const email = `${name}@bench.invalid`;
-        return { name, lower_name: name.toLowerCase(), email, lower_email: email.toLowerCase(), passwd: NO_PASSWORD, type: 0, created_unix: nowSec, updated_unix: nowSec };
+        return {
+          name,
+          lower_name: name.toLowerCase(),
+          email,
+          lower_email: email.toLowerCase(),
+          passwd: NO_PASSWORD,
+          type: 0,
+          created_unix: nowSec,
+          updated_unix: nowSec,
+        };
       });
       const inserted = await tx.insertInto('user').values(users).returning(['id', 'name']).execute();
       if (inserted.length !== count) throw new Error(`inserted ${inserted.length} of ${count} users`);
@@ -63,7 +72,6 @@ async function seedUsers(db: Db, ctx: ScenarioContext): Promise<SeededUser[]> {
   return seeded;
 }
 
-
 export const authenticatedGetUser: Scenario = {
   name: 'authenticated-get-user',
   description: `token-authenticated GET /api/v1/user with ${USERS.toLocaleString('en-US')} users and tokens, against a bare node:http server sending the same bytes`,
@@ -82,9 +90,11 @@ export const authenticatedGetUser: Scenario = {
     // One real request first: the baseline must answer what Gantry answers.
     const response = await fetch(url, { headers });
     const body = Buffer.from(await response.arrayBuffer());
-    if (response.status !== 200) throw new Error(`GET /api/v1/user answered ${response.status}: ${body.toString('utf8').slice(0, 200)}`);
+    if (response.status !== 200)
+      throw new Error(`GET /api/v1/user answered ${response.status}: ${body.toString('utf8').slice(0, 200)}`);
     const login = (JSON.parse(body.toString('utf8')) as { login?: unknown }).login;
-    if (login !== chosen.name) throw new Error(`GET /api/v1/user returned login ${JSON.stringify(login)}, expected ${chosen.name}`);
+    if (login !== chosen.name)
+      throw new Error(`GET /api/v1/user returned login ${JSON.stringify(login)}, expected ${chosen.name}`);
     const contentType = response.headers.get('content-type');
     if (!contentType) throw new Error('GET /api/v1/user sent no content-type');
 
@@ -104,7 +114,14 @@ export const authenticatedGetUser: Scenario = {
         decimals: 0,
       },
       // autocannon records latencies in whole milliseconds.
-      { metric: 'p99 latency (ms)', value: measured.p99, baseline: baseline.p99, ratio: null, target: null, decimals: 0 },
+      {
+        metric: 'p99 latency (ms)',
+        value: measured.p99,
+        baseline: baseline.p99,
+        ratio: null,
+        target: null,
+        decimals: 0,
+      },
     ];
     return metrics;
   },

@@ -28,7 +28,8 @@ const SESSION_ROUNDS = 5;
 const MB = 1024 * 1024;
 const OWNER = 'idle-owner';
 const REPO = 'idle';
-const WORKFLOW = 'on:\n  push:\n  workflow_dispatch:\njobs:\n  build:\n    runs-on: docker\n    steps:\n      - run: echo build\n';
+const WORKFLOW =
+  'on:\n  push:\n  workflow_dispatch:\njobs:\n  build:\n    runs-on: docker\n    steps:\n      - run: echo build\n';
 
 interface Seeded {
   url: string;
@@ -54,7 +55,12 @@ async function seed(ctx: ScenarioContext, runs: number): Promise<Seeded> {
   const deps = await createDeps(loadConfig(settings), { logger: pino({ level: 'silent' }) });
   let token: string;
   try {
-    const owner = await deps.services.accounts.createUser({ username: OWNER, email: `${OWNER}@bench.invalid`, password: 'bench-password', mustChangePassword: false });
+    const owner = await deps.services.accounts.createUser({
+      username: OWNER,
+      email: `${OWNER}@bench.invalid`,
+      password: 'bench-password',
+      mustChangePassword: false,
+    });
     token = (await deps.services.accessTokens.create(owner, 'bench', ['all'])).secret;
     const repo = await deps.services.repos.create(owner, owner, { name: REPO });
     if (runs > 0) {
@@ -95,13 +101,21 @@ async function session(ctx: ScenarioContext, url: string, token: string, storedR
     headers: { authorization: `token ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ ref: 'main', return_run_info: true }),
   });
-  if (dispatched.status !== 201) throw new Error(`dispatch answered ${dispatched.status}: ${(await dispatched.text()).slice(0, 200)}`);
+  if (dispatched.status !== 201)
+    throw new Error(`dispatch answered ${dispatched.status}: ${(await dispatched.text()).slice(0, 200)}`);
   const run = (await dispatched.json()) as { id: number };
   const expectedTotal = storedRuns + 2;
   for (let round = 0; round < SESSION_ROUNDS; round += 1) {
-    for (const query of ['limit=30&page=1', 'limit=30&page=2', 'status=success&event=push', 'workflow_id=ci.yml&ref=refs/heads/main', 'limit=50&page=200']) {
+    for (const query of [
+      'limit=30&page=1',
+      'limit=30&page=2',
+      'status=success&event=push',
+      'workflow_id=ci.yml&ref=refs/heads/main',
+      'limit=50&page=200',
+    ]) {
       const list = (await getJson(`${api}/runs?${query}`, token)) as { total_count: number; workflow_runs: unknown[] };
-      if (query.startsWith('limit=30&page=1') && list.total_count !== expectedTotal) throw new Error(`total_count ${list.total_count}, expected ${expectedTotal}`);
+      if (query.startsWith('limit=30&page=1') && list.total_count !== expectedTotal)
+        throw new Error(`total_count ${list.total_count}, expected ${expectedTotal}`);
     }
     await getJson(`${api}/runs/${run.id}`, token);
     await getJson(`${api}/tasks?limit=30`, token);
@@ -122,7 +136,9 @@ async function idleMemory(ctx: ScenarioContext, runs: number): Promise<ProcessMe
   const pid = server.pid;
   if (pid === undefined) throw new Error('gantry web has no pid');
   const memory = await readProcessMemory(pid);
-  ctx.log(`${runs.toLocaleString('en-US')} runs stored: idle RSS ${(memory.rss / MB).toFixed(1)} MB (peak ${(memory.peakRss / MB).toFixed(1)} MB)`);
+  ctx.log(
+    `${runs.toLocaleString('en-US')} runs stored: idle RSS ${(memory.rss / MB).toFixed(1)} MB (peak ${(memory.peakRss / MB).toFixed(1)} MB)`,
+  );
   const code = await server.stop();
   if (code !== 0) throw new Error(`gantry web exited with ${code} on SIGTERM:\n${server.tail()}`);
   return memory;
@@ -141,8 +157,22 @@ export const idleRss: Scenario = {
     const full = await idleMemory(ctx, runs);
     const name = `${label(runs)} runs stored vs empty`;
     const metrics: Metric[] = [
-      { metric: `idle RSS (MB), ${name}`, value: full.rss / MB, baseline: empty.rss / MB, ratio: full.rss / empty.rss, target: { of: 'ratio', kind: 'atMost', threshold: 1.5 }, decimals: 1 },
-      { metric: `peak RSS (MB) during the session, ${name}`, value: full.peakRss / MB, baseline: empty.peakRss / MB, ratio: full.peakRss / empty.peakRss, target: null, decimals: 1 },
+      {
+        metric: `idle RSS (MB), ${name}`,
+        value: full.rss / MB,
+        baseline: empty.rss / MB,
+        ratio: full.rss / empty.rss,
+        target: { of: 'ratio', kind: 'atMost', threshold: 1.5 },
+        decimals: 1,
+      },
+      {
+        metric: `peak RSS (MB) during the session, ${name}`,
+        value: full.peakRss / MB,
+        baseline: empty.peakRss / MB,
+        ratio: full.peakRss / empty.peakRss,
+        target: null,
+        decimals: 1,
+      },
     ];
     return metrics;
   },

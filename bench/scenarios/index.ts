@@ -11,4 +11,14 @@ import { runners } from './runners.ts';
 import { scaleOut } from './scale-out.ts';
 import { webhooks } from './webhooks.ts';
 
-export const SCENARIOS: readonly Scenario[] = [authenticatedGetUser, repoActionsData, actionsRuns, runners, runCancel, webhooks, jobLogDownload, scaleOut, idleRss];
+export const SCENARIOS: readonly Scenario[] = [
+  authenticatedGetUser,
+  repoActionsData,
+  actionsRuns,
+  runners,
+  runCancel,
+  webhooks,
+  jobLogDownload,
+  scaleOut,
+  idleRss,
+];

@@ -42,14 +42,26 @@ function logMegabytes(): number {
   const raw = process.env.GANTRY_BENCH_LOG_MB?.trim();
   if (!raw) return 100;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`GANTRY_BENCH_LOG_MB must be a whole number ≥ 1, got "${raw}"`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`GANTRY_BENCH_LOG_MB must be a whole number ≥ 1, got "${raw}"`);
   return value;
 }
 
 /** Build-output-like lines: varied enough that gzip compresses them about as much as real logs (~5×). */
 function* rows(startMs: number): Generator<LogRow> {
   let seed = 0x2545f491;
-  const words = ['compiling', 'linking', 'test', 'ok', 'PASS', 'warning:', 'src/modules/archive/zip-stream.ts', 'node_modules/.bin/tsc', 'downloaded', 'layer'];
+  const words = [
+    'compiling',
+    'linking',
+    'test',
+    'ok',
+    'PASS',
+    'warning:',
+    'src/modules/archive/zip-stream.ts',
+    'node_modules/.bin/tsc',
+    'downloaded',
+    'layer',
+  ];
   for (let i = 0; ; i += 1) {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
     const ms = startMs + i * 3;
@@ -87,7 +99,12 @@ async function seed(ctx: ScenarioContext, megabytes: number): Promise<Seeded> {
   try {
     const { services } = deps;
     const db = deps.database.db;
-    const owner = await services.accounts.createUser({ username: OWNER, email: `${OWNER}@bench.invalid`, password: 'bench-password', mustChangePassword: false });
+    const owner = await services.accounts.createUser({
+      username: OWNER,
+      email: `${OWNER}@bench.invalid`,
+      password: 'bench-password',
+      mustChangePassword: false,
+    });
     const token = (await services.accessTokens.create(owner, 'bench', ['all'])).secret;
     const repo = await services.repos.create(owner, owner, { name: REPO });
     const now = Math.floor(Date.now() / 1000);
@@ -111,7 +128,18 @@ async function seed(ctx: ScenarioContext, megabytes: number): Promise<Seeded> {
             triggerEvent: 'push',
             status: ActionStatus.running,
           },
-          [{ name: 'build', jobId: 'build', handle: randomUUID(), needs: [], runsOn: ['docker'], hasIf: false, workflowPayload: 'jobs: {build: {}}', status: ActionStatus.running }],
+          [
+            {
+              name: 'build',
+              jobId: 'build',
+              handle: randomUUID(),
+              needs: [],
+              runsOn: ['docker'],
+              hasIf: false,
+              workflowPayload: 'jobs: {build: {}}',
+              status: ActionStatus.running,
+            },
+          ],
           now,
         ),
       );
@@ -119,7 +147,19 @@ async function seed(ctx: ScenarioContext, megabytes: number): Promise<Seeded> {
       if (job === undefined) throw new Error('no job inserted');
       const inserted = await db
         .insertInto('action_task')
-        .values({ job_id: job.id, attempt: 1, runner_id: 0, status: ActionStatus.running, started: now, repo_id: repo.id, owner_id: owner.id, commit_sha: job.commitSha, token_hash: null, created: now, updated: now })
+        .values({
+          job_id: job.id,
+          attempt: 1,
+          runner_id: 0,
+          status: ActionStatus.running,
+          started: now,
+          repo_id: repo.id,
+          owner_id: owner.id,
+          commit_sha: job.commitSha,
+          token_hash: null,
+          created: now,
+          updated: now,
+        })
         .returning('id')
         .executeTakeFirstOrThrow();
       const plainName = plainLogName(repo.id, inserted.id);
@@ -140,17 +180,30 @@ async function seed(ctx: ScenarioContext, megabytes: number): Promise<Seeded> {
       const status = archived ? ActionStatus.success : ActionStatus.running;
       await db
         .updateTable('action_task')
-        .set({ log_filename: filename, log_in_storage: archived ? 1 : 0, log_length: lines, log_size: size, status, stopped: archived ? now : 0 })
+        .set({
+          log_filename: filename,
+          log_in_storage: archived ? 1 : 0,
+          log_length: lines,
+          log_size: size,
+          status,
+          stopped: archived ? now : 0,
+        })
         .where('id', '=', inserted.id)
         .execute();
-      await db.updateTable('action_run_job').set({ task_id: inserted.id, attempt: 1, status }).where('id', '=', job.id).execute();
+      await db
+        .updateTable('action_run_job')
+        .set({ task_id: inserted.id, attempt: 1, status })
+        .where('id', '=', job.id)
+        .execute();
       return { jobId: job.id, size };
     };
 
     const started = performance.now();
     const archived = await task(true);
     const plain = await task(false);
-    ctx.log(`wrote two ${(archived.size / MB).toFixed(1)} MB logs (one archived) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    ctx.log(
+      `wrote two ${(archived.size / MB).toFixed(1)} MB logs (one archived) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
     const env: NodeJS.ProcessEnv = { ...process.env, ...settings };
     if (!databaseUrl) delete env.GANTRY_DATABASE_URL;
     return { url, token, env, archivedJobId: archived.jobId, plainJobId: plain.jobId, size: archived.size };
@@ -159,13 +212,18 @@ async function seed(ctx: ScenarioContext, megabytes: number): Promise<Seeded> {
   }
 }
 
-
 interface Download {
   mbPerSec: number;
   growthMb: number;
 }
 
-async function download(ctx: ScenarioContext, server: GantryChild, seeded: Seeded, jobId: number, what: string): Promise<Download> {
+async function download(
+  ctx: ScenarioContext,
+  server: GantryChild,
+  seeded: Seeded,
+  jobId: number,
+  what: string,
+): Promise<Download> {
   const pid = server.pid;
   if (pid === undefined) throw new Error('gantry web has no pid');
   const url = `${seeded.url}/api/v1/repos/${OWNER}/${REPO}/actions/jobs/${jobId}/logs`;
@@ -225,7 +283,14 @@ export const jobLogDownload: Scenario = {
     const archived = await inFreshServer(seeded.archivedJobId, 'archived (gzip) log');
     const plain = await inFreshServer(seeded.plainJobId, 'running (plain) log');
     const metrics: Metric[] = [
-      { metric: `throughput (MB/s), ${megabytes} MB archived log`, value: archived.mbPerSec, baseline: null, ratio: null, target: null, decimals: 1 },
+      {
+        metric: `throughput (MB/s), ${megabytes} MB archived log`,
+        value: archived.mbPerSec,
+        baseline: null,
+        ratio: null,
+        target: null,
+        decimals: 1,
+      },
       {
         metric: `peak RSS growth (MB), ${megabytes} MB archived log`,
         value: archived.growthMb,
@@ -234,7 +299,14 @@ export const jobLogDownload: Scenario = {
         target: { of: 'value', kind: 'atMost', threshold: TARGET_GROWTH_MB },
         decimals: 1,
       },
-      { metric: `throughput (MB/s), ${megabytes} MB running log`, value: plain.mbPerSec, baseline: null, ratio: null, target: null, decimals: 1 },
+      {
+        metric: `throughput (MB/s), ${megabytes} MB running log`,
+        value: plain.mbPerSec,
+        baseline: null,
+        ratio: null,
+        target: null,
+        decimals: 1,
+      },
       {
         metric: `peak RSS growth (MB), ${megabytes} MB running log`,
         value: plain.growthMb,

@@ -28,7 +28,15 @@ async function seed(db: Db, owner: User, ctx: ScenarioContext): Promise<void> {
     for (let start = 0; start < REPOS; start += CHUNK) {
       const rows = Array.from({ length: Math.min(CHUNK, REPOS - start) }, (_, k) => {
         const name = repoName(start + k + 1);
-        return { owner_id: owner.id, owner_name: owner.name, name, lower_name: name, default_branch: 'main', created_unix: nowSec, updated_unix: nowSec };
+        return {
+          owner_id: owner.id,
+          owner_name: owner.name,
+          name,
+          lower_name: name,
+          default_branch: 'main',
+          created_unix: nowSec,
+          updated_unix: nowSec,
+        };
       });
       const repos = await tx.insertInto('repository').values(rows).returning('id').execute();
       for (const repo of repos) {
@@ -40,7 +48,11 @@ async function seed(db: Db, owner: User, ctx: ScenarioContext): Promise<void> {
           created_unix: nowSec,
           updated_unix: nowSec,
         }));
-        for (let i = 0; i < variables.length; i += CHUNK) await tx.insertInto('action_variable').values(variables.slice(i, i + CHUNK)).execute();
+        for (let i = 0; i < variables.length; i += CHUNK)
+          await tx
+            .insertInto('action_variable')
+            .values(variables.slice(i, i + CHUNK))
+            .execute();
       }
       ctx.log(`seeding ${REPOS} repositories × ${VARIABLES_PER_REPO} variables… ${start + rows.length}/${REPOS}`);
     }
@@ -54,7 +66,12 @@ export const repoActionsData: Scenario = {
     const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
     ctx.defer(() => gantry.stop());
     const { accounts, accessTokens } = gantry.deps.services;
-    const owner = await accounts.createUser({ username: 'bench-owner', email: 'bench-owner@bench.invalid', password: 'bench-password', mustChangePassword: false });
+    const owner = await accounts.createUser({
+      username: 'bench-owner',
+      email: 'bench-owner@bench.invalid',
+      password: 'bench-password',
+      mustChangePassword: false,
+    });
     const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
     await seed(gantry.deps.database.db, owner, ctx);
 
@@ -63,14 +80,21 @@ export const repoActionsData: Scenario = {
     const variableUrl = `${gantry.url}/api/v1/repos/${owner.name}/${repo}/actions/variables/${variableName(50)}`;
     const response = await fetch(variableUrl, { headers });
     const body = Buffer.from(await response.arrayBuffer());
-    if (response.status !== 200) throw new Error(`GET variable answered ${response.status}: ${body.toString('utf8').slice(0, 200)}`);
-    const bareGet = await startBareServer(body, { 'content-type': response.headers.get('content-type') ?? 'application/json' });
+    if (response.status !== 200)
+      throw new Error(`GET variable answered ${response.status}: ${body.toString('utf8').slice(0, 200)}`);
+    const bareGet = await startBareServer(body, {
+      'content-type': response.headers.get('content-type') ?? 'application/json',
+    });
     ctx.defer(() => bareGet.close());
     const getBaseline = await measureWithWarmup(ctx, 'bare GET', { url: `${bareGet.url}/x`, headers });
     const getMeasured = await measureWithWarmup(ctx, 'Gantry GET variable', { url: variableUrl, headers });
 
     const secretUrl = `${gantry.url}/api/v1/repos/${owner.name}/${repo}/actions/secrets/BENCH_SECRET`;
-    const put = { method: 'PUT' as const, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ data: 'a secret value of moderate length, 48 characters' }) };
+    const put = {
+      method: 'PUT' as const,
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: 'a secret value of moderate length, 48 characters' }),
+    };
     const first = await fetch(secretUrl, put);
     if (first.status !== 201) throw new Error(`first PUT secret answered ${first.status}`);
     const barePut = await startBareServer(Buffer.alloc(0), {}, 204);
@@ -79,10 +103,38 @@ export const repoActionsData: Scenario = {
     const putMeasured = await measureWithWarmup(ctx, 'Gantry PUT secret', { url: secretUrl, ...put });
 
     const metrics: Metric[] = [
-      { metric: 'GET variable rps', value: getMeasured.rps, baseline: getBaseline.rps, ratio: getMeasured.rps / getBaseline.rps, target: { of: 'ratio', kind: 'atLeast', threshold: 0.4 }, decimals: 0 },
-      { metric: 'GET variable p99 (ms)', value: getMeasured.p99, baseline: getBaseline.p99, ratio: null, target: null, decimals: 0 },
-      { metric: 'PUT secret rps', value: putMeasured.rps, baseline: putBaseline.rps, ratio: putMeasured.rps / putBaseline.rps, target: null, decimals: 0 },
-      { metric: 'PUT secret p99 (ms)', value: putMeasured.p99, baseline: putBaseline.p99, ratio: null, target: null, decimals: 0 },
+      {
+        metric: 'GET variable rps',
+        value: getMeasured.rps,
+        baseline: getBaseline.rps,
+        ratio: getMeasured.rps / getBaseline.rps,
+        target: { of: 'ratio', kind: 'atLeast', threshold: 0.4 },
+        decimals: 0,
+      },
+      {
+        metric: 'GET variable p99 (ms)',
+        value: getMeasured.p99,
+        baseline: getBaseline.p99,
+        ratio: null,
+        target: null,
+        decimals: 0,
+      },
+      {
+        metric: 'PUT secret rps',
+        value: putMeasured.rps,
+        baseline: putBaseline.rps,
+        ratio: putMeasured.rps / putBaseline.rps,
+        target: null,
+        decimals: 0,
+      },
+      {
+        metric: 'PUT secret p99 (ms)',
+        value: putMeasured.p99,
+        baseline: putBaseline.p99,
+        ratio: null,
+        target: null,
+        decimals: 0,
+      },
     ];
     return metrics;
   },

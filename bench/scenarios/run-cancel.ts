@@ -52,7 +52,12 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
   ctx.defer(() => gantry.stop());
   const { accounts, accessTokens, repos, runners } = gantry.deps.services;
-  const owner = await accounts.createUser({ username: 'bench-owner', email: 'bench-owner@bench.invalid', password: 'bench-password', mustChangePassword: false });
+  const owner = await accounts.createUser({
+    username: 'bench-owner',
+    email: 'bench-owner@bench.invalid',
+    password: 'bench-password',
+    mustChangePassword: false,
+  });
   const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
   const repo = await repos.create(owner, owner, { name: 'cancel' });
   const work = await createWorkDir(remoteUrl(gantry.url, owner.name, repo.name, { user: owner.name, password: token }));
@@ -62,23 +67,38 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   if (pushed.code !== 0) throw new Error(`git push failed: ${pushed.stderr}`);
   const registrationToken = await runners.registrationToken({ ownerId: 0, repoId: repo.id });
   const runner = createRunnerClient(gantry.url);
-  const registered = await runner.runner.register({ name: 'cancel-bench', token: registrationToken, version: 'v12.0.0', labels: ['cancel-bench'] });
+  const registered = await runner.runner.register({
+    name: 'cancel-bench',
+    token: registrationToken,
+    version: 'v12.0.0',
+    labels: ['cancel-bench'],
+  });
   if (registered.runner === undefined) throw new Error('Register answered without a runner');
-  runner.credentials = { id: Number(registered.runner.id), uuid: registered.runner.uuid, token: registered.runner.token };
+  runner.credentials = {
+    id: Number(registered.runner.id),
+    uuid: registered.runner.uuid,
+    token: registered.runner.token,
+  };
   return { gantry, owner, token, runner };
 }
 
 async function api(setup: Setup, method: string, path: string, body?: unknown): Promise<Response> {
   return fetch(`${setup.gantry.url}/api/v1/repos/${setup.owner.name}/cancel${path}`, {
     method,
-    headers: { authorization: `token ${setup.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `token ${setup.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
 
 /** Dispatches the long job and takes it with the runner; returns the run id and the task id. */
 async function startRun(setup: Setup): Promise<{ runId: number; taskId: bigint }> {
-  const res = await api(setup, 'POST', '/actions/workflows/long.yml/dispatches', { ref: 'main', return_run_info: true });
+  const res = await api(setup, 'POST', '/actions/workflows/long.yml/dispatches', {
+    ref: 'main',
+    return_run_info: true,
+  });
   if (res.status !== 201) throw new Error(`dispatch answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
   const runId = ((await res.json()) as { id: number }).id;
   const fetched = await setup.runner.runner.fetchTask({ tasksVersion: 0n });
@@ -107,7 +127,8 @@ async function nextUpdateTask(setup: Setup): Promise<{ cancelled: number; baseli
   const baseline = performance.now() - baseStarted;
   const started = performance.now();
   await cancel(setup, runId);
-  if ((await heartbeat(setup, taskId)) !== Result.CANCELLED) throw new Error('the UpdateTask after the cancel did not answer CANCELLED');
+  if ((await heartbeat(setup, taskId)) !== Result.CANCELLED)
+    throw new Error('the UpdateTask after the cancel did not answer CANCELLED');
   return { cancelled: performance.now() - started, baseline };
 }
 
@@ -147,22 +168,45 @@ export const runCancel: Scenario = {
       immediate.push(sample.cancelled);
       baseline.push(sample.baseline);
     }
-    ctx.log(`measuring: ${RUNS} cancels seen by a runner polling every ${POLL_INTERVAL_MS} ms (about ${Math.round((RUNS * POLL_INTERVAL_MS) / 2000)} s)…`);
+    ctx.log(
+      `measuring: ${RUNS} cancels seen by a runner polling every ${POLL_INTERVAL_MS} ms (about ${Math.round((RUNS * POLL_INTERVAL_MS) / 2000)} s)…`,
+    );
     const polled: number[] = [];
     for (let i = 0; i < RUNS; i += 1) polled.push(await polling(setup));
     immediate.sort((a, b) => a - b);
     baseline.sort((a, b) => a - b);
     polled.sort((a, b) => a - b);
-    const row = (metric: string, values: number[], base: number[] | null, p: number, target: Metric['target']): Metric => {
+    const row = (
+      metric: string,
+      values: number[],
+      base: number[] | null,
+      p: number,
+      target: Metric['target'],
+    ): Metric => {
       const value = percentile(values, p);
       const baseValue = base === null ? null : percentile(base, p);
-      return { metric, value, baseline: baseValue, ratio: baseValue === null || baseValue === 0 ? null : value / baseValue, target, decimals: 1 };
+      return {
+        metric,
+        value,
+        baseline: baseValue,
+        ratio: baseValue === null || baseValue === 0 ? null : value / baseValue,
+        target,
+        decimals: 1,
+      };
     };
     return [
       row('cancel → next UpdateTask sees it, p50 (ms)', immediate, baseline, 50, null),
-      row('cancel → next UpdateTask sees it, p99 (ms)', immediate, baseline, 99, { of: 'value', kind: 'atMost', threshold: 250 }),
+      row('cancel → next UpdateTask sees it, p99 (ms)', immediate, baseline, 99, {
+        of: 'value',
+        kind: 'atMost',
+        threshold: 250,
+      }),
       row(`cancel 204 → runner polling every ${POLL_INTERVAL_MS / 1000} s sees it, p50 (ms)`, polled, null, 50, null),
-      row(`cancel 204 → runner polling every ${POLL_INTERVAL_MS / 1000} s sees it, p99 (ms)`, polled, null, 99, { of: 'value', kind: 'atMost', threshold: 1_250 }),
+      row(`cancel 204 → runner polling every ${POLL_INTERVAL_MS / 1000} s sees it, p99 (ms)`, polled, null, 99, {
+        of: 'value',
+        kind: 'atMost',
+        threshold: 1_250,
+      }),
     ];
   },
 };

@@ -109,7 +109,12 @@ interface LoopStats {
  * Ends when `signal` aborts; other failures are counted, and the loop backs
  * off a little so a broken server is not hammered.
  */
-async function pollLoop(client: RunnerClient, signal: AbortSignal, stats: LoopStats, onTask: (task: Task, fetchMs: number) => Promise<void>): Promise<void> {
+async function pollLoop(
+  client: RunnerClient,
+  signal: AbortSignal,
+  stats: LoopStats,
+  onTask: (task: Task, fetchMs: number) => Promise<void>,
+): Promise<void> {
   while (!signal.aborted) {
     try {
       const started = performance.now();
@@ -147,15 +152,27 @@ function newStats(): LoopStats {
 }
 
 function checkStats(stats: LoopStats, what: string): void {
-  if (stats.errors > 0) throw new Error(`${what}: ${stats.errors} failed calls, the first: ${String(stats.firstError)}`);
+  if (stats.errors > 0)
+    throw new Error(`${what}: ${stats.errors} failed calls, the first: ${String(stats.firstError)}`);
 }
 
-async function registerMany(gantry: GantryServer, registrationToken: string, count: number, labels: string[], ctx: ScenarioContext): Promise<RunnerClient[]> {
+async function registerMany(
+  gantry: GantryServer,
+  registrationToken: string,
+  count: number,
+  labels: string[],
+  ctx: ScenarioContext,
+): Promise<RunnerClient[]> {
   const clients: RunnerClient[] = [];
   for (let start = 0; start < count; start += REGISTER_CHUNK) {
     const chunk = Math.min(REGISTER_CHUNK, count - start);
-    clients.push(...(await Promise.all(Array.from({ length: chunk }, () => registerRunner(gantry.url, registrationToken, { labels })))));
-    if (count >= 500 && (start + chunk) % 250 === 0) ctx.log(`registered ${start + chunk}/${count} runners (${labels.join(',')})`);
+    clients.push(
+      ...(await Promise.all(
+        Array.from({ length: chunk }, () => registerRunner(gantry.url, registrationToken, { labels })),
+      )),
+    );
+    if (count >= 500 && (start + chunk) % 250 === 0)
+      ctx.log(`registered ${start + chunk}/${count} runners (${labels.join(',')})`);
   }
   return clients;
 }
@@ -171,7 +188,12 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
   ctx.defer(() => gantry.stop());
   const { accounts, accessTokens, repos, runners } = gantry.deps.services;
-  const owner = await accounts.createUser({ username: 'bench-owner', email: 'bench-owner@bench.invalid', password: 'bench-password', mustChangePassword: false });
+  const owner = await accounts.createUser({
+    username: 'bench-owner',
+    email: 'bench-owner@bench.invalid',
+    password: 'bench-password',
+    mustChangePassword: false,
+  });
   const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
   const repo = await repos.create(owner, owner, { name: 'runners' });
   const work = await createWorkDir(remoteUrl(gantry.url, owner.name, repo.name, { user: owner.name, password: token }));
@@ -192,18 +214,25 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
 
 async function dispatch(setup: Setup, file: string): Promise<number> {
   const started = performance.now();
-  const res = await fetch(`${setup.gantry.url}/api/v1/repos/${setup.owner.name}/runners/actions/workflows/${file}/dispatches`, {
-    method: 'POST',
-    headers: { authorization: `token ${setup.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ ref: 'main' }),
-  });
+  const res = await fetch(
+    `${setup.gantry.url}/api/v1/repos/${setup.owner.name}/runners/actions/workflows/${file}/dispatches`,
+    {
+      method: 'POST',
+      headers: { authorization: `token ${setup.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ref: 'main' }),
+    },
+  );
   const elapsed = performance.now() - started;
-  if (res.status !== 204) throw new Error(`dispatch of ${file} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+  if (res.status !== 204)
+    throw new Error(`dispatch of ${file} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
   return elapsed;
 }
 
 /** Runs the swarm until `jobs` tasks are reported done; returns the seconds it took and the fetches' round trips. */
-async function drain(clients: readonly RunnerClient[], jobs: number): Promise<{ seconds: number; fetchMs: number[]; taskIds: Set<bigint>; emptyWhileQueued: number }> {
+async function drain(
+  clients: readonly RunnerClient[],
+  jobs: number,
+): Promise<{ seconds: number; fetchMs: number[]; taskIds: Set<bigint>; emptyWhileQueued: number }> {
   const controller = new AbortController();
   // One signal for every client loop.
   setMaxListeners(0, controller.signal);
@@ -253,14 +282,24 @@ async function throughputMetrics(setup: Setup, ctx: ScenarioContext): Promise<Me
   await dispatch(setup, 'warm.yml');
   await drain(clients, MATRIX_LEGS);
 
-  ctx.log(`queueing ${jobs.toLocaleString('en-US')} jobs (${jobs / MATRIX_LEGS} dispatches of a ${MATRIX_LEGS}-leg matrix)…`);
+  ctx.log(
+    `queueing ${jobs.toLocaleString('en-US')} jobs (${jobs / MATRIX_LEGS} dispatches of a ${MATRIX_LEGS}-leg matrix)…`,
+  );
   for (let i = 0; i < jobs / MATRIX_LEGS; i += 1) await dispatch(setup, 'swarm.yml');
-  const waiting = await db.selectFrom('action_run_job').select(db.fn.countAll<number>().as('n')).where('status', '=', ActionStatus.waiting).executeTakeFirstOrThrow();
+  const waiting = await db
+    .selectFrom('action_run_job')
+    .select(db.fn.countAll<number>().as('n'))
+    .where('status', '=', ActionStatus.waiting)
+    .executeTakeFirstOrThrow();
   if (Number(waiting.n) !== jobs) throw new Error(`${waiting.n} jobs waiting, expected ${jobs}`);
 
   ctx.log(`measuring: ${SWARM_RUNNERS} runners take ${jobs.toLocaleString('en-US')} jobs…`);
   const result = await drain(clients, jobs);
-  const left = await db.selectFrom('action_run_job').select(db.fn.countAll<number>().as('n')).where('status', '!=', ActionStatus.success).executeTakeFirstOrThrow();
+  const left = await db
+    .selectFrom('action_run_job')
+    .select(db.fn.countAll<number>().as('n'))
+    .where('status', '!=', ActionStatus.success)
+    .executeTakeFirstOrThrow();
   if (Number(left.n) !== 0) throw new Error(`${left.n} jobs are not successful after the swarm`);
   const rate = jobs / result.seconds;
   const fetches = sortedCopy(result.fetchMs);
@@ -269,10 +308,38 @@ async function throughputMetrics(setup: Setup, ctx: ScenarioContext): Promise<Me
       `p99 ${percentile(fetches, 99).toFixed(1)} ms, max ${(fetches[fetches.length - 1] ?? 0).toFixed(0)} ms; ${result.emptyWhileQueued} empty answers before the last job was taken`,
   );
   return [
-    { metric: `jobs assigned+finished/s (${SWARM_RUNNERS} runners, ${jobs} queued)`, value: rate, baseline: null, ratio: null, target: null, decimals: 0 },
-    { metric: 'FetchTask answering a task: p50 (ms)', value: percentile(fetches, 50), baseline: null, ratio: null, target: null, decimals: 1 },
-    { metric: 'FetchTask answering a task: p99 (ms)', value: percentile(fetches, 99), baseline: null, ratio: null, target: null, decimals: 1 },
-    { metric: 'FetchTask answered empty while jobs were queued', value: result.emptyWhileQueued, baseline: null, ratio: null, target: null, decimals: 0 },
+    {
+      metric: `jobs assigned+finished/s (${SWARM_RUNNERS} runners, ${jobs} queued)`,
+      value: rate,
+      baseline: null,
+      ratio: null,
+      target: null,
+      decimals: 0,
+    },
+    {
+      metric: 'FetchTask answering a task: p50 (ms)',
+      value: percentile(fetches, 50),
+      baseline: null,
+      ratio: null,
+      target: null,
+      decimals: 1,
+    },
+    {
+      metric: 'FetchTask answering a task: p99 (ms)',
+      value: percentile(fetches, 99),
+      baseline: null,
+      ratio: null,
+      target: null,
+      decimals: 1,
+    },
+    {
+      metric: 'FetchTask answered empty while jobs were queued',
+      value: result.emptyWhileQueued,
+      baseline: null,
+      ratio: null,
+      target: null,
+      decimals: 0,
+    },
   ];
 }
 
@@ -301,7 +368,10 @@ async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metri
     ctx.log(`measuring: ${LATENCY_DISPATCHES} dispatches, one at a time, to ${LATENCY_RUNNERS} long-polling runners…`);
     for (let i = 0; i < LATENCY_WARMUP + LATENCY_DISPATCHES; i += 1) {
       const received = new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no runner received dispatch ${i} within ${TASK_WAIT_MS} ms`)), TASK_WAIT_MS);
+        const timer = setTimeout(
+          () => reject(new Error(`no runner received dispatch ${i} within ${TASK_WAIT_MS} ms`)),
+          TASK_WAIT_MS,
+        );
         onTask = (at) => {
           clearTimeout(timer);
           resolve(at);
@@ -326,10 +396,26 @@ async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metri
   if (stray > 0) throw new Error(`${stray} tasks arrived with no dispatch outstanding`);
   const lat = sortedCopy(latencies);
   const disp = sortedCopy(dispatchMs);
-  ctx.log(`dispatch → task p50 ${percentile(lat, 50).toFixed(1)} ms, p99 ${percentile(lat, 99).toFixed(1)} ms; the dispatch call alone p50 ${percentile(disp, 50).toFixed(1)} ms`);
+  ctx.log(
+    `dispatch → task p50 ${percentile(lat, 50).toFixed(1)} ms, p99 ${percentile(lat, 99).toFixed(1)} ms; the dispatch call alone p50 ${percentile(disp, 50).toFixed(1)} ms`,
+  );
   return [
-    { metric: 'dispatch → runner has task: p50 (ms) vs dispatch 204 alone', value: percentile(lat, 50), baseline: percentile(disp, 50), ratio: percentile(lat, 50) / percentile(disp, 50), target: null, decimals: 1 },
-    { metric: 'dispatch → runner has task: p99 (ms) vs dispatch 204 alone', value: percentile(lat, 99), baseline: percentile(disp, 99), ratio: percentile(lat, 99) / percentile(disp, 99), target: null, decimals: 1 },
+    {
+      metric: 'dispatch → runner has task: p50 (ms) vs dispatch 204 alone',
+      value: percentile(lat, 50),
+      baseline: percentile(disp, 50),
+      ratio: percentile(lat, 50) / percentile(disp, 50),
+      target: null,
+      decimals: 1,
+    },
+    {
+      metric: 'dispatch → runner has task: p99 (ms) vs dispatch 204 alone',
+      value: percentile(lat, 99),
+      baseline: percentile(disp, 99),
+      ratio: percentile(lat, 99) / percentile(disp, 99),
+      target: null,
+      decimals: 1,
+    },
   ];
 }
 
@@ -374,7 +460,12 @@ interface IdleMeasurement {
  * all start in the same millisecond), lets them run one more period, then
  * measures this process's CPU over `windowSec`.
  */
-async function measureIdle(clients: readonly RunnerClient[], windowSec: number, label: string, ctx: ScenarioContext): Promise<IdleMeasurement> {
+async function measureIdle(
+  clients: readonly RunnerClient[],
+  windowSec: number,
+  label: string,
+  ctx: ScenarioContext,
+): Promise<IdleMeasurement> {
   const controller = new AbortController();
   // One signal for every client loop.
   setMaxListeners(0, controller.signal);
@@ -402,14 +493,19 @@ async function measureIdle(clients: readonly RunnerClient[], windowSec: number, 
     await sleep(windowSec * 1000);
     const used = process.cpuUsage(cpu);
     const wallMs = performance.now() - started;
-    measurement = { cpuPercent: ((used.user + used.system) / 1000 / wallMs) * 100, pollsPerSec: ((stats.polls - polls) * 1000) / wallMs };
+    measurement = {
+      cpuPercent: ((used.user + used.system) / 1000 / wallMs) * 100,
+      pollsPerSec: ((stats.polls - polls) * 1000) / wallMs,
+    };
   } finally {
     controller.abort();
     await Promise.all(loops);
   }
   checkStats(stats, `idle clients (${label})`);
   if (unexpected.length > 0) throw new Error(`idle runners received tasks ${unexpected.slice(0, 5).join(', ')}`);
-  ctx.log(`${label}: ${measurement.cpuPercent.toFixed(1)} % of one core, ${Math.round(measurement.pollsPerSec)} polls/s`);
+  ctx.log(
+    `${label}: ${measurement.cpuPercent.toFixed(1)} % of one core, ${Math.round(measurement.pollsPerSec)} polls/s`,
+  );
   return measurement;
 }
 
@@ -419,14 +515,37 @@ async function idleMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]
   const gantryClients = await registerMany(setup.gantry, setup.registrationToken, IDLE_RUNNERS, ['idle-no-work'], ctx);
   const bare = await startHoldingServer();
   ctx.defer(() => bare.close());
-  const bareClients = gantryClients.map((client) => createRunnerClient(bare.url, { credentials: client.credentials ?? undefined }));
+  const bareClients = gantryClients.map((client) =>
+    createRunnerClient(bare.url, { credentials: client.credentials ?? undefined }),
+  );
 
   const baseline = await measureIdle(bareClients, windowSec, 'bare server holding 3 s', ctx);
   const gantry = await measureIdle(gantryClients, windowSec, 'Gantry', ctx);
   return [
-    { metric: `idle CPU % of a core, ${IDLE_RUNNERS} long-polling runners (server+clients vs clients+bare)`, value: gantry.cpuPercent, baseline: baseline.cpuPercent, ratio: gantry.cpuPercent / baseline.cpuPercent, target: null, decimals: 1 },
-    { metric: 'idle CPU % of a core: Gantry share (difference)', value: gantry.cpuPercent - baseline.cpuPercent, baseline: null, ratio: null, target: null, decimals: 1 },
-    { metric: 'idle polls/s (FetchTask answered)', value: gantry.pollsPerSec, baseline: baseline.pollsPerSec, ratio: gantry.pollsPerSec / baseline.pollsPerSec, target: null, decimals: 0 },
+    {
+      metric: `idle CPU % of a core, ${IDLE_RUNNERS} long-polling runners (server+clients vs clients+bare)`,
+      value: gantry.cpuPercent,
+      baseline: baseline.cpuPercent,
+      ratio: gantry.cpuPercent / baseline.cpuPercent,
+      target: null,
+      decimals: 1,
+    },
+    {
+      metric: 'idle CPU % of a core: Gantry share (difference)',
+      value: gantry.cpuPercent - baseline.cpuPercent,
+      baseline: null,
+      ratio: null,
+      target: null,
+      decimals: 1,
+    },
+    {
+      metric: 'idle polls/s (FetchTask answered)',
+      value: gantry.pollsPerSec,
+      baseline: baseline.pollsPerSec,
+      ratio: gantry.pollsPerSec / baseline.pollsPerSec,
+      target: null,
+      decimals: 0,
+    },
   ];
 }
 

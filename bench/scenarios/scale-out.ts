@@ -54,12 +54,23 @@ async function until(stopAt: number, step: () => Promise<void>): Promise<void> {
 
 async function measure(processes: number, databaseUrl: string, ctx: ScenarioContext): Promise<Throughput> {
   const receiver = await startWebhookReceiver();
-  const fleet = await startGantryFleet({ processes, databaseUrl, env: { GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' } }).catch(async (error: unknown) => {
+  const fleet = await startGantryFleet({
+    processes,
+    databaseUrl,
+    env: { GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' },
+  }).catch(async (error: unknown) => {
     await receiver.close();
     throw error;
   });
   try {
-    const workload = await setUpMixedWorkload({ url: fleet.url, adminToken: fleet.adminToken, adminName: FLEET_ADMIN.name, shape: SHAPE, hookUrl: receiver.url, prefix: `p${processes}` });
+    const workload = await setUpMixedWorkload({
+      url: fleet.url,
+      adminToken: fleet.adminToken,
+      adminName: FLEET_ADMIN.name,
+      shape: SHAPE,
+      hookUrl: receiver.url,
+      prefix: `p${processes}`,
+    });
     try {
       // The first push adds the workflow that pushes and dispatches run.
       await Promise.all(workload.repos.map((repo) => workload.push(repo)));
@@ -73,7 +84,10 @@ async function measure(processes: number, databaseUrl: string, ctx: ScenarioCont
       ctx.log(`${processes} process(es): ${warmupSec(ctx)} s warm-up, then ${ctx.durationSec} s measured…`);
       const swarm = workload.startRunners();
       try {
-        const scopes = [...workload.orgs.map((org) => `orgs/${org}`), ...workload.repos.map((repo) => `repos/${repo.fullName}`)];
+        const scopes = [
+          ...workload.orgs.map((org) => `orgs/${org}`),
+          ...workload.repos.map((repo) => `repos/${repo.fullName}`),
+        ];
         await Promise.all([
           ...workload.repos.map((repo) => until(windowEnd, () => workload.push(repo))),
           ...workload.repos.flatMap((repo) => [0, 1].map(() => until(windowEnd, () => workload.dispatch(repo)))),
@@ -85,8 +99,14 @@ async function measure(processes: number, databaseUrl: string, ctx: ScenarioCont
       } finally {
         await swarm.stop();
       }
-      if (workload.violations.length > 0) throw new Error(`${workload.violations.length} broken guarantees with ${processes} process(es), the first: ${workload.violations.slice(0, 3).join('; ')}`);
-      if (workload.tally.serverErrors.length > 0) throw new Error(`${workload.tally.serverErrors.length} answers were 5xx with ${processes} process(es): ${workload.tally.serverErrors.slice(0, 3).join('; ')}`);
+      if (workload.violations.length > 0)
+        throw new Error(
+          `${workload.violations.length} broken guarantees with ${processes} process(es), the first: ${workload.violations.slice(0, 3).join('; ')}`,
+        );
+      if (workload.tally.serverErrors.length > 0)
+        throw new Error(
+          `${workload.tally.serverErrors.length} answers were 5xx with ${processes} process(es): ${workload.tally.serverErrors.slice(0, 3).join('; ')}`,
+        );
       const ops = [...byKind.values()].reduce((a, b) => a + b, 0);
       const throughput = { opsPerSec: ops / ctx.durationSec, byKind };
       const fetches = [...workload.fetchMs].sort((a, b) => a - b);
@@ -106,10 +126,12 @@ async function measure(processes: number, databaseUrl: string, ctx: ScenarioCont
 
 export const scaleOut: Scenario = {
   name: 'scale-out',
-  description: 'mixed workload (pushes, dispatches, secret/variable writes, 50 runners, webhooks) through nginx on PostgreSQL: 2 Gantry processes vs 1',
+  description:
+    'mixed workload (pushes, dispatches, secret/variable writes, 50 runners, webhooks) through nginx on PostgreSQL: 2 Gantry processes vs 1',
   async run(ctx) {
     const missing = nginxMissingReason();
-    if (missing !== null) throw new Error(`${missing}: the scale-out scenario puts nginx in front of the Gantry processes`);
+    if (missing !== null)
+      throw new Error(`${missing}: the scale-out scenario puts nginx in front of the Gantry processes`);
     let cluster: { url: string } | null = null;
     if (ctx.database !== 'postgres') {
       ctx.log('starting a throwaway PostgreSQL cluster (scale-out always runs on PostgreSQL)…');
@@ -122,14 +144,23 @@ export const scaleOut: Scenario = {
       [1, []],
       [2, []],
     ]);
-    for (const processes of [1, 2, 2, 1]) opsPerSec.get(processes)?.push((await measure(processes, await postgresUrl(ctx, cluster), ctx)).opsPerSec);
+    for (const processes of [1, 2, 2, 1])
+      opsPerSec.get(processes)?.push((await measure(processes, await postgresUrl(ctx, cluster), ctx)).opsPerSec);
     const mean = (values: number[] = []) => values.reduce((a, b) => a + b, 0) / values.length;
     const one = { opsPerSec: mean(opsPerSec.get(1)) };
     const two = { opsPerSec: mean(opsPerSec.get(2)) };
     return [
-      { metric: 'mixed workload ops/s, 1 Gantry process behind nginx (mean of 2)', value: one.opsPerSec, baseline: null, ratio: null, target: null, decimals: 1 },
       {
-        metric: 'mixed workload ops/s, 2 processes vs 1 (mean of 2; 2 cores shared with PostgreSQL, nginx and the load generator: modest by nature)',
+        metric: 'mixed workload ops/s, 1 Gantry process behind nginx (mean of 2)',
+        value: one.opsPerSec,
+        baseline: null,
+        ratio: null,
+        target: null,
+        decimals: 1,
+      },
+      {
+        metric:
+          'mixed workload ops/s, 2 processes vs 1 (mean of 2; 2 cores shared with PostgreSQL, nginx and the load generator: modest by nature)',
         value: two.opsPerSec,
         baseline: one.opsPerSec,
         ratio: two.opsPerSec / one.opsPerSec,

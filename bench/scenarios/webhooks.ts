@@ -129,7 +129,8 @@ interface ReceiverStats {
   sample: { headers: Record<string, string | string[] | undefined>; body: string } | null;
 }
 
-type ReceiverMessage = { kind: 'ready'; port: number } | { kind: 'reached' | 'stats'; id: number; stats: ReceiverStats };
+type ReceiverMessage =
+  { kind: 'ready'; port: number } | { kind: 'reached' | 'stats'; id: number; stats: ReceiverStats };
 
 class ReceiverThread {
   private nextId = 0;
@@ -150,7 +151,9 @@ class ReceiverThread {
     const worker = new Worker(RECEIVER_THREAD, { eval: true });
     const port = await new Promise<number>((resolve, reject) => {
       worker.once('error', reject);
-      worker.once('message', (m: ReceiverMessage) => (m.kind === 'ready' ? resolve(m.port) : reject(new Error(`receiver: unexpected ${m.kind}`))));
+      worker.once('message', (m: ReceiverMessage) =>
+        m.kind === 'ready' ? resolve(m.port) : reject(new Error(`receiver: unexpected ${m.kind}`)),
+      );
     });
     return new ReceiverThread(worker, `http://127.0.0.1:${port}`);
   }
@@ -177,7 +180,10 @@ class ReceiverThread {
     return new Promise<ReceiverStats>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        void this.stats().then((s) => reject(new Error(`receiver: no ${what} within ${timeoutMs} ms (${s.count} received)`)), reject);
+        void this.stats().then(
+          (s) => reject(new Error(`receiver: no ${what} within ${timeoutMs} ms (${s.count} received)`)),
+          reject,
+        );
       }, timeoutMs);
       this.pending.set(id, (stats) => {
         clearTimeout(timer);
@@ -222,14 +228,21 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
     env: {
       GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback',
       GANTRY_WEBHOOK_DELIVER_TIMEOUT: String(DELIVER_TIMEOUT_SEC),
-      ...(process.env.GANTRY_WEBHOOK_CONCURRENCY ? { GANTRY_WEBHOOK_CONCURRENCY: process.env.GANTRY_WEBHOOK_CONCURRENCY } : {}),
+      ...(process.env.GANTRY_WEBHOOK_CONCURRENCY
+        ? { GANTRY_WEBHOOK_CONCURRENCY: process.env.GANTRY_WEBHOOK_CONCURRENCY }
+        : {}),
     },
   });
   ctx.defer(() => gantry.stop());
   // Runs first: a stopping Gantry waits for its deliveries in flight, which a closed gate would hold.
   ctx.defer(() => receiver.gate(true));
   const { accounts, accessTokens } = gantry.deps.services;
-  const owner = await accounts.createUser({ username: 'bench-owner', email: 'bench-owner@bench.invalid', password: 'bench-password', mustChangePassword: false });
+  const owner = await accounts.createUser({
+    username: 'bench-owner',
+    email: 'bench-owner@bench.invalid',
+    password: 'bench-password',
+    mustChangePassword: false,
+  });
   const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
 
   const workDirs: WorkDir[] = [];
@@ -276,7 +289,9 @@ async function pushLatencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<M
   const withoutHooks: number[] = [];
   receiver.reset();
   let expected = 0;
-  ctx.log(`timing ${timed} pushes with ${HOOKS} matching hooks and ${timed} with none, alternating (+${PUSH_WARMUPS} warm-up each)…`);
+  ctx.log(
+    `timing ${timed} pushes with ${HOOKS} matching hooks and ${timed} with none, alternating (+${PUSH_WARMUPS} warm-up each)…`,
+  );
   for (let i = 0; i < PUSH_WARMUPS + timed; i += 1) {
     const without = await timedPush(quiet);
     const withMs = await timedPush(hooked);
@@ -292,28 +307,62 @@ async function pushLatencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<M
   const p50Without = percentile(withoutHooks, 50);
   const p90With = percentile(withHooks, 90);
   const p90Without = percentile(withoutHooks, 90);
-  ctx.log(`git push p50 ${p50With.toFixed(1)} ms with ${HOOKS} hooks, ${p50Without.toFixed(1)} ms without; p90 ${p90With.toFixed(1)} / ${p90Without.toFixed(1)} ms`);
+  ctx.log(
+    `git push p50 ${p50With.toFixed(1)} ms with ${HOOKS} hooks, ${p50Without.toFixed(1)} ms without; p90 ${p90With.toFixed(1)} / ${p90Without.toFixed(1)} ms`,
+  );
   return [
-    { metric: `git push p50 (ms), ${HOOKS} matching hooks vs none`, value: p50With, baseline: p50Without, ratio: p50With / p50Without, target: null, decimals: 1 },
-    { metric: `git push p90 (ms), ${HOOKS} matching hooks vs none`, value: p90With, baseline: p90Without, ratio: p90With / p90Without, target: null, decimals: 1 },
-    { metric: `git push p50: added by ${HOOKS} hooks (ms)`, value: p50With - p50Without, baseline: null, ratio: null, target: null, decimals: 1 },
+    {
+      metric: `git push p50 (ms), ${HOOKS} matching hooks vs none`,
+      value: p50With,
+      baseline: p50Without,
+      ratio: p50With / p50Without,
+      target: null,
+      decimals: 1,
+    },
+    {
+      metric: `git push p90 (ms), ${HOOKS} matching hooks vs none`,
+      value: p90With,
+      baseline: p90Without,
+      ratio: p90With / p90Without,
+      target: null,
+      decimals: 1,
+    },
+    {
+      metric: `git push p50: added by ${HOOKS} hooks (ms)`,
+      value: p50With - p50Without,
+      baseline: null,
+      ratio: null,
+      target: null,
+      decimals: 1,
+    },
   ];
 }
 
 async function countByStatus(gantry: GantryServer): Promise<Map<number, number>> {
   const { db } = gantry.deps.database;
-  const rows = await db.selectFrom('hook_task').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
+  const rows = await db
+    .selectFrom('hook_task')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .groupBy('status')
+    .execute();
   return new Map(rows.map((r) => [Number(r.status), Number(r.n)]));
 }
 
 /** Queues `deliveries` behind a closed gate, opens it, and times the backlog to its last arrival. */
-async function gantryThroughput(setup: Setup, deliveries: number, ctx: ScenarioContext): Promise<{ rate: number; sample: NonNullable<ReceiverStats['sample']> }> {
+async function gantryThroughput(
+  setup: Setup,
+  deliveries: number,
+  ctx: ScenarioContext,
+): Promise<{ rate: number; sample: NonNullable<ReceiverStats['sample']> }> {
   const { gantry, receiver, hooked, concurrency } = setup;
   // The push-latency deliveries have all arrived; wait until they are recorded too.
   const quietBy = Date.now() + SETTLE_TIMEOUT_MS;
   let before = await countByStatus(gantry);
   while ((before.get(HookTaskStatus.pending) ?? 0) + (before.get(HookTaskStatus.delivering) ?? 0) > 0) {
-    if (Date.now() > quietBy) throw new Error(`deliveries not settled before the backlog is queued: ${JSON.stringify(Object.fromEntries(before))} (status → rows)`);
+    if (Date.now() > quietBy)
+      throw new Error(
+        `deliveries not settled before the backlog is queued: ${JSON.stringify(Object.fromEntries(before))} (status → rows)`,
+      );
     await sleep(50);
     before = await countByStatus(gantry);
   }
@@ -322,7 +371,9 @@ async function gantryThroughput(setup: Setup, deliveries: number, ctx: ScenarioC
   receiver.reset();
   receiver.gate(false);
   const pushes = deliveries / HOOKS;
-  ctx.log(`queueing ${deliveries.toLocaleString('en-US')} deliveries: ${pushes} pushes × ${HOOKS} hooks, the receiver holding its answers…`);
+  ctx.log(
+    `queueing ${deliveries.toLocaleString('en-US')} deliveries: ${pushes} pushes × ${HOOKS} hooks, the receiver holding its answers…`,
+  );
   const pushMs: number[] = [];
   for (let i = 0; i < pushes; i += 1) pushMs.push(await timedPush(hooked));
   ctx.log(`queued; git push p50 ${percentile(pushMs, 50).toFixed(1)} ms while the backlog grew`);
@@ -331,9 +382,12 @@ async function gantryThroughput(setup: Setup, deliveries: number, ctx: ScenarioC
   const queued = await countByStatus(gantry);
   const waiting = (queued.get(HookTaskStatus.pending) ?? 0) + (queued.get(HookTaskStatus.delivering) ?? 0);
   if (waiting !== deliveries) throw new Error(`${waiting} deliveries queued, expected ${deliveries}`);
-  if (held.count > concurrency) throw new Error(`${held.count} requests arrived with the gate closed; the worker's concurrency is ${concurrency}`);
+  if (held.count > concurrency)
+    throw new Error(`${held.count} requests arrived with the gate closed; the worker's concurrency is ${concurrency}`);
 
-  ctx.log(`measuring: the receiver answers; ${deliveries.toLocaleString('en-US')} deliveries at concurrency ${concurrency}…`);
+  ctx.log(
+    `measuring: the receiver answers; ${deliveries.toLocaleString('en-US')} deliveries at concurrency ${concurrency}…`,
+  );
   const started = nowMs();
   receiver.gate(true);
   const done = await receiver.waitFor(deliveries, ARRIVAL_TIMEOUT_MS);
@@ -343,25 +397,39 @@ async function gantryThroughput(setup: Setup, deliveries: number, ctx: ScenarioC
   const settleBy = Date.now() + SETTLE_TIMEOUT_MS;
   let after = await countByStatus(gantry);
   while ((after.get(HookTaskStatus.delivered) ?? 0) < delivered + deliveries) {
-    if (Date.now() > settleBy) throw new Error(`deliveries not settled: ${JSON.stringify(Object.fromEntries(after))} (status → rows)`);
+    if (Date.now() > settleBy)
+      throw new Error(`deliveries not settled: ${JSON.stringify(Object.fromEntries(after))} (status → rows)`);
     await sleep(50);
     after = await countByStatus(gantry);
   }
   const final = await receiver.stats();
   if (final.count !== deliveries || final.distinct !== deliveries) {
-    throw new Error(`the receiver got ${final.count} requests with ${final.distinct} distinct delivery ids, expected ${deliveries} once each`);
+    throw new Error(
+      `the receiver got ${final.count} requests with ${final.distinct} distinct delivery ids, expected ${deliveries} once each`,
+    );
   }
   if (!final.sample) throw new Error('the receiver kept no sample request');
-  ctx.log(`Gantry: ${deliveries.toLocaleString('en-US')} deliveries in ${((done.last - started) / 1000).toFixed(2)} s: ${Math.round(rate)}/s`);
+  ctx.log(
+    `Gantry: ${deliveries.toLocaleString('en-US')} deliveries in ${((done.last - started) / 1000).toFixed(2)} s: ${Math.round(rate)}/s`,
+  );
   return { rate, sample: final.sample };
 }
 
 /** The same requests from a plain undici client at the same concurrency: the receiver's capacity. */
-async function baselineThroughput(setup: Setup, sample: NonNullable<ReceiverStats['sample']>, deliveries: number, ctx: ScenarioContext): Promise<number> {
+async function baselineThroughput(
+  setup: Setup,
+  sample: NonNullable<ReceiverStats['sample']>,
+  deliveries: number,
+  ctx: ScenarioContext,
+): Promise<number> {
   const { receiver, concurrency } = setup;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(sample.headers)) {
-    if (value === undefined || ['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive'].includes(name)) continue;
+    if (
+      value === undefined ||
+      ['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive'].includes(name)
+    )
+      continue;
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   const agent = new Agent();
@@ -386,7 +454,9 @@ async function baselineThroughput(setup: Setup, sample: NonNullable<ReceiverStat
   receiver.reset();
   await send(BASELINE_WARMUP_REQUESTS, 'warmup');
   receiver.reset();
-  ctx.log(`measuring the baseline: ${deliveries.toLocaleString('en-US')} POSTs of the same delivery from undici at concurrency ${concurrency}…`);
+  ctx.log(
+    `measuring the baseline: ${deliveries.toLocaleString('en-US')} POSTs of the same delivery from undici at concurrency ${concurrency}…`,
+  );
   const started = nowMs();
   await send(deliveries, 'baseline');
   const done = await receiver.waitFor(deliveries, ARRIVAL_TIMEOUT_MS);

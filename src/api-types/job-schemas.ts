@@ -18,13 +18,17 @@ export const ActionRunJobOfRun = Type.Object(
     ...jobFields,
     attempt: Type.Integer({ description: 'the current attempt; a rerun adds one' }),
     task_id: Type.Integer({ description: 'the task of the current attempt; 0 if none' }),
-    status: Type.String({ description: 'Forgejo status name: unknown, success, failure, cancelled, skipped, waiting, running or blocked' }),
+    status: Type.String({
+      description: 'Forgejo status name: unknown, success, failure, cancelled, skipped, waiting, running or blocked',
+    }),
   },
   { title: 'ActionRunJob' },
 );
 export type ActionRunJobOfRunJson = Static<typeof ActionRunJobOfRun>;
 
-export const ActionRunJobArray = Type.Array(ActionRunJobOfRun, { description: 'the jobs of the run by id; unpaginated' });
+export const ActionRunJobArray = Type.Array(ActionRunJobOfRun, {
+  description: 'the jobs of the run by id; unpaginated',
+});
 
 export const ActionWorkflowStep = Type.Object(
   {
@@ -55,7 +59,9 @@ export const ActionWorkflowJob = Type.Object(
     conclusion: Type.Optional(Type.String({ description: 'success, failure, cancelled or skipped once completed' })),
     runner_id: Type.Optional(Type.Integer()),
     runner_name: Type.Optional(Type.String()),
-    steps: Type.Array(ActionWorkflowStep, { description: "the steps of the current attempt's task; [] before a runner took it" }),
+    steps: Type.Array(ActionWorkflowStep, {
+      description: "the steps of the current attempt's task; [] before a runner took it",
+    }),
     created_at: Time('creation time'),
     started_at: Time('the epoch until the job started'),
     completed_at: Time('the epoch until the job ended'),

@@ -34,7 +34,9 @@ export const ActionRunner = Type.Object(
   {
     id: Type.Integer(),
     uuid: Type.String(),
-    owner_id: Type.Integer({ description: 'the user or organization of the runner; 0 for repository and instance runners' }),
+    owner_id: Type.Integer({
+      description: 'the user or organization of the runner; 0 for repository and instance runners',
+    }),
     repo_id: Type.Integer({ description: 'the repository of the runner; 0 for other runners' }),
     name: Type.String(),
     status: Type.Union([Type.Literal('offline'), Type.Literal('idle'), Type.Literal('active')], {
@@ -67,10 +69,16 @@ export const ActionRunJob = Type.Object(
 export type ActionRunJobJson = Static<typeof ActionRunJob>;
 
 /** `null`, not `[]`, when nothing matches (Forgejo answers a nil slice). */
-export const ActionRunJobList = Type.Union([Type.Array(ActionRunJob), Type.Null()], { description: 'matching jobs, newest first; null when none' });
+export const ActionRunJobList = Type.Union([Type.Array(ActionRunJob), Type.Null()], {
+  description: 'matching jobs, newest first; null when none',
+});
 
 export const RunnerListQuery = Type.Object({
-  visible: Type.Optional(Type.Boolean({ description: 'also list the runners inherited from the owner and the instance (the instance: every runner)' })),
+  visible: Type.Optional(
+    Type.Boolean({
+      description: 'also list the runners inherited from the owner and the instance (the instance: every runner)',
+    }),
+  ),
   page: Type.Optional(Type.Integer({ description: 'page number of results to return (1-based)' })),
   limit: Type.Optional(Type.Integer({ description: 'page size of results' })),
 });

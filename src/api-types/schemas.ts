@@ -70,7 +70,13 @@ export const Team = Type.Object(
     description: Str(),
     organization: Type.Union([Organization, Type.Null()]),
     includes_all_repositories: Type.Boolean(),
-    permission: Type.Union([Type.Literal('none'), Type.Literal('read'), Type.Literal('write'), Type.Literal('admin'), Type.Literal('owner')]),
+    permission: Type.Union([
+      Type.Literal('none'),
+      Type.Literal('read'),
+      Type.Literal('write'),
+      Type.Literal('admin'),
+      Type.Literal('owner'),
+    ]),
     units: Type.Array(Str()),
     units_map: Type.Record(Type.String(), Type.String()),
     can_create_org_repo: Type.Boolean(),
@@ -79,7 +85,10 @@ export const Team = Type.Object(
 );
 export type TeamJson = Static<typeof Team>;
 
-export const Permission = Type.Object({ admin: Type.Boolean(), push: Type.Boolean(), pull: Type.Boolean() }, { title: 'Permission' });
+export const Permission = Type.Object(
+  { admin: Type.Boolean(), push: Type.Boolean(), pull: Type.Boolean() },
+  { title: 'Permission' },
+);
 
 export const Repository = Type.Object(
   {
@@ -166,7 +175,12 @@ export type AccessTokenJson = Static<typeof AccessToken>;
  * PostgreSQL's bigint; no stored id is that large.
  */
 const Id = () => Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER });
-const Visibility = Type.Union([Type.Literal(''), Type.Literal('public'), Type.Literal('limited'), Type.Literal('private')]);
+const Visibility = Type.Union([
+  Type.Literal(''),
+  Type.Literal('public'),
+  Type.Literal('limited'),
+  Type.Literal('private'),
+]);
 
 export const CreateUserOption = Type.Object(
   {
@@ -211,7 +225,9 @@ export const CreateTeamOption = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 255 }),
     description: Type.Optional(Type.String({ maxLength: 255 })),
     includes_all_repositories: Type.Optional(Type.Boolean()),
-    permission: Type.Optional(Type.Union([Type.Literal(''), Type.Literal('read'), Type.Literal('write'), Type.Literal('admin')])),
+    permission: Type.Optional(
+      Type.Union([Type.Literal(''), Type.Literal('read'), Type.Literal('write'), Type.Literal('admin')]),
+    ),
     units: Type.Optional(Type.Array(Type.String())),
     units_map: Type.Optional(Type.Record(Type.String(), Type.String())),
     can_create_org_repo: Type.Optional(Type.Boolean()),
@@ -263,15 +279,22 @@ export const AddCollaboratorOption = Type.Object(
 );
 
 export const Secret = Type.Object(
-  { name: Str('the secret\'s name, upper case'), created_at: Time('when the secret was created (an update does not change it)') },
+  {
+    name: Str("the secret's name, upper case"),
+    created_at: Time('when the secret was created (an update does not change it)'),
+  },
   { title: 'Secret', description: 'A secret: its value is write-only and never returned.' },
 );
 export type SecretJson = Static<typeof Secret>;
 
 export const ActionVariable = Type.Object(
   {
-    owner_id: Type.Integer({ description: 'the user or organization the variable belongs to; 0 for a repository variable' }),
-    repo_id: Type.Integer({ description: 'the repository the variable belongs to; 0 for a user or organization variable' }),
+    owner_id: Type.Integer({
+      description: 'the user or organization the variable belongs to; 0 for a repository variable',
+    }),
+    repo_id: Type.Integer({
+      description: 'the repository the variable belongs to; 0 for a user or organization variable',
+    }),
     name: Str('the name of the variable, upper case'),
     data: Str('the value of the variable'),
   },
@@ -279,7 +302,8 @@ export const ActionVariable = Type.Object(
 );
 export type ActionVariableJson = Static<typeof ActionVariable>;
 
-const VALUE_DESCRIPTION = 'Required, not empty, at most 65536 bytes. Line endings are normalized to LF; nothing else changes.';
+const VALUE_DESCRIPTION =
+  'Required, not empty, at most 65536 bytes. Line endings are normalized to LF; nothing else changes.';
 
 export const CreateOrUpdateSecretOption = Type.Object(
   { data: Type.String({ minLength: 1, description: `Data of the secret. ${VALUE_DESCRIPTION}` }) },
@@ -293,7 +317,9 @@ export const CreateVariableOption = Type.Object(
 
 export const UpdateVariableOption = Type.Object(
   {
-    name: Type.Optional(Type.String({ description: 'New name of the variable (upper-cased); empty keeps the current name.' })),
+    name: Type.Optional(
+      Type.String({ description: 'New name of the variable (upper-cased); empty keeps the current name.' }),
+    ),
     value: Type.String({ minLength: 1, description: `Value of the variable. ${VALUE_DESCRIPTION}` }),
   },
   { title: 'UpdateVariableOption' },
@@ -326,7 +352,9 @@ export const ActionRun = Type.Object(
     updated: Time(),
     duration: Type.Optional(Type.Integer({ description: 'nanoseconds; absent when the run never started' })),
     html_url: Str(),
-    pre_execution_error: Type.Optional(Str('Gantry: why the run failed before any job started (an invalid workflow file)')),
+    pre_execution_error: Type.Optional(
+      Str('Gantry: why the run failed before any job started (an invalid workflow file)'),
+    ),
   },
   { title: 'ActionRun' },
 );
@@ -365,9 +393,15 @@ export const ActionTaskResponse = Type.Object(
 export const DispatchWorkflowOption = Type.Object(
   {
     ref: Type.Optional(Str('git reference: a branch or tag name, `refs/…`, or a commit id')),
-    inputs: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'input keys and values configured in the workflow file' })),
+    inputs: Type.Optional(
+      Type.Record(Type.String(), Type.String(), {
+        description: 'input keys and values configured in the workflow file',
+      }),
+    ),
     return_run_info: Type.Optional(Type.Boolean({ description: 'answer 201 with the run (Forgejo)' })),
-    return_run_details: Type.Optional(Type.Boolean({ description: 'answer 200 with RunDetails (Gitea; also accepted as a query parameter)' })),
+    return_run_details: Type.Optional(
+      Type.Boolean({ description: 'answer 200 with RunDetails (Gitea; also accepted as a query parameter)' }),
+    ),
   },
   { title: 'DispatchWorkflowOption' },
 );
@@ -394,4 +428,15 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
   return Object.fromEntries(statuses.map((s) => [s, ApiError]));
 }
 
-export const SHARED_SCHEMAS: readonly TSchema[] = [ApiError, ServerVersion, User, Organization, Team, Permission, Repository, AccessToken, Secret, ActionVariable];
+export const SHARED_SCHEMAS: readonly TSchema[] = [
+  ApiError,
+  ServerVersion,
+  User,
+  Organization,
+  Team,
+  Permission,
+  Repository,
+  AccessToken,
+  Secret,
+  ActionVariable,
+];

@@ -6,7 +6,9 @@ import { Repository, User } from './schemas.ts';
 export const CommitStatus = Type.Object(
   {
     id: Type.Integer({ description: 'the per-commit index (1, 2, …), not a global id' }),
-    status: Type.String({ description: 'the state: pending, success, error, failure, warning (Actions also writes skipped)' }),
+    status: Type.String({
+      description: 'the state: pending, success, error, failure, warning (Actions also writes skipped)',
+    }),
     target_url: Type.String(),
     description: Type.String(),
     url: Type.String(),

@@ -26,7 +26,10 @@ export const ActionWorkflow = Type.Object(
 );
 export type ActionWorkflowJson = Static<typeof ActionWorkflow>;
 
-export const ActionWorkflowResponse = Type.Object({ workflows: Type.Array(ActionWorkflow), total_count: Type.Integer() }, { title: 'ActionWorkflowResponse' });
+export const ActionWorkflowResponse = Type.Object(
+  { workflows: Type.Array(ActionWorkflow), total_count: Type.Integer() },
+  { title: 'ActionWorkflowResponse' },
+);
 
 export const ActionWorkflowRun = Type.Object(
   {

@@ -43,12 +43,16 @@ async function withDeps<T>(config: Config, run: (deps: Deps) => Promise<T>): Pro
 export async function adminUserCreate(config: Config, opts: CreateOptions): Promise<void> {
   const username = opts.username ?? opts.name;
   if (!username) throw new CliError('--username is required');
-  if (opts.password && opts.randomPassword) throw new CliError('--password and --random-password are mutually exclusive');
+  if (opts.password && opts.randomPassword)
+    throw new CliError('--password and --random-password are mutually exclusive');
   const password = opts.randomPassword ? randomBytes(12).toString('base64url') : opts.password;
   if (!password) throw new CliError('a password is required: pass --password or --random-password');
   // The API answers Forgejo's terse `PasswordIsRequired` for this; a person at a
   // terminal needs the rule itself.
-  if (password.length < MIN_PASSWORD_LENGTH) throw new CliError(`the password is too short: use at least ${MIN_PASSWORD_LENGTH} characters (or --random-password)`);
+  if (password.length < MIN_PASSWORD_LENGTH)
+    throw new CliError(
+      `the password is too short: use at least ${MIN_PASSWORD_LENGTH} characters (or --random-password)`,
+    );
 
   await withDeps(config, async ({ services }) => {
     // Forgejo: the very first user is not forced to change the password unless asked.

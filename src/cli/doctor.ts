@@ -6,8 +6,19 @@
 import { ConfigError } from '../config.ts';
 import type { Config } from '../config.ts';
 import type { BaseContext, DoctorContext } from './doctor-checks/context.ts';
-import { dataFolderCheck, dataPermissionsCheck, diskSpaceCheck, keyFilePermissionsCheck, repositoriesFolderCheck } from './doctor-checks/data-folder.ts';
-import { databaseCheck, openForInspection, postgresVersionCheck, sqliteJournalModeCheck } from './doctor-checks/database.ts';
+import {
+  dataFolderCheck,
+  dataPermissionsCheck,
+  diskSpaceCheck,
+  keyFilePermissionsCheck,
+  repositoriesFolderCheck,
+} from './doctor-checks/data-folder.ts';
+import {
+  databaseCheck,
+  openForInspection,
+  postgresVersionCheck,
+  sqliteJournalModeCheck,
+} from './doctor-checks/database.ts';
 import type { InspectedDatabase } from './doctor-checks/database.ts';
 import { gitInitCheck, gitVersionCheck } from './doctor-checks/git.ts';
 import { httpPortCheck, probePort, rootUrlCheck } from './doctor-checks/http-port.ts';
@@ -39,7 +50,8 @@ export interface DoctorOutcome {
 const STANDALONE_CHECKS: Check<BaseContext>[] = [gitVersionCheck, gitInitCheck];
 
 function checksFor(config: Config): Check<DoctorContext>[] {
-  const databaseChecks = config.databaseUrl === null ? [sqliteIntegrityCheck, sqliteJournalModeCheck] : [postgresVersionCheck];
+  const databaseChecks =
+    config.databaseUrl === null ? [sqliteIntegrityCheck, sqliteJournalModeCheck] : [postgresVersionCheck];
   return [
     dataFolderCheck,
     diskSpaceCheck,
@@ -79,7 +91,10 @@ function configurationResult(error: unknown): CheckResult {
   if (error instanceof ConfigError) {
     return {
       check: 'configuration',
-      ...fail(error.message, `set ${error.key} to a valid value, or unset it for the default (see Configuration in the README)`),
+      ...fail(
+        error.message,
+        `set ${error.key} to a valid value, or unset it for the default (see Configuration in the README)`,
+      ),
     };
   }
   throw error;
@@ -92,7 +107,10 @@ async function checkInstallation(config: Config, timeoutMs: number): Promise<Ran
   const ctx = createContext(config, timeoutMs);
   try {
     const ran = await Promise.all(checksFor(config).map((check) => runCheck(check, ctx, timeoutMs)));
-    return [{ check: 'configuration', status: 'ok', found: `parsed; data folder ${config.dataDir}, database ${where}` }, ...ran];
+    return [
+      { check: 'configuration', status: 'ok', found: `parsed; data folder ${config.dataDir}, database ${where}` },
+      ...ran,
+    ];
   } finally {
     // Bounded: a connection stuck in a hung connect must not keep doctor from answering.
     await Promise.race([ctx.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
@@ -112,11 +130,16 @@ export async function runDoctor(loadConfig: () => Config, options: DoctorOptions
   } catch (error) {
     if (config !== null) throw error;
     const base: BaseContext = { timeoutMs };
-    results = [configurationResult(error), ...(await Promise.all(STANDALONE_CHECKS.map((check) => runCheck(check, base, timeoutMs))))];
+    results = [
+      configurationResult(error),
+      ...(await Promise.all(STANDALONE_CHECKS.map((check) => runCheck(check, base, timeoutMs)))),
+    ];
   }
 
   const redact = redactor(secretsOf(config));
-  const shown = results.map(({ check, status, found, fix }) => redactResult({ check, status, found, ...(fix !== undefined ? { fix } : {}) }, redact));
+  const shown = results.map(({ check, status, found, fix }) =>
+    redactResult({ check, status, found, ...(fix !== undefined ? { fix } : {}) }, redact),
+  );
   print(options.json === true ? formatJson(shown) : formatLines(shown).join('\n'));
   return {
     exitCode: shown.some((r) => r.status === 'fail') ? 1 : 0,

@@ -22,7 +22,8 @@ export function parseBoolFlag(value: string | undefined): boolean {
 }
 
 function parsePositiveInt(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError(`expected a whole number of at least 1, got "${value}"`);
+  if (!/^\d+$/.test(value) || Number(value) < 1)
+    throw new InvalidArgumentError(`expected a whole number of at least 1, got "${value}"`);
   return Number(value);
 }
 
@@ -33,7 +34,9 @@ function configWith(overrides: Record<string, string | undefined>): Config {
 }
 
 export function buildCli(): Command {
-  const program = new Command('gantry').description("Gantry: a CI control plane speaking Forgejo's API").version(GANTRY_VERSION);
+  const program = new Command('gantry')
+    .description("Gantry: a CI control plane speaking Forgejo's API")
+    .version(GANTRY_VERSION);
   program.option('--data-dir <dir>', 'data folder (GANTRY_DATA_DIR)');
 
   const globalOverrides = () => ({ GANTRY_DATA_DIR: program.opts<{ dataDir?: string }>().dataDir });
@@ -44,7 +47,9 @@ export function buildCli(): Command {
     .option('-p, --port <port>', 'TCP port (GANTRY_HTTP_PORT)')
     .option('--addr <address>', 'listen address (GANTRY_HTTP_ADDR)')
     .action(async (opts: { port?: string; addr?: string }) => {
-      await runServerUntilSignal(configWith({ ...globalOverrides(), GANTRY_HTTP_PORT: opts.port, GANTRY_HTTP_ADDR: opts.addr }));
+      await runServerUntilSignal(
+        configWith({ ...globalOverrides(), GANTRY_HTTP_PORT: opts.port, GANTRY_HTTP_ADDR: opts.addr }),
+      );
     });
 
   program
@@ -54,11 +59,16 @@ export function buildCli(): Command {
 
   program
     .command('doctor')
-    .description('check the configuration, data folder, database, git, secret key and HTTP port, and say what to fix (changes nothing)')
+    .description(
+      'check the configuration, data folder, database, git, secret key and HTTP port, and say what to fix (changes nothing)',
+    )
     .option('--json', 'print the results as JSON')
     .option('--timeout <seconds>', 'deadline of each check', parsePositiveInt, DEFAULT_CHECK_TIMEOUT_SECONDS)
     .action(async (opts: { json?: boolean; timeout: number }) => {
-      const outcome = await runDoctor(() => configWith(globalOverrides()), { json: opts.json, timeoutSeconds: opts.timeout });
+      const outcome = await runDoctor(() => configWith(globalOverrides()), {
+        json: opts.json,
+        timeoutSeconds: opts.timeout,
+      });
       process.exitCode = outcome.exitCode;
       // A check that ran out of time may leave a hung connect or file system call behind: do not wait for it.
       if (outcome.timedOut) process.exit(outcome.exitCode);
@@ -75,7 +85,11 @@ export function buildCli(): Command {
     .option('--password <password>', 'password (at least 8 characters)')
     .option('--random-password', 'generate a random password and print it')
     .option('--admin [bool]', 'make the user a site administrator', parseBoolFlag)
-    .option('--must-change-password [bool]', 'force a password change at first login (default: true, false for the first user)', parseBoolFlag)
+    .option(
+      '--must-change-password [bool]',
+      'force a password change at first login (default: true, false for the first user)',
+      parseBoolFlag,
+    )
     .option('--restricted [bool]', 'make the user restricted', parseBoolFlag)
     .option('--fullname <name>', 'full name')
     .option('--access-token', 'also create an access token with all scopes and print it')
@@ -91,8 +105,13 @@ export function buildCli(): Command {
 
   admin
     .command('rotate-secret-key')
-    .description('encrypt secrets at rest with a new key and re-encrypt every stored secret with it (servers keep running)')
-    .option('--resume', 'finish an interrupted rotation: re-encrypt what still uses older keys, without creating a new key')
+    .description(
+      'encrypt secrets at rest with a new key and re-encrypt every stored secret with it (servers keep running)',
+    )
+    .option(
+      '--resume',
+      'finish an interrupted rotation: re-encrypt what still uses older keys, without creating a new key',
+    )
     .option('--prune', 'afterwards, delete key files that no stored secret needs any more')
     .option('--batch-size <n>', 'secrets re-encrypted per transaction', parsePositiveInt, 500)
     .option('--max-batches <n>', 'stop after n batches (finish later with --resume)', parsePositiveInt)

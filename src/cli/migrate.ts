@@ -6,7 +6,9 @@ export async function migrateCommand(config: Config): Promise<void> {
   const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     const { applied } = await migrateToLatest(database.db);
-    console.log(applied.length === 0 ? 'database is up to date' : `applied ${applied.length} migration(s): ${applied.join(', ')}`);
+    console.log(
+      applied.length === 0 ? 'database is up to date' : `applied ${applied.length} migration(s): ${applied.join(', ')}`,
+    );
   } finally {
     await database.destroy();
   }

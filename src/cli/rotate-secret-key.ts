@@ -59,7 +59,10 @@ export async function rotateSecretKey(config: Config, opts: RotateOptions = {}):
     let newKeyId: string | null = null;
 
     if (configured) {
-      if (!opts.resume) print('GANTRY_SECRET_KEY is set, so new keys come from the configuration; re-encrypting what is not under it yet.');
+      if (!opts.resume)
+        print(
+          'GANTRY_SECRET_KEY is set, so new keys come from the configuration; re-encrypting what is not under it yet.',
+        );
     } else if (!opts.resume) {
       const key = store.addKey();
       store.setCurrent(key.id);
@@ -84,13 +87,21 @@ export async function rotateSecretKey(config: Config, opts: RotateOptions = {}):
       onProgress: ({ done, total }) => print(`re-encrypted ${done}/${total}`),
     });
 
-    for (const failure of report.failed) print(`could not re-encrypt ${failure.column} #${failure.id}: ${failure.reason}`);
+    for (const failure of report.failed)
+      print(`could not re-encrypt ${failure.column} #${failure.id}: ${failure.reason}`);
     if (report.stopped) {
-      print(`stopped: ${report.remaining} secret(s) still use older keys (which stay available); finish with: gantry admin rotate-secret-key --resume`);
+      print(
+        `stopped: ${report.remaining} secret(s) still use older keys (which stay available); finish with: gantry admin rotate-secret-key --resume`,
+      );
     } else if (report.remaining === 0) {
-      if (remaining > 0) print(`done: ${report.reencrypted} secret(s) re-encrypted; every secret is now encrypted with key ${report.keyId}`);
+      if (remaining > 0)
+        print(
+          `done: ${report.reencrypted} secret(s) re-encrypted; every secret is now encrypted with key ${report.keyId}`,
+        );
     } else {
-      print(`${report.remaining} secret(s) still use older keys (written meanwhile, or not decryptable); run again with --resume`);
+      print(
+        `${report.remaining} secret(s) still use older keys (written meanwhile, or not decryptable); run again with --resume`,
+      );
     }
 
     const pruned: string[] = [];

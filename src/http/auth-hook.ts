@@ -11,10 +11,16 @@ export function installAuthHook(app: FastifyInstance, services: Services, rootUr
     if (doer) {
       if (!doer.isActive) throw new AppError('forbidden', 'This account is not activated.', { omitUrl: true });
       if (doer.prohibitLogin) {
-        throw new AppError('forbidden', 'This account is prohibited from signing in, please contact your site administrator.', { omitUrl: true });
+        throw new AppError(
+          'forbidden',
+          'This account is prohibited from signing in, please contact your site administrator.',
+          { omitUrl: true },
+        );
       }
       if (doer.mustChangePassword) {
-        throw new AppError('forbidden', `You must change your password. Change it at: ${rootUrl}user/change_password`, { omitUrl: true });
+        throw new AppError('forbidden', `You must change your password. Change it at: ${rootUrl}user/change_password`, {
+          omitUrl: true,
+        });
       }
     }
     req.auth = auth;

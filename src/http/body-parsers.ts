@@ -91,5 +91,9 @@ export function queryParameterWithNul(query: unknown): string | null {
 
 /** A path parameter with U+0000 cannot name anything stored: it is simply not found. */
 export function hasNulParam(params: unknown): boolean {
-  return typeof params === 'object' && params !== null && Object.values(params).some((v) => typeof v === 'string' && v.includes('\u0000'));
+  return (
+    typeof params === 'object' &&
+    params !== null &&
+    Object.values(params).some((v) => typeof v === 'string' && v.includes('\u0000'))
+  );
 }

@@ -19,7 +19,8 @@ interface ClientErrorAnswer {
 }
 
 function answerOf(code: string | undefined): ClientErrorAnswer {
-  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: 'Exceeded maximum allowed HTTP header size', label: 'header_overflow' };
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, message: 'Exceeded maximum allowed HTTP header size', label: 'header_overflow' };
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, message: 'Client Timeout', label: 'timeout' };
   return { status: 400, message: 'Client Error', label: 'error' };
 }
@@ -30,12 +31,18 @@ function answerOf(code: string | undefined): ClientErrorAnswer {
  * it after LINGER_MS.
  */
 export function endWithAnswer(socket: Socket, status: number, body: string, contentType: string): void {
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: ${contentType}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: ${contentType}\r\nConnection: close\r\n\r\n${body}`,
+  );
   setTimeout(() => socket.destroy(), LINGER_MS).unref();
 }
 
 /** Fastify's `clientErrorHandler` option. */
-export function clientErrorHandler(): (this: FastifyInstance, error: Error & { code?: string }, socket: Socket) => void {
+export function clientErrorHandler(): (
+  this: FastifyInstance,
+  error: Error & { code?: string },
+  socket: Socket,
+) => void {
   // The parser fails again on every chunk that arrives while a socket lingers: answer once.
   const answered = new WeakSet<Socket>();
   return function handleClientError(error, socket) {
@@ -47,6 +54,11 @@ export function clientErrorHandler(): (this: FastifyInstance, error: Error & { c
       socket.destroy(error);
       return;
     }
-    endWithAnswer(socket, status, JSON.stringify({ error: STATUS_CODES[status], message, statusCode: status }), 'application/json');
+    endWithAnswer(
+      socket,
+      status,
+      JSON.stringify({ error: STATUS_CODES[status], message, statusCode: status }),
+      'application/json',
+    );
   };
 }

@@ -52,7 +52,11 @@ export function bindingMessage(errors: readonly AjvError[]): string {
   }
 }
 
-export function errorBody(rootUrl: string, message: string, extra: { errors?: string[]; omitUrl?: boolean } = {}): Record<string, unknown> {
+export function errorBody(
+  rootUrl: string,
+  message: string,
+  extra: { errors?: string[]; omitUrl?: boolean } = {},
+): Record<string, unknown> {
   const body: Record<string, unknown> = { message };
   if (!extra.omitUrl) body.url = `${rootUrl}api/swagger`;
   if (extra.errors) body.errors = extra.errors;
@@ -66,7 +70,10 @@ function fastifyErrorAnswer(error: FastifyError, req: FastifyRequest): { status:
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 422, message: '[]: the request body is empty; send a JSON object' };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, message: `request body is larger than ${req.routeOptions.bodyLimit} bytes (GANTRY_BODY_LIMIT); send a smaller body` };
+      return {
+        status: 413,
+        message: `request body is larger than ${req.routeOptions.bodyLimit} bytes (GANTRY_BODY_LIMIT); send a smaller body`,
+      };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, message: 'unsupported content type; send application/json' };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -92,7 +99,9 @@ export function frameworkErrorHandler(rootUrl: string, maxParamLength: number) {
       return reply.status(414).send(errorBody(rootUrl, `a path segment is longer than ${maxParamLength} characters`));
     }
     if (error.code === 'FST_ERR_BAD_URL') {
-      return reply.status(400).send(errorBody(rootUrl, 'the URL path is not valid: a %-escape is malformed or does not decode to UTF-8'));
+      return reply
+        .status(400)
+        .send(errorBody(rootUrl, 'the URL path is not valid: a %-escape is malformed or does not decode to UTF-8'));
     }
     return reply.status(400).send(errorBody(rootUrl, 'the request cannot be routed'));
   };
@@ -110,7 +119,9 @@ export function installErrorHandlers(app: FastifyInstance, rootUrl: string): voi
     const known = fastifyErrorAnswer(error, req);
     if (known) return reply.status(known.status).send(errorBody(rootUrl, known.message));
     req.log.error({ err: error }, 'request failed');
-    return reply.status(500).send(errorBody(rootUrl, `internal server error (request ${req.id}); the cause is in the server log`));
+    return reply
+      .status(500)
+      .send(errorBody(rootUrl, `internal server error (request ${req.id}); the cause is in the server log`));
   });
 
   app.setNotFoundHandler((_req, reply) => {

@@ -17,7 +17,14 @@ import type { Readable, TransformCallback } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AccessMode } from '../modules/access-mode.ts';
 import { AppError } from '../modules/errors.ts';
-import { advertiseRefs, decodeRequestBody, GitRequestRejectedError, parseGitService, serviceRpc, UnsupportedContentEncodingError } from '../modules/git/smart-http.ts';
+import {
+  advertiseRefs,
+  decodeRequestBody,
+  GitRequestRejectedError,
+  parseGitService,
+  serviceRpc,
+  UnsupportedContentEncodingError,
+} from '../modules/git/smart-http.ts';
 import type { GitResponse, GitService } from '../modules/git/smart-http.ts';
 import { scopeAllows } from '../modules/scopes.ts';
 import type { Repository } from '../models/repos.ts';
@@ -147,9 +154,12 @@ function declaredPushBytes(req: FastifyRequest): number | null {
 export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
   // The request body is git's pack stream: hand it over unread (and without
   // the JSON body limit; a push may be large and is streamed to git).
-  app.addContentTypeParser(['application/x-git-upload-pack-request', 'application/x-git-receive-pack-request'], (_req, payload, done) => {
-    done(null, payload);
-  });
+  app.addContentTypeParser(
+    ['application/x-git-upload-pack-request', 'application/x-git-receive-pack-request'],
+    (_req, payload, done) => {
+      done(null, payload);
+    },
+  );
 
   app.setErrorHandler(async (error, req, reply) => {
     if (error instanceof GitHttpError) {
@@ -157,7 +167,11 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
       return reply.status(error.status).type('text/plain; charset=utf-8').send(`${error.message}\n`);
     }
     if (error instanceof AppError && error.kind === 'unauthorized') {
-      return reply.status(401).header('WWW-Authenticate', CHALLENGE).type('text/plain; charset=utf-8').send(`${error.message}\n`);
+      return reply
+        .status(401)
+        .header('WWW-Authenticate', CHALLENGE)
+        .type('text/plain; charset=utf-8')
+        .send(`${error.message}\n`);
     }
     if (error instanceof AppError && error.kind === 'too_many_requests') {
       return reply
@@ -166,11 +180,17 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
         .type('text/plain; charset=utf-8')
         .send(`${error.message}\n`);
     }
-    if (error instanceof AppError && error.kind === 'forbidden') return reply.status(403).type('text/plain; charset=utf-8').send(`${error.message}\n`);
+    if (error instanceof AppError && error.kind === 'forbidden')
+      return reply.status(403).type('text/plain; charset=utf-8').send(`${error.message}\n`);
     // A request git could not read, or one Fastify refused (a body type no parser takes): the client's to fix.
-    if (error instanceof GitRequestRejectedError) return reply.status(400).type('text/plain; charset=utf-8').send(`${error.message}\n`);
+    if (error instanceof GitRequestRejectedError)
+      return reply.status(400).type('text/plain; charset=utf-8').send(`${error.message}\n`);
     const status = (error as { statusCode?: number }).statusCode;
-    if (status !== undefined && status >= 400 && status < 500) return reply.status(status).type('text/plain; charset=utf-8').send(`${(error as Error).message}\n`);
+    if (status !== undefined && status >= 400 && status < 500)
+      return reply
+        .status(status)
+        .type('text/plain; charset=utf-8')
+        .send(`${(error as Error).message}\n`);
     req.log.error({ err: error }, 'git request failed');
     return reply.status(500).type('text/plain; charset=utf-8').send('internal error; see the server log\n');
   });
@@ -185,36 +205,55 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
     const repoName = rawRepoName.endsWith('.git') ? rawRepoName.slice(0, -'.git'.length) : rawRepoName;
     const auth = await services.authentication.authenticate(req.headers.authorization);
     const doer = auth.doer;
-    if (doer && (!doer.isActive || doer.prohibitLogin)) throw refuse(403, 'This account cannot sign in; ask your site administrator.');
+    if (doer && (!doer.isActive || doer.prohibitLogin))
+      throw refuse(403, 'This account cannot sign in; ask your site administrator.');
     const write = service === 'git-receive-pack';
     const owner = await services.accounts.findByName(ownerName);
     const repo = owner ? await services.repos.find(owner, repoName) : null;
-    const actor = { doer, allowAdminOverride: !auth.token?.scope.publicOnly, ...(auth.task ? { taskRepoId: auth.task.repoId } : {}) };
+    const actor = {
+      doer,
+      allowAdminOverride: !auth.token?.scope.publicOnly,
+      ...(auth.task ? { taskRepoId: auth.task.repoId } : {}),
+    };
     // The code unit governs git (Forgejo: routers/web/repo/githttp.go checks
     // CanAccess(mode, unit.TypeCode)): a team whose units_map gives code none
     // cannot clone, whatever else it may read.
-    const mode = repo && owner ? unitAccessMode(await services.permissions.repoPermission(actor, repo, owner), repo, 'code') : AccessMode.none;
+    const mode =
+      repo && owner
+        ? unitAccessMode(await services.permissions.repoPermission(actor, repo, owner), repo, 'code')
+        : AccessMode.none;
     if (!repo || !owner || mode < AccessMode.read) {
       if (!doer) throw refuse(401, 'Authentication required');
       throw refuse(404, `Repository ${ownerName}/${repoName} not found`);
     }
     if (auth.token) {
       const level = write ? 'write' : 'read';
-      if (!scopeAllows(auth.token.scope, 'repository', level)) throw refuse(403, `token does not have the ${level}:repository scope`);
-      if (auth.token.scope.publicOnly && (repo.isPrivate || owner.visibility !== 'public')) throw refuse(403, 'token scope is limited to public repos');
+      if (!scopeAllows(auth.token.scope, 'repository', level))
+        throw refuse(403, `token does not have the ${level}:repository scope`);
+      if (auth.token.scope.publicOnly && (repo.isPrivate || owner.visibility !== 'public'))
+        throw refuse(403, 'token scope is limited to public repos');
     }
     if (write) {
       if (!doer) throw refuse(401, 'Authentication required to push');
       if (mode < AccessMode.write) throw refuse(403, `User ${doer.name} may not push to ${owner.name}/${repo.name}`);
-      if (repo.isArchived) throw refuse(403, `Repository ${owner.name}/${repo.name} is archived; unarchive it to push.`);
+      if (repo.isArchived)
+        throw refuse(403, `Repository ${owner.name}/${repo.name} is archived; unarchive it to push.`);
     }
     return { repo, owner, auth };
   }
 
   /** Sends git's output once git has produced its first byte, so a git failure can still be a 500. */
-  async function sendGit(reply: FastifyReply, response: GitResponse, body: Readable = response.body): Promise<FastifyReply> {
+  async function sendGit(
+    reply: FastifyReply,
+    response: GitResponse,
+    body: Readable = response.body,
+  ): Promise<FastifyReply> {
     await response.started;
-    return reply.header('Cache-Control', 'no-cache, max-age=0, must-revalidate').header('Expires', 'Fri, 01 Jan 1980 00:00:00 GMT').type(response.contentType).send(body);
+    return reply
+      .header('Cache-Control', 'no-cache, max-age=0, must-revalidate')
+      .header('Expires', 'Fri, 01 Jan 1980 00:00:00 GMT')
+      .type(response.contentType)
+      .send(body);
   }
 
   app.get('/:owner/:repo/info/refs', { schema: { hide: true } }, async (req, reply) => {
@@ -233,7 +272,8 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
   for (const service of ['git-upload-pack', 'git-receive-pack'] as const) {
     app.post(`/:owner/:repo/${service}`, { schema: { hide: true } }, async (req, reply) => {
       const target = await resolveTarget(req, service);
-      if (req.headers['content-type'] !== `application/x-${service}-request`) throw refuse(415, `Content-Type must be application/x-${service}-request`);
+      if (req.headers['content-type'] !== `application/x-${service}-request`)
+        throw refuse(415, `Content-Type must be application/x-${service}-request`);
       const maxPushBytes = services.gitRepositories.maxPushBytes;
       const receive = service === 'git-receive-pack';
       if (receive && (declaredPushBytes(req) ?? 0) > maxPushBytes) {
@@ -259,9 +299,13 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
         hooksDir: services.gitRepositories.hooksDir,
         ...(typeof gitProtocol === 'string' ? { gitProtocol } : {}),
       });
-      response.done.then((exit) => {
-        if (exit.exitCode !== 0 && exit.killedBy !== 'client') req.log.warn({ service, exit }, 'git exited with an error');
-      }, () => {});
+      response.done.then(
+        (exit) => {
+          if (exit.exitCode !== 0 && exit.killedBy !== 'client')
+            req.log.warn({ service, exit }, 'git exited with an error');
+        },
+        () => {},
+      );
       if (service === 'git-upload-pack') return sendGit(reply, response);
 
       const refuseTooLarge = (): never => {

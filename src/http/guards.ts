@@ -109,7 +109,8 @@ export function createGuards(services: Services) {
   const userAssignment: Guard = async (req) => {
     const name = param(req, 'username');
     const user = await accounts.findByName(name);
-    if (!user || !(await permissions.canSeeAccount(actorOf(req), user))) throw AppError.notFoundMessage(`user does not exist [uid: 0, name: ${name}]`);
+    if (!user || !(await permissions.canSeeAccount(actorOf(req), user)))
+      throw AppError.notFoundMessage(`user does not exist [uid: 0, name: ${name}]`);
     req.contextUser = user;
   };
 
@@ -150,11 +151,13 @@ export function createGuards(services: Services) {
       throw AppError.forbidden('token scope is limited to public repos');
     }
     if (req.org && req.org.visibility !== 'public') throw AppError.forbidden('token scope is limited to public orgs');
-    if (req.contextUser && req.contextUser.visibility !== 'public') throw AppError.forbidden('token scope is limited to public users');
+    if (req.contextUser && req.contextUser.visibility !== 'public')
+      throw AppError.forbidden('token scope is limited to public users');
   };
 
   const reqOrgOwnership: Guard = async (req) => {
-    if (!req.org || !(await permissions.isOrgOwner(actorOf(req), req.org))) throw AppError.forbidden('Must be an organization owner');
+    if (!req.org || !(await permissions.isOrgOwner(actorOf(req), req.org)))
+      throw AppError.forbidden('Must be an organization owner');
   };
 
   /** Team routes: the team must exist and the doer own its organization (404 otherwise, as Forgejo). */
@@ -186,15 +189,23 @@ export function createGuards(services: Services) {
     };
 
   const reqOwner = (unit?: RepoUnit) => unitGuard(AccessMode.owner, 'user should be the owner of the repo', unit);
-  const reqAdmin = unitGuard(AccessMode.admin, 'user should be an owner or a collaborator with admin write of a repository');
-  const reqRepoWriter = (unit?: RepoUnit) => unitGuard(AccessMode.write, 'user should have a permission to write to a repo', unit);
+  const reqAdmin = unitGuard(
+    AccessMode.admin,
+    'user should be an owner or a collaborator with admin write of a repository',
+  );
+  const reqRepoWriter = (unit?: RepoUnit) =>
+    unitGuard(AccessMode.write, 'user should have a permission to write to a repo', unit);
   const reqRepoReader = (unit?: RepoUnit) =>
     unitGuard(AccessMode.read, 'user should have specific read permission or be a repo admin or a site admin', unit);
-  const reqAnyRepoReader = unitGuard(AccessMode.read, 'user should have any permission to read repository or permissions of site admin');
+  const reqAnyRepoReader = unitGuard(
+    AccessMode.read,
+    'user should have any permission to read repository or permissions of site admin',
+  );
 
   const mustNotBeArchived: Guard = async (req) => {
     const ctx = req.repoContext;
-    if (ctx?.repo.isArchived) throw AppError.locked(`<Repository ${ctx.repo.id}:${ctx.owner.name}/${ctx.repo.name}> is archived`);
+    if (ctx?.repo.isArchived)
+      throw AppError.locked(`<Repository ${ctx.repo.id}:${ctx.owner.name}/${ctx.repo.name}> is archived`);
   };
 
   return {

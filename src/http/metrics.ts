@@ -21,13 +21,20 @@ export function installMetrics(app: FastifyInstance, deps: Deps): void {
   const metrics = deps.metrics;
   if (token === null || metrics === null) {
     app.get(METRICS_PATH, { schema: { hide: true } }, async () => {
-      throw AppError.notFoundMessage('metrics are disabled: set GANTRY_METRICS_TOKEN on the server, then scrape /metrics with "Authorization: Bearer <that token>"');
+      throw AppError.notFoundMessage(
+        'metrics are disabled: set GANTRY_METRICS_TOKEN on the server, then scrape /metrics with "Authorization: Bearer <that token>"',
+      );
     });
     return;
   }
 
   app.addHook('onResponse', async (req, reply) => {
-    metrics.observeRequest(req.method, req.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, reply.elapsedTime / 1000);
+    metrics.observeRequest(
+      req.method,
+      req.routeOptions.url ?? UNMATCHED_ROUTE,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
   });
 
   // Digests of equal length: the comparison takes the same time whatever the caller sent.
@@ -39,7 +46,7 @@ export function installMetrics(app: FastifyInstance, deps: Deps): void {
       throw AppError.unauthorized(
         given === null
           ? 'GET /metrics needs "Authorization: Bearer <token>" with the server\'s GANTRY_METRICS_TOKEN'
-          : 'the bearer token is not the server\'s GANTRY_METRICS_TOKEN',
+          : "the bearer token is not the server's GANTRY_METRICS_TOKEN",
       );
     }
     const body = await metrics.render();

@@ -37,7 +37,10 @@ const RUNNER_RPC_PREFIX = '/api/actions/';
 
 type LimitKind = 'ip' | 'token';
 
-const SETTING_OF: Readonly<Record<LimitKind, string>> = { ip: 'GANTRY_RATE_LIMIT_PER_IP', token: 'GANTRY_RATE_LIMIT_PER_TOKEN' };
+const SETTING_OF: Readonly<Record<LimitKind, string>> = {
+  ip: 'GANTRY_RATE_LIMIT_PER_IP',
+  token: 'GANTRY_RATE_LIMIT_PER_TOKEN',
+};
 const SUBJECT_OF: Readonly<Record<LimitKind, string>> = { ip: 'client address', token: 'token' };
 
 interface Counted {
@@ -87,15 +90,20 @@ function refuse(req: FastifyRequest, reply: FastifyReply, rootUrl: string, refus
   setLimitHeaders(reply, refused.decision);
   reply.code(429).header('Retry-After', String(retryAfter));
   // Connect's wire form of an error on a unary call (connectrpc.com/docs/protocol): the code name, HTTP 429.
-  if (req.url.startsWith(RUNNER_RPC_PREFIX)) return reply.type('application/json').send(JSON.stringify({ code: 'resource_exhausted', message }));
+  if (req.url.startsWith(RUNNER_RPC_PREFIX))
+    return reply.type('application/json').send(JSON.stringify({ code: 'resource_exhausted', message }));
   if (isGitHttpRoute(req.routeOptions.url)) return reply.type('text/plain; charset=utf-8').send(`${message}\n`);
   return reply.send(errorBody(rootUrl, message));
 }
 
 export function installRateLimits(app: FastifyInstance, deps: Deps): void {
   const { config, clock } = deps;
-  const perIp = config.rateLimitPerIp > 0 ? new RateLimiter({ limit: config.rateLimitPerIp, windowMs: WINDOW_MS, clock }) : null;
-  const perToken = config.rateLimitPerToken > 0 ? new RateLimiter({ limit: config.rateLimitPerToken, windowMs: WINDOW_MS, clock }) : null;
+  const perIp =
+    config.rateLimitPerIp > 0 ? new RateLimiter({ limit: config.rateLimitPerIp, windowMs: WINDOW_MS, clock }) : null;
+  const perToken =
+    config.rateLimitPerToken > 0
+      ? new RateLimiter({ limit: config.rateLimitPerToken, windowMs: WINDOW_MS, clock })
+      : null;
   if (perIp === null && perToken === null) return;
   const digest = digester();
 
@@ -114,7 +122,10 @@ export function installRateLimits(app: FastifyInstance, deps: Deps): void {
       if (!decision.allowed) return refuse(req, reply, config.rootUrl, { kind: 'token', decision });
       counted.push({ kind: 'token', decision });
     }
-    const closest = counted.reduce<Counted | undefined>((best, c) => (best === undefined || c.decision.remaining <= best.decision.remaining ? c : best), undefined);
+    const closest = counted.reduce<Counted | undefined>(
+      (best, c) => (best === undefined || c.decision.remaining <= best.decision.remaining ? c : best),
+      undefined,
+    );
     if (closest !== undefined) setLimitHeaders(reply, closest.decision);
   });
 }

@@ -41,7 +41,11 @@ export function decorateRequests(app: FastifyInstance): void {
 export function actorOf(req: FastifyRequest): Actor {
   const token = req.auth.token;
   const task = req.auth.task;
-  return { doer: req.auth.doer, allowAdminOverride: !(token && token.scope.publicOnly), ...(task ? { taskRepoId: task.repoId } : {}) };
+  return {
+    doer: req.auth.doer,
+    allowAdminOverride: !(token && token.scope.publicOnly),
+    ...(task ? { taskRepoId: task.repoId } : {}),
+  };
 }
 
 export function requireDoer(req: FastifyRequest): User {

@@ -52,7 +52,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_unix', 'bigint', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('access_token_hash_uq').unique().on('access_token').column('token_hash').execute();
-  await db.schema.createIndex('access_token_uid_name_uq').unique().on('access_token').columns(['uid', 'name']).execute();
+  await db.schema
+    .createIndex('access_token_uid_name_uq')
+    .unique()
+    .on('access_token')
+    .columns(['uid', 'name'])
+    .execute();
 
   await withId(db, db.schema.createTable('team'))
     .addColumn('org_id', 'bigint', (c) => c.notNull().references('user.id').onDelete('cascade'))
@@ -107,14 +112,24 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_unix', 'bigint', (c) => c.notNull())
     .addColumn('updated_unix', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('repository_owner_lower_name_uq').unique().on('repository').columns(['owner_id', 'lower_name']).execute();
+  await db.schema
+    .createIndex('repository_owner_lower_name_uq')
+    .unique()
+    .on('repository')
+    .columns(['owner_id', 'lower_name'])
+    .execute();
 
   await withId(db, db.schema.createTable('team_repo'))
     .addColumn('org_id', 'bigint', (c) => c.notNull().references('user.id').onDelete('cascade'))
     .addColumn('team_id', 'bigint', (c) => c.notNull().references('team.id').onDelete('cascade'))
     .addColumn('repo_id', 'bigint', (c) => c.notNull().references('repository.id').onDelete('cascade'))
     .execute();
-  await db.schema.createIndex('team_repo_team_repo_uq').unique().on('team_repo').columns(['team_id', 'repo_id']).execute();
+  await db.schema
+    .createIndex('team_repo_team_repo_uq')
+    .unique()
+    .on('team_repo')
+    .columns(['team_id', 'repo_id'])
+    .execute();
   await db.schema.createIndex('team_repo_repo').on('team_repo').column('repo_id').execute();
 
   await withId(db, db.schema.createTable('collaboration'))
@@ -123,6 +138,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('mode', 'integer', (c) => c.notNull())
     .addColumn('created_unix', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('collaboration_repo_user_uq').unique().on('collaboration').columns(['repo_id', 'user_id']).execute();
+  await db.schema
+    .createIndex('collaboration_repo_user_uq')
+    .unique()
+    .on('collaboration')
+    .columns(['repo_id', 'user_id'])
+    .execute();
   await db.schema.createIndex('collaboration_user').on('collaboration').column('user_id').execute();
 }

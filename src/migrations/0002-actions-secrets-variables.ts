@@ -22,7 +22,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_unix', 'bigint', (c) => c.notNull())
     .execute();
   // Also serves listing a scope and deleting it (owner_id, repo_id prefix).
-  await db.schema.createIndex('secret_owner_repo_name_uq').unique().on('secret').columns(['owner_id', 'repo_id', 'name']).execute();
+  await db.schema
+    .createIndex('secret_owner_repo_name_uq')
+    .unique()
+    .on('secret')
+    .columns(['owner_id', 'repo_id', 'name'])
+    .execute();
 
   await withId(db, db.schema.createTable('action_variable'))
     .addColumn('owner_id', 'bigint', (c) => c.notNull().defaultTo(0))
@@ -33,5 +38,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_unix', 'bigint', (c) => c.notNull())
     .execute();
   // Lists are ordered by name within a scope: this index gives that order directly.
-  await db.schema.createIndex('action_variable_owner_repo_name_uq').unique().on('action_variable').columns(['owner_id', 'repo_id', 'name']).execute();
+  await db.schema
+    .createIndex('action_variable_owner_repo_name_uq')
+    .unique()
+    .on('action_variable')
+    .columns(['owner_id', 'repo_id', 'name'])
+    .execute();
 }

@@ -41,15 +41,36 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated', 'bigint', (c) => c.notNull())
     .execute();
   // Run numbers are unique per repository; this index also serves `run_number=`.
-  await db.schema.createIndex('action_run_repo_index_uq').unique().on('action_run').columns(['repo_id', 'index_in_repo']).execute();
+  await db.schema
+    .createIndex('action_run_repo_index_uq')
+    .unique()
+    .on('action_run')
+    .columns(['repo_id', 'index_in_repo'])
+    .execute();
   // The runs list is `repo_id = ? [AND filter] ORDER BY id DESC`: one index per
   // filter, each ending in id, so a page is an index range read backwards.
   await db.schema.createIndex('action_run_repo_id').on('action_run').columns(['repo_id', 'id']).execute();
-  await db.schema.createIndex('action_run_repo_status_id').on('action_run').columns(['repo_id', 'status', 'id']).execute();
-  await db.schema.createIndex('action_run_repo_event_id').on('action_run').columns(['repo_id', 'event', 'id']).execute();
-  await db.schema.createIndex('action_run_repo_sha_id').on('action_run').columns(['repo_id', 'commit_sha', 'id']).execute();
+  await db.schema
+    .createIndex('action_run_repo_status_id')
+    .on('action_run')
+    .columns(['repo_id', 'status', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('action_run_repo_event_id')
+    .on('action_run')
+    .columns(['repo_id', 'event', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('action_run_repo_sha_id')
+    .on('action_run')
+    .columns(['repo_id', 'commit_sha', 'id'])
+    .execute();
   await db.schema.createIndex('action_run_repo_ref_id').on('action_run').columns(['repo_id', 'ref', 'id']).execute();
-  await db.schema.createIndex('action_run_repo_workflow_id').on('action_run').columns(['repo_id', 'workflow_id', 'id']).execute();
+  await db.schema
+    .createIndex('action_run_repo_workflow_id')
+    .on('action_run')
+    .columns(['repo_id', 'workflow_id', 'id'])
+    .execute();
 
   // The last run number handed out per repository. Incremented in the
   // transaction that inserts the run, so numbers are gap-free: a rolled-back
@@ -104,8 +125,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('action_run_job_run_id').on('action_run_job').columns(['run_id', 'id']).execute();
   // Runners look for waiting jobs oldest first; the jobs search lists waiting and running ones.
   await db.schema.createIndex('action_run_job_status_id').on('action_run_job').columns(['status', 'id']).execute();
-  await db.schema.createIndex('action_run_job_repo_status').on('action_run_job').columns(['repo_id', 'status', 'id']).execute();
-  await db.schema.createIndex('action_run_job_owner_status').on('action_run_job').columns(['owner_id', 'status', 'id']).execute();
+  await db.schema
+    .createIndex('action_run_job_repo_status')
+    .on('action_run_job')
+    .columns(['repo_id', 'status', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('action_run_job_owner_status')
+    .on('action_run_job')
+    .columns(['owner_id', 'status', 'id'])
+    .execute();
 
   await withId(db, db.schema.createTable('action_task'))
     .addColumn('job_id', 'bigint', (c) => c.notNull())
@@ -129,7 +158,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated', 'bigint', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('action_task_repo_id').on('action_task').columns(['repo_id', 'id']).execute();
-  await db.schema.createIndex('action_task_repo_status_id').on('action_task').columns(['repo_id', 'status', 'id']).execute();
+  await db.schema
+    .createIndex('action_task_repo_status_id')
+    .on('action_task')
+    .columns(['repo_id', 'status', 'id'])
+    .execute();
   await db.schema.createIndex('action_task_job_id').on('action_task').columns(['job_id']).execute();
   // NULL until a token is issued; unique so a token names one task.
   await db.schema.createIndex('action_task_token_hash_uq').unique().on('action_task').columns(['token_hash']).execute();

@@ -27,9 +27,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated', 'bigint', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('action_runner_uuid_uq').unique().on('action_runner').column('uuid').execute();
-  await db.schema.createIndex('action_runner_token_hash_uq').unique().on('action_runner').column('token_hash').execute();
+  await db.schema
+    .createIndex('action_runner_token_hash_uq')
+    .unique()
+    .on('action_runner')
+    .column('token_hash')
+    .execute();
   // Lists are per scope, newest contact first.
-  await db.schema.createIndex('action_runner_scope_online').on('action_runner').columns(['owner_id', 'repo_id', 'last_online']).execute();
+  await db.schema
+    .createIndex('action_runner_scope_online')
+    .on('action_runner')
+    .columns(['owner_id', 'repo_id', 'last_online'])
+    .execute();
 
   await withId(db, db.schema.createTable('action_runner_token'))
     .addColumn('owner_id', 'bigint', (c) => c.notNull().defaultTo(0))
@@ -40,8 +49,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created', 'bigint', (c) => c.notNull())
     .addColumn('updated', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('action_runner_token_token_hash_uq').unique().on('action_runner_token').column('token_hash').execute();
-  await db.schema.createIndex('action_runner_token_scope').on('action_runner_token').columns(['owner_id', 'repo_id', 'id']).execute();
+  await db.schema
+    .createIndex('action_runner_token_token_hash_uq')
+    .unique()
+    .on('action_runner_token')
+    .column('token_hash')
+    .execute();
+  await db.schema
+    .createIndex('action_runner_token_scope')
+    .on('action_runner_token')
+    .columns(['owner_id', 'repo_id', 'id'])
+    .execute();
 
   // Bumped whenever a job of the scope becomes waiting; runners skip the job
   // search while the version they saw is current.
@@ -52,7 +70,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created', 'bigint', (c) => c.notNull())
     .addColumn('updated', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('action_tasks_version_scope_uq').unique().on('action_tasks_version').columns(['owner_id', 'repo_id']).execute();
+  await db.schema
+    .createIndex('action_tasks_version_scope_uq')
+    .unique()
+    .on('action_tasks_version')
+    .columns(['owner_id', 'repo_id'])
+    .execute();
 
   await withId(db, db.schema.createTable('action_task_step'))
     .addColumn('task_id', 'bigint', (c) => c.notNull())
@@ -68,17 +91,31 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created', 'bigint', (c) => c.notNull())
     .addColumn('updated', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('action_task_step_task_index_uq').unique().on('action_task_step').columns(['task_id', 'step_index']).execute();
+  await db.schema
+    .createIndex('action_task_step_task_index_uq')
+    .unique()
+    .on('action_task_step')
+    .columns(['task_id', 'step_index'])
+    .execute();
 
   await withId(db, db.schema.createTable('action_task_output'))
     .addColumn('task_id', 'bigint', (c) => c.notNull())
     .addColumn('output_key', 'text', (c) => c.notNull())
     .addColumn('output_value', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('action_task_output_task_key_uq').unique().on('action_task_output').columns(['task_id', 'output_key']).execute();
+  await db.schema
+    .createIndex('action_task_output_task_key_uq')
+    .unique()
+    .on('action_task_output')
+    .columns(['task_id', 'output_key'])
+    .execute();
 
   // Housekeeping finds running tasks by their last report, and waiting jobs by age.
   await db.schema.createIndex('action_task_status_updated').on('action_task').columns(['status', 'updated']).execute();
   await db.schema.createIndex('action_task_runner_status').on('action_task').columns(['runner_id', 'status']).execute();
-  await db.schema.createIndex('action_run_job_status_updated').on('action_run_job').columns(['status', 'updated']).execute();
+  await db.schema
+    .createIndex('action_run_job_status_updated')
+    .on('action_run_job')
+    .columns(['status', 'updated'])
+    .execute();
 }

@@ -79,5 +79,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('response_body', 'text', (c) => c.notNull().defaultTo(''))
     .addColumn('error', 'text', (c) => c.notNull().defaultTo(''))
     .execute();
-  await db.schema.createIndex('hook_task_attempt_task').on('hook_task_attempt').columns(['task_id', 'attempt']).execute();
+  await db.schema
+    .createIndex('hook_task_attempt_task')
+    .on('hook_task_attempt')
+    .columns(['task_id', 'attempt'])
+    .execute();
 }

@@ -16,5 +16,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .alterTable('action_task')
     .addColumn('runner_request_key_expires', 'bigint', (c) => c.notNull().defaultTo(0))
     .execute();
-  await db.schema.createIndex('action_task_runner_request_key').on('action_task').columns(['runner_id', 'runner_request_key']).execute();
+  await db.schema
+    .createIndex('action_task_runner_request_key')
+    .on('action_task')
+    .columns(['runner_id', 'runner_request_key'])
+    .execute();
 }

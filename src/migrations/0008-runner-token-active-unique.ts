@@ -23,5 +23,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   `.execute(db);
   // Raw DDL: the predicate must be the literal `is_active = 1` (never a bound
   // parameter) so that ON CONFLICT's index inference matches it on both dialects.
-  await sql`CREATE UNIQUE INDEX action_runner_token_active_uq ON action_runner_token (owner_id, repo_id) WHERE is_active = 1`.execute(db);
+  await sql`CREATE UNIQUE INDEX action_runner_token_active_uq ON action_runner_token (owner_id, repo_id) WHERE is_active = 1`.execute(
+    db,
+  );
 }

@@ -19,5 +19,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('workflow_id', textC, (c) => c.notNull())
     .addColumn('created', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('action_workflow_state_repo_workflow_uq').unique().on('action_workflow_state').columns(['repo_id', 'workflow_id']).execute();
+  await db.schema
+    .createIndex('action_workflow_state_repo_workflow_uq')
+    .unique()
+    .on('action_workflow_state')
+    .columns(['repo_id', 'workflow_id'])
+    .execute();
 }

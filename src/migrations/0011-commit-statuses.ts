@@ -26,9 +26,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated', 'bigint', (c) => c.notNull())
     .execute();
   // The lists (by index) and the uniqueness of the per-sha number.
-  await db.schema.createIndex('commit_status_repo_sha_index_uq').unique().on('commit_status').columns(['repo_id', 'sha', 'index_in_sha']).execute();
+  await db.schema
+    .createIndex('commit_status_repo_sha_index_uq')
+    .unique()
+    .on('commit_status')
+    .columns(['repo_id', 'sha', 'index_in_sha'])
+    .execute();
   // The latest status of each context: the highest index per (repo, sha, context_hash).
-  await db.schema.createIndex('commit_status_repo_sha_context').on('commit_status').columns(['repo_id', 'sha', 'context_hash', 'index_in_sha']).execute();
+  await db.schema
+    .createIndex('commit_status_repo_sha_context')
+    .on('commit_status')
+    .columns(['repo_id', 'sha', 'context_hash', 'index_in_sha'])
+    .execute();
 
   // The last number handed out per (repository, sha). Incremented in the
   // transaction that inserts the status, so numbers are gap-free and

@@ -7,7 +7,10 @@ export function isPostgres(db: Kysely<unknown>): boolean {
 }
 
 /** A 64-bit auto-incrementing primary key named `id` on both dialects. */
-export function withId<T extends string>(db: Kysely<unknown>, table: CreateTableBuilder<T, never>): CreateTableBuilder<T, 'id'> {
+export function withId<T extends string>(
+  db: Kysely<unknown>,
+  table: CreateTableBuilder<T, never>,
+): CreateTableBuilder<T, 'id'> {
   return isPostgres(db)
     ? table.addColumn('id', 'bigserial', (col: ColumnDefinitionBuilder) => col.primaryKey())
     : table.addColumn('id', 'integer', (col: ColumnDefinitionBuilder) => col.primaryKey().autoIncrement());

@@ -73,7 +73,10 @@ type TokenWithOwnerRow = Awaited<ReturnType<ReturnType<typeof tokenWithOwnerQuer
 const compiledLookups = new WeakMap<Queryable, CompiledQuery<TokenWithOwnerRow>>();
 
 /** One indexed lookup returning the token with its owner (the hot path of every API call). */
-export async function findAccessTokenWithOwner(db: Queryable, tokenHash: string): Promise<{ token: AccessToken; owner: User } | null> {
+export async function findAccessTokenWithOwner(
+  db: Queryable,
+  tokenHash: string,
+): Promise<{ token: AccessToken; owner: User } | null> {
   let compiled = compiledLookups.get(db);
   if (!compiled) {
     compiled = tokenWithOwnerQuery(db, '').compile();
@@ -97,22 +100,48 @@ export async function findAccessTokenWithOwner(db: Queryable, tokenHash: string)
 }
 
 export async function countAccessTokens(db: Queryable, uid: number): Promise<number> {
-  const row = await db.selectFrom('access_token').select((eb) => eb.fn.countAll<number>().as('n')).where('uid', '=', uid).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('access_token')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('uid', '=', uid)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
-export async function listAccessTokens(db: Queryable, uid: number, limit: number, offset: number): Promise<AccessToken[]> {
-  const rows = await db.selectFrom('access_token').selectAll().where('uid', '=', uid).orderBy('id', 'desc').limit(limit).offset(offset).execute();
+export async function listAccessTokens(
+  db: Queryable,
+  uid: number,
+  limit: number,
+  offset: number,
+): Promise<AccessToken[]> {
+  const rows = await db
+    .selectFrom('access_token')
+    .selectAll()
+    .where('uid', '=', uid)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .offset(offset)
+    .execute();
   return rows.map(tokenFromRow);
 }
 
 export async function findAccessTokensByName(db: Queryable, uid: number, name: string): Promise<AccessToken[]> {
-  const rows = await db.selectFrom('access_token').selectAll().where('uid', '=', uid).where('name', '=', name).execute();
+  const rows = await db
+    .selectFrom('access_token')
+    .selectAll()
+    .where('uid', '=', uid)
+    .where('name', '=', name)
+    .execute();
   return rows.map(tokenFromRow);
 }
 
 export async function findAccessTokenById(db: Queryable, uid: number, id: number): Promise<AccessToken | null> {
-  const row = await db.selectFrom('access_token').selectAll().where('uid', '=', uid).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('access_token')
+    .selectAll()
+    .where('uid', '=', uid)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row ? tokenFromRow(row) : null;
 }
 

@@ -173,15 +173,29 @@ interface CountKey {
 async function adjustRunCount(tx: Queryable, key: CountKey, delta: number): Promise<void> {
   await tx
     .insertInto('action_run_count')
-    .values({ repo_id: key.repoId, workflow_id: key.workflowId, ref: key.ref, event: key.event, status: key.status, count: delta })
+    .values({
+      repo_id: key.repoId,
+      workflow_id: key.workflowId,
+      ref: key.ref,
+      event: key.event,
+      status: key.status,
+      count: delta,
+    })
     .onConflict((oc) =>
-      oc.columns(['repo_id', 'workflow_id', 'ref', 'event', 'status']).doUpdateSet({ count: sql<number>`action_run_count.count + ${delta}` }),
+      oc
+        .columns(['repo_id', 'workflow_id', 'ref', 'event', 'status'])
+        .doUpdateSet({ count: sql<number>`action_run_count.count + ${delta}` }),
     )
     .execute();
 }
 
 /** Inserts a run and its jobs. Call inside a transaction. */
-export async function insertRunWithJobs(tx: Queryable, run: NewRun, jobs: readonly NewJob[], now: number): Promise<{ run: ActionRun; jobs: ActionRunJob[] }> {
+export async function insertRunWithJobs(
+  tx: Queryable,
+  run: NewRun,
+  jobs: readonly NewJob[],
+  now: number,
+): Promise<{ run: ActionRun; jobs: ActionRunJob[] }> {
   const index = await nextRunIndex(tx, run.repoId);
   const runRow = await tx
     .insertInto('action_run')
@@ -206,7 +220,11 @@ export async function insertRunWithJobs(tx: Queryable, run: NewRun, jobs: readon
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  await adjustRunCount(tx, { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event, status: run.status }, 1);
+  await adjustRunCount(
+    tx,
+    { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event, status: run.status },
+    1,
+  );
   if (jobs.length === 0) return { run: runFromRow(runRow), jobs: [] };
   const jobRows: Array<Selectable<ActionRunJobTable>> = [];
   // In slices: one statement for thousands of jobs would pass more bound
@@ -247,7 +265,12 @@ export interface RunStatusChange {
 }
 
 /** Writes a run's new status (and timers) and moves it between the run counts. */
-export async function updateRunStatus(tx: Queryable, run: ActionRun, change: RunStatusChange, now: number): Promise<ActionRun> {
+export async function updateRunStatus(
+  tx: Queryable,
+  run: ActionRun,
+  change: RunStatusChange,
+  now: number,
+): Promise<ActionRun> {
   const updated = await tx
     .updateTable('action_run')
     .set({
@@ -279,11 +302,22 @@ export async function updateRunStatus(tx: Queryable, run: ActionRun, change: Run
  * finished attempt's duration added to `previous_duration`. Only while the
  * run still has the status the caller read; undefined when it moved meanwhile.
  */
-export async function restartRun(tx: Queryable, run: ActionRun, status: number, now: number): Promise<ActionRun | undefined> {
+export async function restartRun(
+  tx: Queryable,
+  run: ActionRun,
+  status: number,
+  now: number,
+): Promise<ActionRun | undefined> {
   const duration = run.started > 0 && run.stopped >= run.started ? run.stopped - run.started : 0;
   const updated = await tx
     .updateTable('action_run')
-    .set({ status, started: 0, stopped: 0, previous_duration: sql<number>`previous_duration + ${duration}`, updated: now })
+    .set({
+      status,
+      started: 0,
+      stopped: 0,
+      previous_duration: sql<number>`previous_duration + ${duration}`,
+      updated: now,
+    })
     .where('id', '=', run.id)
     .where('status', '=', run.status)
     .returningAll()
@@ -324,7 +358,11 @@ export async function deleteFinishedRun(tx: Queryable, run: ActionRun): Promise<
     .executeTakeFirst();
   if (Number(deleted.numDeletedRows) === 0) return undefined;
   const jobsOfRun = tx.selectFrom('action_run_job').select('id').where('run_id', '=', run.id);
-  const tasks = await tx.selectFrom('action_task').select(['id', 'repo_id', 'log_filename']).where('job_id', 'in', jobsOfRun).execute();
+  const tasks = await tx
+    .selectFrom('action_task')
+    .select(['id', 'repo_id', 'log_filename'])
+    .where('job_id', 'in', jobsOfRun)
+    .execute();
   const taskIds = tasks.map((task) => task.id);
   if (taskIds.length > 0) {
     await tx.deleteFrom('action_task_output').where('task_id', 'in', taskIds).execute();
@@ -332,7 +370,11 @@ export async function deleteFinishedRun(tx: Queryable, run: ActionRun): Promise<
     await tx.deleteFrom('action_task').where('id', 'in', taskIds).execute();
   }
   await tx.deleteFrom('action_run_job').where('run_id', '=', run.id).execute();
-  await adjustRunCount(tx, { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event, status: run.status }, -1);
+  await adjustRunCount(
+    tx,
+    { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event, status: run.status },
+    -1,
+  );
   return tasks.map((task) => ({ repoId: task.repo_id, taskId: task.id, logFilename: task.log_filename }));
 }
 
@@ -342,7 +384,12 @@ export async function findRunById(db: Queryable, id: number): Promise<ActionRun 
 }
 
 export async function findRunByIndex(db: Queryable, repoId: number, index: number): Promise<ActionRun | undefined> {
-  const row = await db.selectFrom('action_run').selectAll().where('repo_id', '=', repoId).where('index_in_repo', '=', index).executeTakeFirst();
+  const row = await db
+    .selectFrom('action_run')
+    .selectAll()
+    .where('repo_id', '=', repoId)
+    .where('index_in_repo', '=', index)
+    .executeTakeFirst();
   return row === undefined ? undefined : runFromRow(row);
 }
 
@@ -371,8 +418,10 @@ export interface Slice {
 /** Newest first. Each filter has an index ending in `id`, so a page reads an index range. */
 export async function listRuns(db: Queryable, repoId: number, filter: RunFilter, slice: Slice): Promise<ActionRun[]> {
   let query = db.selectFrom('action_run').selectAll().where('repo_id', '=', repoId);
-  if (filter.events !== undefined) query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
-  if (filter.statuses !== undefined && filter.statuses.length > 0) query = query.where('status', 'in', [...filter.statuses]);
+  if (filter.events !== undefined)
+    query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
+  if (filter.statuses !== undefined && filter.statuses.length > 0)
+    query = query.where('status', 'in', [...filter.statuses]);
   if (filter.runNumber !== undefined) query = query.where('index_in_repo', '=', filter.runNumber);
   if (filter.headSha !== undefined) query = query.where('commit_sha', '=', filter.headSha);
   if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
@@ -394,8 +443,10 @@ export async function countRuns(db: Queryable, repoId: number, filter: RunFilter
     let query = db.selectFrom('action_run').select(db.fn.countAll<number>().as('n')).where('repo_id', '=', repoId);
     if (filter.runNumber !== undefined) query = query.where('index_in_repo', '=', filter.runNumber);
     if (filter.headSha !== undefined) query = query.where('commit_sha', '=', filter.headSha);
-    if (filter.events !== undefined) query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
-    if (filter.statuses !== undefined && filter.statuses.length > 0) query = query.where('status', 'in', [...filter.statuses]);
+    if (filter.events !== undefined)
+      query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
+    if (filter.statuses !== undefined && filter.statuses.length > 0)
+      query = query.where('status', 'in', [...filter.statuses]);
     if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
     if (filter.workflowId !== undefined) query = query.where('workflow_id', '=', filter.workflowId);
     if (filter.triggerUserId !== undefined) query = query.where('trigger_user_id', '=', filter.triggerUserId);
@@ -406,8 +457,10 @@ export async function countRuns(db: Queryable, repoId: number, filter: RunFilter
     .selectFrom('action_run_count')
     .select(sql<number | string | null>`sum(count)`.as('n'))
     .where('repo_id', '=', repoId);
-  if (filter.events !== undefined) query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
-  if (filter.statuses !== undefined && filter.statuses.length > 0) query = query.where('status', 'in', [...filter.statuses]);
+  if (filter.events !== undefined)
+    query = query.where('event', 'in', filter.events.length > 0 ? [...filter.events] : ['']);
+  if (filter.statuses !== undefined && filter.statuses.length > 0)
+    query = query.where('status', 'in', [...filter.statuses]);
   if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
   if (filter.workflowId !== undefined) query = query.where('workflow_id', '=', filter.workflowId);
   const row = await query.executeTakeFirstOrThrow();
@@ -449,7 +502,10 @@ export async function lockRun(tx: Queryable, runId: number): Promise<void> {
  * The latest finished run of the same workflow on the same ref before `run`
  * (what "recovered" is measured against), walking the (repo, workflow, id) index.
  */
-export async function findPreviousFinishedRun(db: Queryable, run: Pick<ActionRun, 'id' | 'repoId' | 'workflowId' | 'ref'>): Promise<ActionRun | undefined> {
+export async function findPreviousFinishedRun(
+  db: Queryable,
+  run: Pick<ActionRun, 'id' | 'repoId' | 'workflowId' | 'ref'>,
+): Promise<ActionRun | undefined> {
   const row = await db
     .selectFrom('action_run')
     .selectAll()

@@ -19,7 +19,12 @@ export interface TaskListEntry {
 }
 
 /** Newest first, optionally only the given statuses. */
-export async function listTasksOfRepo(db: Queryable, repoId: number, statuses: readonly number[], slice: Slice): Promise<TaskListEntry[]> {
+export async function listTasksOfRepo(
+  db: Queryable,
+  repoId: number,
+  statuses: readonly number[],
+  slice: Slice,
+): Promise<TaskListEntry[]> {
   let query = db
     .selectFrom('action_task as t')
     .innerJoin('action_run_job as j', 'j.id', 't.job_id')
@@ -79,6 +84,11 @@ export async function findTaskSummary(db: Queryable, taskId: number): Promise<Ta
     .where('t.id', '=', taskId)
     .executeTakeFirst();
   if (task === undefined) return undefined;
-  const steps = await db.selectFrom('action_task_step').select(['name', 'status', 'started', 'stopped']).where('task_id', '=', taskId).orderBy('step_index').execute();
+  const steps = await db
+    .selectFrom('action_task_step')
+    .select(['name', 'status', 'started', 'stopped'])
+    .where('task_id', '=', taskId)
+    .orderBy('step_index')
+    .execute();
   return { runnerId: task.runner_id, runnerName: task.runner_name ?? '', steps };
 }

@@ -73,7 +73,9 @@ async function nextStatusIndex(tx: Queryable, repoId: number, sha: string): Prom
   const row = await tx
     .insertInto('commit_status_index')
     .values({ repo_id: repoId, sha, max_index: 1 })
-    .onConflict((oc) => oc.columns(['repo_id', 'sha']).doUpdateSet({ max_index: sql<number>`commit_status_index.max_index + 1` }))
+    .onConflict((oc) =>
+      oc.columns(['repo_id', 'sha']).doUpdateSet({ max_index: sql<number>`commit_status_index.max_index + 1` }),
+    )
     .returning('max_index')
     .executeTakeFirstOrThrow();
   return Number(row.max_index);
@@ -103,7 +105,12 @@ export async function insertCommitStatus(tx: Queryable, status: NewCommitStatus,
 }
 
 /** The statuses of one sha, one page, and how many match in all. */
-export async function listCommitStatuses(db: Queryable, repoId: number, sha: string, options: StatusListOptions): Promise<{ statuses: CommitStatus[]; total: number }> {
+export async function listCommitStatuses(
+  db: Queryable,
+  repoId: number,
+  sha: string,
+  options: StatusListOptions,
+): Promise<{ statuses: CommitStatus[]; total: number }> {
   let base = db.selectFrom('commit_status').where('repo_id', '=', repoId).where('sha', '=', sha);
   if (options.state !== undefined) base = base.where('state', '=', options.state);
   const counted = await base.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
@@ -119,12 +126,23 @@ export async function listCommitStatuses(db: Queryable, repoId: number, sha: str
       '': ['created', 'desc'],
     } as const
   )[options.sort];
-  const rows = await base.selectAll().orderBy(column, direction).orderBy('index_in_sha', direction).offset(options.offset).limit(options.limit).execute();
+  const rows = await base
+    .selectAll()
+    .orderBy(column, direction)
+    .orderBy('index_in_sha', direction)
+    .offset(options.offset)
+    .limit(options.limit)
+    .execute();
   return { statuses: rows.map(fromRow), total: Number(counted.n) };
 }
 
 /** The latest status of each context of one sha, newest context first (Forgejo's GetLatestCommitStatus), one page, and how many contexts. */
-export async function latestCommitStatuses(db: Queryable, repoId: number, sha: string, page?: { offset: number; limit: number }): Promise<{ statuses: CommitStatus[]; total: number }> {
+export async function latestCommitStatuses(
+  db: Queryable,
+  repoId: number,
+  sha: string,
+  page?: { offset: number; limit: number },
+): Promise<{ statuses: CommitStatus[]; total: number }> {
   const latest = db
     .selectFrom('commit_status')
     .select((eb) => eb.fn.max('index_in_sha').as('latest'))
@@ -148,7 +166,12 @@ export async function latestCommitStatuses(db: Queryable, repoId: number, sha: s
 }
 
 /** The latest status of one context of a sha, or undefined. */
-export async function latestStatusOfContext(db: Queryable, repoId: number, sha: string, context: string): Promise<CommitStatus | undefined> {
+export async function latestStatusOfContext(
+  db: Queryable,
+  repoId: number,
+  sha: string,
+  context: string,
+): Promise<CommitStatus | undefined> {
   const row = await db
     .selectFrom('commit_status')
     .selectAll()

@@ -48,7 +48,11 @@ const TASKS_PER_INSERT = 1000;
 
 /** Many rows in few statements (one event for many hooks: a push to an organization with 100 hooks). */
 export async function insertHookTasks(db: Queryable, tasks: readonly NewHookTask[]): Promise<void> {
-  for (let i = 0; i < tasks.length; i += TASKS_PER_INSERT) await db.insertInto('hook_task').values(tasks.slice(i, i + TASKS_PER_INSERT).map(hookTaskRow)).execute();
+  for (let i = 0; i < tasks.length; i += TASKS_PER_INSERT)
+    await db
+      .insertInto('hook_task')
+      .values(tasks.slice(i, i + TASKS_PER_INSERT).map(hookTaskRow))
+      .execute();
 }
 
 /**
@@ -57,16 +61,44 @@ export async function insertHookTasks(db: Queryable, tasks: readonly NewHookTask
  * (status, next_attempt_at) index in order and stops at `limit`, so a claim
  * costs the same with 10 or 100,000 rows waiting.
  */
-export function claimDueHookTasks(db: Queryable, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<HookTask[]> {
-  return claimWhere(db, owner, nowMs, leaseMs, limit, (eb) => eb.and([eb('status', '=', HookTaskStatus.pending), eb('next_attempt_at', '<=', nowMs)]), true);
+export function claimDueHookTasks(
+  db: Queryable,
+  owner: string,
+  nowMs: number,
+  leaseMs: number,
+  limit: number,
+): Promise<HookTask[]> {
+  return claimWhere(
+    db,
+    owner,
+    nowMs,
+    leaseMs,
+    limit,
+    (eb) => eb.and([eb('status', '=', HookTaskStatus.pending), eb('next_attempt_at', '<=', nowMs)]),
+    true,
+  );
 }
 
 /**
  * Leases up to `limit` rows whose lease expired (their worker died
  * mid-delivery: the row is delivered again, at least once).
  */
-export function claimExpiredHookTasks(db: Queryable, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<HookTask[]> {
-  return claimWhere(db, owner, nowMs, leaseMs, limit, (eb) => eb.and([eb('status', '=', HookTaskStatus.delivering), eb('lease_until', '<=', nowMs)]), false);
+export function claimExpiredHookTasks(
+  db: Queryable,
+  owner: string,
+  nowMs: number,
+  leaseMs: number,
+  limit: number,
+): Promise<HookTask[]> {
+  return claimWhere(
+    db,
+    owner,
+    nowMs,
+    leaseMs,
+    limit,
+    (eb) => eb.and([eb('status', '=', HookTaskStatus.delivering), eb('lease_until', '<=', nowMs)]),
+    false,
+  );
 }
 
 async function claimWhere(
@@ -92,7 +124,12 @@ async function claimWhere(
   if (isPostgres(db)) candidates = candidates.forUpdate().skipLocked();
   return db
     .updateTable('hook_task')
-    .set({ status: HookTaskStatus.delivering, lease_owner: owner, lease_until: nowMs + leaseMs, updated: Math.floor(nowMs / 1000) })
+    .set({
+      status: HookTaskStatus.delivering,
+      lease_owner: owner,
+      lease_until: nowMs + leaseMs,
+      updated: Math.floor(nowMs / 1000),
+    })
     .where('id', 'in', candidates)
     .returningAll()
     .execute();
@@ -102,7 +139,12 @@ async function claimWhere(
  * Gives leased rows back (a stopping worker had claimed them but not started
  * them): due again at once for any worker, instead of when the lease expires.
  */
-export async function releaseHookTasks(db: Queryable, owner: string, ids: readonly number[], nowMs: number): Promise<void> {
+export async function releaseHookTasks(
+  db: Queryable,
+  owner: string,
+  ids: readonly number[],
+  nowMs: number,
+): Promise<void> {
   if (ids.length === 0) return;
   await db
     .updateTable('hook_task')
@@ -149,13 +191,19 @@ const ROWS_PER_STATEMENT = 500;
  * of per-row statements took two per row plus BEGIN and COMMIT); on SQLite a
  * transaction of one UPDATE … FROM (VALUES …) and one multi-row INSERT.
  */
-export async function recordHookTaskAttempts(db: Queryable, owner: string, settled: readonly SettledAttempt[]): Promise<void> {
+export async function recordHookTaskAttempts(
+  db: Queryable,
+  owner: string,
+  settled: readonly SettledAttempt[],
+): Promise<void> {
   if (isPostgres(db)) {
-    for (let i = 0; i < settled.length; i += ROWS_PER_STATEMENT) await recordInOneStatement(db, owner, settled.slice(i, i + ROWS_PER_STATEMENT));
+    for (let i = 0; i < settled.length; i += ROWS_PER_STATEMENT)
+      await recordInOneStatement(db, owner, settled.slice(i, i + ROWS_PER_STATEMENT));
     return;
   }
   const record = async (tx: Queryable): Promise<void> => {
-    for (let i = 0; i < settled.length; i += ROWS_PER_STATEMENT) await recordInTwoStatements(tx, owner, settled.slice(i, i + ROWS_PER_STATEMENT));
+    for (let i = 0; i < settled.length; i += ROWS_PER_STATEMENT)
+      await recordInTwoStatements(tx, owner, settled.slice(i, i + ROWS_PER_STATEMENT));
   };
   await (db.isTransaction ? record(db) : db.transaction().execute(record));
 }
@@ -164,7 +212,12 @@ export async function recordHookTaskAttempts(db: Queryable, owner: string, settl
 function settlement({ task, attempt, outcome, nowMs }: SettledAttempt) {
   return {
     id: task.id,
-    status: outcome.kind === 'delivered' ? HookTaskStatus.delivered : outcome.kind === 'failed' ? HookTaskStatus.failed : HookTaskStatus.pending,
+    status:
+      outcome.kind === 'delivered'
+        ? HookTaskStatus.delivered
+        : outcome.kind === 'failed'
+          ? HookTaskStatus.failed
+          : HookTaskStatus.pending,
     // 0: unchanged.
     nextAttemptAt: outcome.kind === 'retry' ? outcome.nextAttemptAt : 0,
     delivered: outcome.kind === 'delivered' ? nowMs : 0,
@@ -231,7 +284,11 @@ async function recordInTwoStatements(tx: Queryable, owner: string, settled: read
     let number = numbers.get(task.id);
     if (number === undefined) {
       // The lease was lost: number the attempt after those recorded.
-      const last = await tx.selectFrom('hook_task_attempt').select((eb) => eb.fn.max('attempt').as('n')).where('task_id', '=', task.id).executeTakeFirst();
+      const last = await tx
+        .selectFrom('hook_task_attempt')
+        .select((eb) => eb.fn.max('attempt').as('n'))
+        .where('task_id', '=', task.id)
+        .executeTakeFirst();
       number = Number(last?.n ?? 0) + 1 + rows.filter((r) => r.task_id === task.id).length;
     }
     rows.push({
@@ -251,18 +308,45 @@ async function recordInTwoStatements(tx: Queryable, owner: string, settled: read
   await tx.insertInto('hook_task_attempt').values(rows).execute();
 }
 
-export async function listHookTasks(db: Queryable, hookId: number, offset: number, limit: number): Promise<{ tasks: HookTask[]; total: number }> {
+export async function listHookTasks(
+  db: Queryable,
+  hookId: number,
+  offset: number,
+  limit: number,
+): Promise<{ tasks: HookTask[]; total: number }> {
   const [tasks, count] = await Promise.all([
-    db.selectFrom('hook_task').selectAll().where('hook_id', '=', hookId).orderBy('id', 'desc').offset(offset).limit(limit).execute(),
-    db.selectFrom('hook_task').select((eb) => eb.fn.countAll().as('n')).where('hook_id', '=', hookId).executeTakeFirst(),
+    db
+      .selectFrom('hook_task')
+      .selectAll()
+      .where('hook_id', '=', hookId)
+      .orderBy('id', 'desc')
+      .offset(offset)
+      .limit(limit)
+      .execute(),
+    db
+      .selectFrom('hook_task')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('hook_id', '=', hookId)
+      .executeTakeFirst(),
   ]);
   return { tasks, total: Number(count?.n ?? 0) };
 }
 
 export async function findHookTask(db: Queryable, hookId: number, taskId: number): Promise<HookTask | undefined> {
-  return db.selectFrom('hook_task').selectAll().where('hook_id', '=', hookId).where('id', '=', taskId).executeTakeFirst();
+  return db
+    .selectFrom('hook_task')
+    .selectAll()
+    .where('hook_id', '=', hookId)
+    .where('id', '=', taskId)
+    .executeTakeFirst();
 }
 
 export async function listHookTaskAttempts(db: Queryable, taskId: number): Promise<HookTaskAttempt[]> {
-  return db.selectFrom('hook_task_attempt').selectAll().where('task_id', '=', taskId).orderBy('attempt').orderBy('id').execute();
+  return db
+    .selectFrom('hook_task_attempt')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .orderBy('attempt')
+    .orderBy('id')
+    .execute();
 }

@@ -45,7 +45,12 @@ async function countHookTasks(db: Queryable, range: HookTaskRange, cap: number):
 }
 
 /** `nowMs`: what is due; `settledSince` (Unix seconds): the window of delivered and failed rows. */
-export async function countHookTasksByState(db: Queryable, cap: number, nowMs: number, settledSince: number): Promise<HookTaskStateCounts> {
+export async function countHookTasksByState(
+  db: Queryable,
+  cap: number,
+  nowMs: number,
+  settledSince: number,
+): Promise<HookTaskStateCounts> {
   return {
     pending: await countHookTasks(db, { status: HookTaskStatus.pending, dueBy: nowMs }, cap),
     retrying: await countHookTasks(db, { status: HookTaskStatus.pending, dueAfter: nowMs }, cap),
@@ -58,7 +63,9 @@ export async function countHookTasksByState(db: Queryable, cap: number, nowMs: n
 /** Jobs with `status`, through (status, id), stopping at `cap`. */
 export async function countJobsWithStatus(db: Queryable, status: number, cap: number): Promise<number> {
   const row = await db
-    .selectFrom((eb) => eb.selectFrom('action_run_job').select('status').where('status', '=', status).limit(cap).as('capped'))
+    .selectFrom((eb) =>
+      eb.selectFrom('action_run_job').select('status').where('status', '=', status).limit(cap).as('capped'),
+    )
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
   return Number(row.n);
@@ -77,7 +84,13 @@ export interface WaitingJobGroup {
 export async function countWaitingJobsByRunsOn(db: Queryable, maxJobs: number): Promise<WaitingJobGroup[]> {
   const rows = await db
     .selectFrom((eb) =>
-      eb.selectFrom('action_run_job').select('runs_on').where('status', '=', ActionStatus.waiting).orderBy('id').limit(maxJobs).as('oldest'),
+      eb
+        .selectFrom('action_run_job')
+        .select('runs_on')
+        .where('status', '=', ActionStatus.waiting)
+        .orderBy('id')
+        .limit(maxJobs)
+        .as('oldest'),
     )
     .select((eb) => ['runs_on', eb.fn.countAll<number>().as('n')])
     .groupBy('runs_on')
@@ -94,13 +107,26 @@ export interface RunnerLivenessCounts {
 }
 
 /** Registered runners by last contact and last task report (Unix seconds thresholds). */
-export async function countRunnersByLiveness(db: Queryable, onlineSince: number, activeSince: number): Promise<RunnerLivenessCounts> {
+export async function countRunnersByLiveness(
+  db: Queryable,
+  onlineSince: number,
+  activeSince: number,
+): Promise<RunnerLivenessCounts> {
   const row = await db
     .selectFrom('action_runner')
     .select((eb) => [
       eb.fn.countAll<number>().as('total'),
       eb.fn.sum<number>(eb.case().when('last_online', '>=', onlineSince).then(1).else(0).end()).as('online'),
-      eb.fn.sum<number>(eb.case().when(eb.and([eb('last_online', '>=', onlineSince), eb('last_active', '>=', activeSince)])).then(1).else(0).end()).as('active'),
+      eb.fn
+        .sum<number>(
+          eb
+            .case()
+            .when(eb.and([eb('last_online', '>=', onlineSince), eb('last_active', '>=', activeSince)]))
+            .then(1)
+            .else(0)
+            .end(),
+        )
+        .as('active'),
     ])
     .executeTakeFirstOrThrow();
   return { total: Number(row.total), online: Number(row.online ?? 0), active: Number(row.active ?? 0) };

@@ -79,30 +79,58 @@ export async function findTeamById(db: Queryable, id: number): Promise<Team | nu
 }
 
 export async function findTeamByName(db: Queryable, orgId: number, name: string): Promise<Team | null> {
-  const row = await db.selectFrom('team').selectAll().where('org_id', '=', orgId).where('lower_name', '=', name.toLowerCase()).executeTakeFirst();
+  const row = await db
+    .selectFrom('team')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('lower_name', '=', name.toLowerCase())
+    .executeTakeFirst();
   return row ? teamFromRow(row) : null;
 }
 
 /** Adds a user to a team and to the organization; adding twice is a no-op. */
 export async function addTeamMember(db: Queryable, team: Team, uid: number): Promise<void> {
-  await db.insertInto('team_user').values({ org_id: team.orgId, team_id: team.id, uid }).onConflict((oc) => oc.columns(['team_id', 'uid']).doNothing()).execute();
-  await db.insertInto('org_user').values({ org_id: team.orgId, uid, is_public: 0 }).onConflict((oc) => oc.columns(['uid', 'org_id']).doNothing()).execute();
+  await db
+    .insertInto('team_user')
+    .values({ org_id: team.orgId, team_id: team.id, uid })
+    .onConflict((oc) => oc.columns(['team_id', 'uid']).doNothing())
+    .execute();
+  await db
+    .insertInto('org_user')
+    .values({ org_id: team.orgId, uid, is_public: 0 })
+    .onConflict((oc) => oc.columns(['uid', 'org_id']).doNothing())
+    .execute();
 }
 
 /** Removes a user from a team, and from the organization when it was their last team. */
 export async function removeTeamMember(db: Queryable, team: Team, uid: number): Promise<void> {
   await db.deleteFrom('team_user').where('team_id', '=', team.id).where('uid', '=', uid).execute();
-  const remaining = await db.selectFrom('team_user').select('id').where('org_id', '=', team.orgId).where('uid', '=', uid).limit(1).executeTakeFirst();
+  const remaining = await db
+    .selectFrom('team_user')
+    .select('id')
+    .where('org_id', '=', team.orgId)
+    .where('uid', '=', uid)
+    .limit(1)
+    .executeTakeFirst();
   if (!remaining) await db.deleteFrom('org_user').where('org_id', '=', team.orgId).where('uid', '=', uid).execute();
 }
 
 export async function countTeamMembers(db: Queryable, teamId: number): Promise<number> {
-  const row = await db.selectFrom('team_user').select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', teamId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('team_user')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('team_id', '=', teamId)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 export async function isTeamMember(db: Queryable, teamId: number, uid: number): Promise<boolean> {
-  const row = await db.selectFrom('team_user').select('id').where('team_id', '=', teamId).where('uid', '=', uid).executeTakeFirst();
+  const row = await db
+    .selectFrom('team_user')
+    .select('id')
+    .where('team_id', '=', teamId)
+    .where('uid', '=', uid)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
@@ -119,7 +147,12 @@ export async function isOrganizationOwner(db: Queryable, orgId: number, uid: num
 }
 
 export async function isOrganizationMember(db: Queryable, orgId: number, uid: number): Promise<boolean> {
-  const row = await db.selectFrom('org_user').select('id').where('org_id', '=', orgId).where('uid', '=', uid).executeTakeFirst();
+  const row = await db
+    .selectFrom('org_user')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('uid', '=', uid)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
@@ -134,7 +167,13 @@ export async function teamsGrantingRepo(db: Queryable, orgId: number, uid: numbe
     .where((eb) =>
       eb.or([
         eb('team.includes_all_repositories', '=', 1),
-        eb.exists(eb.selectFrom('team_repo').select('team_repo.id').whereRef('team_repo.team_id', '=', 'team.id').where('team_repo.repo_id', '=', repoId)),
+        eb.exists(
+          eb
+            .selectFrom('team_repo')
+            .select('team_repo.id')
+            .whereRef('team_repo.team_id', '=', 'team.id')
+            .where('team_repo.repo_id', '=', repoId),
+        ),
       ]),
     )
     .execute();
@@ -142,7 +181,11 @@ export async function teamsGrantingRepo(db: Queryable, orgId: number, uid: numbe
 }
 
 export async function addTeamRepo(db: Queryable, team: Team, repoId: number): Promise<void> {
-  await db.insertInto('team_repo').values({ org_id: team.orgId, team_id: team.id, repo_id: repoId }).onConflict((oc) => oc.columns(['team_id', 'repo_id']).doNothing()).execute();
+  await db
+    .insertInto('team_repo')
+    .values({ org_id: team.orgId, team_id: team.id, repo_id: repoId })
+    .onConflict((oc) => oc.columns(['team_id', 'repo_id']).doNothing())
+    .execute();
 }
 
 export async function removeTeamRepo(db: Queryable, teamId: number, repoId: number): Promise<void> {
@@ -150,7 +193,11 @@ export async function removeTeamRepo(db: Queryable, teamId: number, repoId: numb
 }
 
 export async function countOwnedRepositories(db: Queryable, ownerId: number): Promise<number> {
-  const row = await db.selectFrom('repository').select((eb) => eb.fn.countAll<number>().as('n')).where('owner_id', '=', ownerId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('repository')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 

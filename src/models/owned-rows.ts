@@ -35,7 +35,10 @@ export async function deleteRowsOwnedByAccount(tx: Queryable, accountId: number)
   await tx.deleteFrom('team_user').where('org_id', '=', accountId).execute();
   await tx.deleteFrom('team').where('org_id', '=', accountId).execute();
   // Both sides of a membership: an organization's members, a user's memberships.
-  await tx.deleteFrom('org_user').where((eb) => eb.or([eb('org_id', '=', accountId), eb('uid', '=', accountId)])).execute();
+  await tx
+    .deleteFrom('org_user')
+    .where((eb) => eb.or([eb('org_id', '=', accountId), eb('uid', '=', accountId)]))
+    .execute();
   await tx.deleteFrom('team_user').where('uid', '=', accountId).execute();
   await tx.deleteFrom('collaboration').where('user_id', '=', accountId).execute();
   await tx.deleteFrom('access_token').where('uid', '=', accountId).execute();

@@ -93,7 +93,12 @@ export async function insertRepository(db: Queryable, repo: NewRepository): Prom
 
 export async function findRepository(db: Queryable, ownerId: number, name: string): Promise<Repository | null> {
   if (cannotBeStoredName(name)) return null;
-  const row = await db.selectFrom('repository').selectAll().where('owner_id', '=', ownerId).where('lower_name', '=', name.toLowerCase()).executeTakeFirst();
+  const row = await db
+    .selectFrom('repository')
+    .selectAll()
+    .where('owner_id', '=', ownerId)
+    .where('lower_name', '=', name.toLowerCase())
+    .executeTakeFirst();
   return row ? repoFromRow(row) : null;
 }
 
@@ -114,7 +119,12 @@ export interface RepositoryChanges {
   units?: Partial<Record<RepoUnit, boolean>>;
 }
 
-export async function updateRepository(db: Queryable, id: number, changes: RepositoryChanges, nowSec: number): Promise<void> {
+export async function updateRepository(
+  db: Queryable,
+  id: number,
+  changes: RepositoryChanges,
+  nowSec: number,
+): Promise<void> {
   const set: Updateable<RepositoryTable> = { updated_unix: nowSec };
   if (changes.name !== undefined) {
     set.name = changes.name;
@@ -140,7 +150,13 @@ export async function deleteRepository(db: Queryable, id: number): Promise<void>
   await db.deleteFrom('repository').where('id', '=', id).execute();
 }
 
-export async function upsertCollaborator(db: Queryable, repoId: number, userId: number, mode: number, nowSec: number): Promise<void> {
+export async function upsertCollaborator(
+  db: Queryable,
+  repoId: number,
+  userId: number,
+  mode: number,
+  nowSec: number,
+): Promise<void> {
   await db
     .insertInto('collaboration')
     .values({ repo_id: repoId, user_id: userId, mode, created_unix: nowSec })
@@ -149,11 +165,20 @@ export async function upsertCollaborator(db: Queryable, repoId: number, userId: 
 }
 
 export async function deleteCollaborator(db: Queryable, repoId: number, userId: number): Promise<boolean> {
-  const result = await db.deleteFrom('collaboration').where('repo_id', '=', repoId).where('user_id', '=', userId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('collaboration')
+    .where('repo_id', '=', repoId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
 export async function findCollaboratorMode(db: Queryable, repoId: number, userId: number): Promise<number | null> {
-  const row = await db.selectFrom('collaboration').select('mode').where('repo_id', '=', repoId).where('user_id', '=', userId).executeTakeFirst();
+  const row = await db
+    .selectFrom('collaboration')
+    .select('mode')
+    .where('repo_id', '=', repoId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return row ? row.mode : null;
 }

@@ -13,7 +13,11 @@ import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 
 /** A waiting or running job becomes cancelled, if it still has the status and task read. */
-export async function cancelJob(tx: Queryable, job: Pick<ActionRunJob, 'id' | 'status' | 'taskId'>, now: number): Promise<boolean> {
+export async function cancelJob(
+  tx: Queryable,
+  job: Pick<ActionRunJob, 'id' | 'status' | 'taskId'>,
+  now: number,
+): Promise<boolean> {
   const result = await tx
     .updateTable('action_run_job')
     .set({ status: ActionStatus.cancelled, stopped: now, updated: now })
@@ -31,7 +35,13 @@ export async function cancelJob(tx: Queryable, job: Pick<ActionRunJob, 'id' | 's
  * zeroed, `status` waiting or blocked. Only if the job still has the status
  * and attempt read; false when it moved meanwhile.
  */
-export async function prepareNextAttempt(tx: Queryable, job: Pick<ActionRunJob, 'id' | 'status' | 'attempt'>, status: number, handle: string, now: number): Promise<boolean> {
+export async function prepareNextAttempt(
+  tx: Queryable,
+  job: Pick<ActionRunJob, 'id' | 'status' | 'attempt'>,
+  status: number,
+  handle: string,
+  now: number,
+): Promise<boolean> {
   const result = await tx
     .updateTable('action_run_job')
     .set({ attempt: Math.max(job.attempt, 1) + 1, handle, task_id: 0, status, started: 0, stopped: 0, updated: now })
@@ -57,9 +67,19 @@ export interface LockedUnfinishedJobs {
  */
 export async function lockUnfinishedJobsOfRun(tx: Queryable, runId: number): Promise<LockedUnfinishedJobs> {
   const unfinished = [ActionStatus.waiting, ActionStatus.running, ActionStatus.blocked];
-  const query = tx.selectFrom('action_run_job').selectAll().where('run_id', '=', runId).where('status', 'in', unfinished).orderBy('id');
+  const query = tx
+    .selectFrom('action_run_job')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .where('status', 'in', unfinished)
+    .orderBy('id');
   if (!isPostgres(tx)) return { jobs: (await query.execute()).map(jobFromRow), busy: 0 };
   const rows = await query.forUpdate().skipLocked().execute();
-  const all = await tx.selectFrom('action_run_job').select(tx.fn.countAll<number>().as('n')).where('run_id', '=', runId).where('status', 'in', unfinished).executeTakeFirstOrThrow();
+  const all = await tx
+    .selectFrom('action_run_job')
+    .select(tx.fn.countAll<number>().as('n'))
+    .where('run_id', '=', runId)
+    .where('status', 'in', unfinished)
+    .executeTakeFirstOrThrow();
   return { jobs: rows.map(jobFromRow), busy: Number(all.n) - rows.length };
 }

@@ -87,8 +87,17 @@ export async function findJobTaskById(db: Queryable, taskId: number): Promise<Jo
 }
 
 /** The task of attempt `attempt` of a job (the newest, should a claim have been retried). */
-export async function findJobTaskByAttempt(db: Queryable, jobId: number, attempt: number): Promise<JobTask | undefined> {
-  const row = await taskQuery(db).where('t.job_id', '=', jobId).where('t.attempt', '=', attempt).orderBy('t.id', 'desc').limit(1).executeTakeFirst();
+export async function findJobTaskByAttempt(
+  db: Queryable,
+  jobId: number,
+  attempt: number,
+): Promise<JobTask | undefined> {
+  const row = await taskQuery(db)
+    .where('t.job_id', '=', jobId)
+    .where('t.attempt', '=', attempt)
+    .orderBy('t.id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   return row === undefined ? undefined : taskFromRow(row);
 }
 
@@ -107,5 +116,11 @@ export async function listNamedSteps(db: Queryable, taskId: number): Promise<Nam
     .where('task_id', '=', taskId)
     .orderBy('step_index')
     .execute();
-  return rows.map((row) => ({ name: row.name, index: row.step_index, status: row.status, started: row.started, stopped: row.stopped }));
+  return rows.map((row) => ({
+    name: row.name,
+    index: row.step_index,
+    status: row.status,
+    started: row.started,
+    stopped: row.stopped,
+  }));
 }

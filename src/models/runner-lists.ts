@@ -23,7 +23,11 @@ function selectRunners(db: Queryable, selection: RunnerSelection) {
 }
 
 /** Most recently online first; the id breaks ties (never-seen runners have 0), newest first. */
-export async function listRunners(db: Queryable, selection: RunnerSelection, page: { limit: number; offset: number }): Promise<Runner[]> {
+export async function listRunners(
+  db: Queryable,
+  selection: RunnerSelection,
+  page: { limit: number; offset: number },
+): Promise<Runner[]> {
   if (selection !== 'all' && selection.length === 0) return [];
   const rows = await selectRunners(db, selection)
     .selectAll()
@@ -44,7 +48,11 @@ export async function countRunners(db: Queryable, selection: RunnerSelection): P
 }
 
 /** Runner `id` if it belongs to the selection, else null. */
-export async function findRunnerInSelection(db: Queryable, id: number, selection: RunnerSelection): Promise<Runner | null> {
+export async function findRunnerInSelection(
+  db: Queryable,
+  id: number,
+  selection: RunnerSelection,
+): Promise<Runner | null> {
   if (selection !== 'all' && selection.length === 0) return null;
   const row = await selectRunners(db, selection).selectAll().where('id', '=', id).executeTakeFirst();
   return row ? runnerFromRow(row) : null;
@@ -58,10 +66,18 @@ export type JobSelection = { repoId: number } | { ownerId: number } | 'all';
  * keeps it a single backward range of (repo_id, status, id), (owner_id,
  * status, id) or (status, id).
  */
-export async function listJobsWithStatus(db: Queryable, selection: JobSelection, status: number, limit: number): Promise<ActionRunJob[]> {
+export async function listJobsWithStatus(
+  db: Queryable,
+  selection: JobSelection,
+  status: number,
+  limit: number,
+): Promise<ActionRunJob[]> {
   let query = db.selectFrom('action_run_job').selectAll().where('status', '=', status);
   if (selection !== 'all') {
-    query = 'repoId' in selection ? query.where('repo_id', '=', selection.repoId) : query.where('owner_id', '=', selection.ownerId);
+    query =
+      'repoId' in selection
+        ? query.where('repo_id', '=', selection.repoId)
+        : query.where('owner_id', '=', selection.ownerId);
   }
   const rows = await query.orderBy('id', 'desc').limit(limit).execute();
   return rows.map(jobFromRow);

@@ -33,7 +33,10 @@ function tokenFromRow(row: Selectable<ActionRunnerTokenTable>): RegistrationToke
 }
 
 /** The scope's active token (the unique index allows one at most), or null. */
-export async function findActiveRegistrationToken(db: Queryable, scope: RunnerScope): Promise<RegistrationTokenRow | null> {
+export async function findActiveRegistrationToken(
+  db: Queryable,
+  scope: RunnerScope,
+): Promise<RegistrationTokenRow | null> {
   const row = await db
     .selectFrom('action_runner_token')
     .selectAll()
@@ -44,8 +47,15 @@ export async function findActiveRegistrationToken(db: Queryable, scope: RunnerSc
   return row ? tokenFromRow(row) : null;
 }
 
-export async function findRegistrationTokenByHash(db: Queryable, tokenHash: string): Promise<RegistrationTokenRow | null> {
-  const row = await db.selectFrom('action_runner_token').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+export async function findRegistrationTokenByHash(
+  db: Queryable,
+  tokenHash: string,
+): Promise<RegistrationTokenRow | null> {
+  const row = await db
+    .selectFrom('action_runner_token')
+    .selectAll()
+    .where('token_hash', '=', tokenHash)
+    .executeTakeFirst();
   return row ? tokenFromRow(row) : null;
 }
 
@@ -74,7 +84,11 @@ export interface NewRegistrationToken {
  * concurrent inserts, one wins; the others wait on the index entry until the
  * winner commits and then do nothing, so a read afterwards finds the winner.
  */
-export async function insertRegistrationTokenIfNoneActive(db: Queryable, token: NewRegistrationToken, now: number): Promise<boolean> {
+export async function insertRegistrationTokenIfNoneActive(
+  db: Queryable,
+  token: NewRegistrationToken,
+  now: number,
+): Promise<boolean> {
   const result = await db
     .insertInto('action_runner_token')
     .values({
@@ -88,7 +102,12 @@ export async function insertRegistrationTokenIfNoneActive(db: Queryable, token: 
     })
     // The conflict target names the partial index by its columns and its
     // literal predicate; both dialects need the predicate to infer the index.
-    .onConflict((oc) => oc.columns(['owner_id', 'repo_id']).where(sql<boolean>`is_active = 1`).doNothing())
+    .onConflict((oc) =>
+      oc
+        .columns(['owner_id', 'repo_id'])
+        .where(sql<boolean>`is_active = 1`)
+        .doNothing(),
+    )
     .returning('id')
     .executeTakeFirst();
   return result !== undefined;
@@ -105,7 +124,12 @@ export async function countRegistrationTokensNotUnderPrefix(db: Queryable, prefi
   return Number(row.n);
 }
 
-export async function listRegistrationTokensNotUnderPrefix(db: Queryable, prefix: string, afterId: number, limit: number): Promise<RegistrationTokenRow[]> {
+export async function listRegistrationTokensNotUnderPrefix(
+  db: Queryable,
+  prefix: string,
+  afterId: number,
+  limit: number,
+): Promise<RegistrationTokenRow[]> {
   const rows = await db
     .selectFrom('action_runner_token')
     .selectAll()
@@ -118,7 +142,12 @@ export async function listRegistrationTokensNotUnderPrefix(db: Queryable, prefix
 }
 
 /** Compare-and-swap of the ciphertext: a row changed since it was read is left alone. */
-export async function swapRegistrationTokenCiphertext(db: Queryable, id: number, expected: string, next: string): Promise<boolean> {
+export async function swapRegistrationTokenCiphertext(
+  db: Queryable,
+  id: number,
+  expected: string,
+  next: string,
+): Promise<boolean> {
   const result = await db
     .updateTable('action_runner_token')
     .set({ token_encrypted: next })

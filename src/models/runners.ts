@@ -99,7 +99,13 @@ export async function findRunnerById(db: Queryable, id: number): Promise<Runner 
 }
 
 /** Declare: the runner's labels and version as it starts. */
-export async function updateRunnerDeclaration(db: Queryable, id: number, version: string, labels: readonly string[], now: number): Promise<Runner> {
+export async function updateRunnerDeclaration(
+  db: Queryable,
+  id: number,
+  version: string,
+  labels: readonly string[],
+  now: number,
+): Promise<Runner> {
   const row = await db
     .updateTable('action_runner')
     .set({ version, agent_labels: JSON.stringify(labels), updated: now })
@@ -149,14 +155,23 @@ export async function bumpTasksVersion(db: Queryable, scope: RunnerScope, now: n
   const row = await db
     .insertInto('action_tasks_version')
     .values({ owner_id: scope.ownerId, repo_id: scope.repoId, version: 1, created: now, updated: now })
-    .onConflict((oc) => oc.columns(['owner_id', 'repo_id']).doUpdateSet({ version: sql<number>`action_tasks_version.version + 1`, updated: now }))
+    .onConflict((oc) =>
+      oc
+        .columns(['owner_id', 'repo_id'])
+        .doUpdateSet({ version: sql<number>`action_tasks_version.version + 1`, updated: now }),
+    )
     .returning('version')
     .executeTakeFirstOrThrow();
   return Number(row.version);
 }
 
 /** Every scope whose runners might take a new waiting job of this repository: global, owner, repository. */
-export async function bumpTasksVersionsForRepo(db: Queryable, ownerId: number, repoId: number, now: number): Promise<void> {
+export async function bumpTasksVersionsForRepo(
+  db: Queryable,
+  ownerId: number,
+  repoId: number,
+  now: number,
+): Promise<void> {
   for (const scope of [
     { ownerId: 0, repoId: 0 },
     { ownerId, repoId: 0 },

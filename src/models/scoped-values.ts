@@ -41,7 +41,12 @@ function table(name: ScopedValueTableName): 'secret' {
   return name as 'secret';
 }
 
-export async function findScopedValue(db: Queryable, name: ScopedValueTableName, key: ScopeKey, valueName: string): Promise<ScopedValue | null> {
+export async function findScopedValue(
+  db: Queryable,
+  name: ScopedValueTableName,
+  key: ScopeKey,
+  valueName: string,
+): Promise<ScopedValue | null> {
   const row = await db
     .selectFrom(table(name))
     .selectAll()
@@ -52,7 +57,12 @@ export async function findScopedValue(db: Queryable, name: ScopedValueTableName,
   return row ? scopedValueFromRow(row) : null;
 }
 
-export async function deleteScopedValue(db: Queryable, name: ScopedValueTableName, key: ScopeKey, valueName: string): Promise<boolean> {
+export async function deleteScopedValue(
+  db: Queryable,
+  name: ScopedValueTableName,
+  key: ScopeKey,
+  valueName: string,
+): Promise<boolean> {
   const result = await db
     .deleteFrom(table(name))
     .where('owner_id', '=', key.ownerId)
@@ -73,7 +83,12 @@ export async function countScopedValues(db: Queryable, name: ScopedValueTableNam
 }
 
 /** What a repository's jobs see: its own values and its owner's (user or organization), by id. */
-export async function listScopedValuesForRepository(db: Queryable, name: ScopedValueTableName, ownerId: number, repoId: number): Promise<ScopedValue[]> {
+export async function listScopedValuesForRepository(
+  db: Queryable,
+  name: ScopedValueTableName,
+  ownerId: number,
+  repoId: number,
+): Promise<ScopedValue[]> {
   const rows = await db
     .selectFrom(table(name))
     .selectAll()
@@ -87,4 +102,3 @@ export async function listScopedValuesForRepository(db: Queryable, name: ScopedV
     .execute();
   return rows.map(scopedValueFromRow);
 }
-

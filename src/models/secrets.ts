@@ -15,7 +15,13 @@ export interface SecretListItem {
  * it inserted. The unique index decides between concurrent writers (a
  * PostgreSQL insert waits for the other transaction, then does nothing).
  */
-export async function insertSecretIfAbsent(db: Queryable, key: ScopeKey, name: string, data: string, nowSec: number): Promise<boolean> {
+export async function insertSecretIfAbsent(
+  db: Queryable,
+  key: ScopeKey,
+  name: string,
+  data: string,
+  nowSec: number,
+): Promise<boolean> {
   const row = await db
     .insertInto('secret')
     .values({ owner_id: key.ownerId, repo_id: key.repoId, name, data, created_unix: nowSec, updated_unix: nowSec })
@@ -26,7 +32,13 @@ export async function insertSecretIfAbsent(db: Queryable, key: ScopeKey, name: s
 }
 
 /** Replaces the value of an existing secret (its creation time stays); false when there is none. */
-export async function updateSecretData(db: Queryable, key: ScopeKey, name: string, data: string, nowSec: number): Promise<boolean> {
+export async function updateSecretData(
+  db: Queryable,
+  key: ScopeKey,
+  name: string,
+  data: string,
+  nowSec: number,
+): Promise<boolean> {
   const result = await db
     .updateTable('secret')
     .set({ data, updated_unix: nowSec })
@@ -38,7 +50,12 @@ export async function updateSecretData(db: Queryable, key: ScopeKey, name: strin
 }
 
 /** One page of a scope's secrets in creation (id) order; the values are not read. */
-export async function listSecrets(db: Queryable, key: ScopeKey, limit: number, offset: number): Promise<SecretListItem[]> {
+export async function listSecrets(
+  db: Queryable,
+  key: ScopeKey,
+  limit: number,
+  offset: number,
+): Promise<SecretListItem[]> {
   const rows = await db
     .selectFrom('secret')
     .select(['name', 'created_unix'])
@@ -64,7 +81,12 @@ export async function countSecretsNotUnderPrefix(db: Queryable, prefix: string):
 }
 
 /** The next batch, by id after `afterId`, of secrets whose value is not under the target key. */
-export async function listSecretsNotUnderPrefix(db: Queryable, prefix: string, afterId: number, limit: number): Promise<ScopedValue[]> {
+export async function listSecretsNotUnderPrefix(
+  db: Queryable,
+  prefix: string,
+  afterId: number,
+  limit: number,
+): Promise<ScopedValue[]> {
   const rows = await db
     .selectFrom('secret')
     .selectAll()
@@ -81,7 +103,12 @@ export async function listSecretsNotUnderPrefix(db: Queryable, prefix: string, a
  * written concurrently (a PUT during a rotation) is never overwritten.
  */
 export async function swapSecretData(db: Queryable, id: number, expected: string, next: string): Promise<boolean> {
-  const result = await db.updateTable('secret').set({ data: next }).where('id', '=', id).where('data', '=', expected).executeTakeFirst();
+  const result = await db
+    .updateTable('secret')
+    .set({ data: next })
+    .where('id', '=', id)
+    .where('data', '=', expected)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 

@@ -13,7 +13,6 @@ import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { RunnerScope } from './runners.ts';
 
-
 /** A waiting, unassigned job as the candidate scan sees it (not locked). */
 export interface ClaimCandidate {
   id: number;
@@ -35,7 +34,12 @@ function parseLabels(json: string): string[] {
  */
 export async function lockRunnerForClaim(tx: Queryable, runnerId: number): Promise<boolean> {
   if (isPostgres(tx)) {
-    const row = await tx.selectFrom('action_runner').select('id').where('id', '=', runnerId).forUpdate().executeTakeFirst();
+    const row = await tx
+      .selectFrom('action_runner')
+      .select('id')
+      .where('id', '=', runnerId)
+      .forUpdate()
+      .executeTakeFirst();
     return row !== undefined;
   }
   const result = await tx
@@ -48,7 +52,12 @@ export async function lockRunnerForClaim(tx: Queryable, runnerId: number): Promi
 
 /** Whether the runner was ever given a task (an ephemeral runner gets one at most). */
 export async function runnerHasAnyTask(db: Queryable, runnerId: number): Promise<boolean> {
-  const row = await db.selectFrom('action_task').select('id').where('runner_id', '=', runnerId).limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('action_task')
+    .select('id')
+    .where('runner_id', '=', runnerId)
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
@@ -58,7 +67,13 @@ export async function runnerHasAnyTask(db: Queryable, runnerId: number): Promise
  * repositories of its owner, a global runner everything. `handle` narrows the
  * scan to one job (Forgejo's FetchSingleTask).
  */
-export async function waitingJobsPage(db: Queryable, scope: RunnerScope, afterId: number, limit: number, handle?: string): Promise<ClaimCandidate[]> {
+export async function waitingJobsPage(
+  db: Queryable,
+  scope: RunnerScope,
+  afterId: number,
+  limit: number,
+  handle?: string,
+): Promise<ClaimCandidate[]> {
   let query = db
     .selectFrom('action_run_job')
     .select(['id', 'runs_on'])
@@ -138,7 +153,9 @@ export async function claimJob(
       is_fork_pull_request: 0,
       token_hash: token.hash,
       token_last_eight: token.lastEight,
-      ...(requestKey === null ? {} : { runner_request_key: requestKey.key, runner_request_key_expires: requestKey.expires }),
+      ...(requestKey === null
+        ? {}
+        : { runner_request_key: requestKey.key, runner_request_key_expires: requestKey.expires }),
       created: now,
       updated: now,
     })
@@ -164,17 +181,37 @@ export async function claimJob(
   }
   // The fork flag lives on the job; copy it now that the row is ours.
   if (updated.is_fork_pull_request !== 0) {
-    await tx.updateTable('action_task').set({ is_fork_pull_request: updated.is_fork_pull_request }).where('id', '=', task.id).execute();
+    await tx
+      .updateTable('action_task')
+      .set({ is_fork_pull_request: updated.is_fork_pull_request })
+      .where('id', '=', task.id)
+      .execute();
   }
   return { taskId: task.id, job: jobFromRow(updated) };
 }
 
 /** One row per step of the job, in order, all waiting. */
-export async function insertTaskSteps(tx: Queryable, taskId: number, repoId: number, names: readonly string[], now: number): Promise<void> {
+export async function insertTaskSteps(
+  tx: Queryable,
+  taskId: number,
+  repoId: number,
+  names: readonly string[],
+  now: number,
+): Promise<void> {
   if (names.length === 0) return;
   await tx
     .insertInto('action_task_step')
-    .values(names.map((name, index) => ({ task_id: taskId, name, step_index: index, repo_id: repoId, status: ActionStatus.waiting, created: now, updated: now })))
+    .values(
+      names.map((name, index) => ({
+        task_id: taskId,
+        name,
+        step_index: index,
+        repo_id: repoId,
+        status: ActionStatus.waiting,
+        created: now,
+        updated: now,
+      })),
+    )
     .execute();
 }
 
@@ -212,7 +249,12 @@ export interface ClaimedTaskRow {
  * GetTasksByRunnerRequestKey, which also requires the runner: a leaked key
  * alone gives nothing).
  */
-export async function findTasksByRequestKey(db: Queryable, runnerId: number, requestKey: string, now: number): Promise<ClaimedTaskRow[]> {
+export async function findTasksByRequestKey(
+  db: Queryable,
+  runnerId: number,
+  requestKey: string,
+  now: number,
+): Promise<ClaimedTaskRow[]> {
   const rows = await db
     .selectFrom('action_task')
     .select(['id', 'job_id'])
@@ -226,7 +268,12 @@ export async function findTasksByRequestKey(db: Queryable, runnerId: number, req
 }
 
 /** A recovered task gets a new token: only the digest of the old one was kept. */
-export async function replaceTaskToken(db: Queryable, taskId: number, token: NewTaskToken, now: number): Promise<boolean> {
+export async function replaceTaskToken(
+  db: Queryable,
+  taskId: number,
+  token: NewTaskToken,
+  now: number,
+): Promise<boolean> {
   const result = await db
     .updateTable('action_task')
     .set({ token_hash: token.hash, token_last_eight: token.lastEight, updated: now })
@@ -242,7 +289,10 @@ export async function findJobById(db: Queryable, jobId: number): Promise<ActionR
 }
 
 /** The outputs each task stored, keyed by task id. */
-export async function outputsOfTasks(db: Queryable, taskIds: readonly number[]): Promise<Map<number, Map<string, string>>> {
+export async function outputsOfTasks(
+  db: Queryable,
+  taskIds: readonly number[],
+): Promise<Map<number, Map<string, string>>> {
   const outputs = new Map<number, Map<string, string>>();
   if (taskIds.length === 0) return outputs;
   const rows = await db
@@ -258,4 +308,3 @@ export async function outputsOfTasks(db: Queryable, taskIds: readonly number[]):
   }
   return outputs;
 }
-

@@ -28,7 +28,21 @@ export interface ReportedTask {
 export async function findReportedTask(db: Queryable, id: number): Promise<ReportedTask | undefined> {
   const row = await db
     .selectFrom('action_task')
-    .select(['id', 'job_id', 'runner_id', 'status', 'started', 'stopped', 'repo_id', 'owner_id', 'log_filename', 'log_in_storage', 'log_length', 'log_size', 'updated'])
+    .select([
+      'id',
+      'job_id',
+      'runner_id',
+      'status',
+      'started',
+      'stopped',
+      'repo_id',
+      'owner_id',
+      'log_filename',
+      'log_in_storage',
+      'log_length',
+      'log_size',
+      'updated',
+    ])
     .where('id', '=', id)
     .executeTakeFirst();
   if (row === undefined) return undefined;
@@ -57,10 +71,13 @@ export interface TaskJobRef {
 }
 
 export async function findTaskJob(db: Queryable, jobId: number): Promise<TaskJobRef | undefined> {
-  const row = await db.selectFrom('action_run_job').select(['id', 'run_id', 'task_id', 'status']).where('id', '=', jobId).executeTakeFirst();
+  const row = await db
+    .selectFrom('action_run_job')
+    .select(['id', 'run_id', 'task_id', 'status'])
+    .where('id', '=', jobId)
+    .executeTakeFirst();
   return row === undefined ? undefined : { id: row.id, runId: row.run_id, taskId: row.task_id, status: row.status };
 }
-
 
 /**
  * Call first in a transaction that will write. SQLite: takes the database
@@ -89,7 +106,12 @@ export async function touchTask(tx: Queryable, id: number, now: number): Promise
 export async function finishTask(tx: Queryable, id: number, status: number, now: number): Promise<boolean> {
   const result = await tx
     .updateTable('action_task')
-    .set({ status, stopped: now, updated: now, started: sql<number>`case when started = 0 then ${now} else started end` })
+    .set({
+      status,
+      stopped: now,
+      updated: now,
+      started: sql<number>`case when started = 0 then ${now} else started end`,
+    })
     .where('id', '=', id)
     .where('status', 'not in', DONE)
     .executeTakeFirst();
@@ -97,7 +119,13 @@ export async function finishTask(tx: Queryable, id: number, status: number, now:
 }
 
 /** The job of a task gets the task's final status, unless it is done already (cancelled meanwhile). */
-export async function finishJobOfTask(tx: Queryable, jobId: number, taskId: number, status: number, now: number): Promise<boolean> {
+export async function finishJobOfTask(
+  tx: Queryable,
+  jobId: number,
+  taskId: number,
+  status: number,
+  now: number,
+): Promise<boolean> {
   const result = await tx
     .updateTable('action_run_job')
     .set({ status, stopped: now, updated: now })
@@ -139,7 +167,14 @@ export async function listTaskSteps(db: Queryable, taskId: number): Promise<Task
 export async function updateTaskStep(tx: Queryable, step: TaskStep, now: number): Promise<void> {
   await tx
     .updateTable('action_task_step')
-    .set({ status: step.status, started: step.started, stopped: step.stopped, log_index: step.logIndex, log_length: step.logLength, updated: now })
+    .set({
+      status: step.status,
+      started: step.started,
+      stopped: step.stopped,
+      log_index: step.logIndex,
+      log_length: step.logLength,
+      updated: now,
+    })
     .where('id', '=', step.id)
     .execute();
 }
@@ -148,14 +183,23 @@ export async function updateTaskStep(tx: Queryable, step: TaskStep, now: number)
 export async function closeUnfinishedSteps(tx: Queryable, taskId: number, status: number, now: number): Promise<void> {
   await tx
     .updateTable('action_task_step')
-    .set({ status, stopped: now, updated: now, started: sql<number>`case when started = 0 then ${now} else started end` })
+    .set({
+      status,
+      stopped: now,
+      updated: now,
+      started: sql<number>`case when started = 0 then ${now} else started end`,
+    })
     .where('task_id', '=', taskId)
     .where('status', 'not in', DONE)
     .execute();
 }
 
 /** First write wins: a key already stored keeps its value. */
-export async function insertTaskOutputs(tx: Queryable, taskId: number, outputs: ReadonlyArray<readonly [string, string]>): Promise<void> {
+export async function insertTaskOutputs(
+  tx: Queryable,
+  taskId: number,
+  outputs: ReadonlyArray<readonly [string, string]>,
+): Promise<void> {
   if (outputs.length === 0) return;
   await tx
     .insertInto('action_task_output')
@@ -165,13 +209,22 @@ export async function insertTaskOutputs(tx: Queryable, taskId: number, outputs: 
 }
 
 export async function listTaskOutputKeys(db: Queryable, taskId: number): Promise<string[]> {
-  const rows = await db.selectFrom('action_task_output').select('output_key').where('task_id', '=', taskId).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('action_task_output')
+    .select('output_key')
+    .where('task_id', '=', taskId)
+    .orderBy('id')
+    .execute();
   return rows.map((row) => row.output_key);
 }
 
 /** An ephemeral runner has done its one task. Non-ephemeral runners are never touched. */
 export async function deleteEphemeralRunner(tx: Queryable, runnerId: number): Promise<boolean> {
-  const result = await tx.deleteFrom('action_runner').where('id', '=', runnerId).where('ephemeral', '=', 1).executeTakeFirst();
+  const result = await tx
+    .deleteFrom('action_runner')
+    .where('id', '=', runnerId)
+    .where('ephemeral', '=', 1)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
@@ -184,7 +237,13 @@ export interface LogState {
  * Commits lines already fsynced to the plain log, if nobody moved the log on
  * or archived it meanwhile. False means: re-read and try again.
  */
-export async function commitLogAppend(db: Queryable, taskId: number, from: LogState, to: LogState, filename: string): Promise<boolean> {
+export async function commitLogAppend(
+  db: Queryable,
+  taskId: number,
+  from: LogState,
+  to: LogState,
+  filename: string,
+): Promise<boolean> {
   const result = await db
     .updateTable('action_task')
     .set({ log_length: to.length, log_size: to.size, log_filename: filename })
@@ -197,7 +256,12 @@ export async function commitLogAppend(db: Queryable, taskId: number, from: LogSt
 }
 
 /** Marks the log archived under `filename`, if it still has `length` lines and is not archived yet. */
-export async function commitLogArchive(db: Queryable, taskId: number, length: number, filename: string): Promise<boolean> {
+export async function commitLogArchive(
+  db: Queryable,
+  taskId: number,
+  length: number,
+  filename: string,
+): Promise<boolean> {
   const result = await db
     .updateTable('action_task')
     .set({ log_in_storage: 1, log_filename: filename })
@@ -277,7 +341,12 @@ export async function cancelAbandonedJob(tx: Queryable, id: number, cutoff: numb
  * `since` and `cutoff`: a bounded range of the (status, updated) index, so a
  * pass never walks every task ever run.
  */
-export async function findUnarchivedLogs(db: Queryable, since: number, cutoff: number, limit: number): Promise<number[]> {
+export async function findUnarchivedLogs(
+  db: Queryable,
+  since: number,
+  cutoff: number,
+  limit: number,
+): Promise<number[]> {
   const rows = await db
     .selectFrom('action_task')
     .select('id')

@@ -144,11 +144,21 @@ export async function emailInUse(db: Queryable, email: string): Promise<boolean>
 }
 
 export async function countIndividualUsers(db: Queryable): Promise<number> {
-  const row = await db.selectFrom('user').select((eb) => eb.fn.countAll<number>().as('n')).where('type', '=', 0).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('user')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('type', '=', 0)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
-export async function setPasswordHash(db: Queryable, userId: number, passwordHash: string, mustChange: boolean, nowSec: number): Promise<void> {
+export async function setPasswordHash(
+  db: Queryable,
+  userId: number,
+  passwordHash: string,
+  mustChange: boolean,
+  nowSec: number,
+): Promise<void> {
   await db
     .updateTable('user')
     .set({ passwd: passwordHash, must_change_password: mustChange ? 1 : 0, updated_unix: nowSec })
@@ -157,8 +167,18 @@ export async function setPasswordHash(db: Queryable, userId: number, passwordHas
 }
 
 /** Replaces the password hash only while it is still `expected`; true when it did. */
-export async function replacePasswordHash(db: Queryable, userId: number, expected: string, next: string): Promise<boolean> {
-  const result = await db.updateTable('user').set({ passwd: next }).where('id', '=', userId).where('passwd', '=', expected).executeTakeFirst();
+export async function replacePasswordHash(
+  db: Queryable,
+  userId: number,
+  expected: string,
+  next: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('user')
+    .set({ passwd: next })
+    .where('id', '=', userId)
+    .where('passwd', '=', expected)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
@@ -187,7 +207,12 @@ const ACTIONS_USER_ID = -2;
 
 /** Forgejo's Actions bot (ActionsUserID = -2): the doer behind a task token. */
 export function actionsUser(): User {
-  return { ...systemUser(ACTIONS_USER_ID, 'forgejo-actions'), fullName: 'Forgejo Actions', isActive: true, email: 'noreply@forgejo.org' };
+  return {
+    ...systemUser(ACTIONS_USER_ID, 'forgejo-actions'),
+    fullName: 'Forgejo Actions',
+    isActive: true,
+    email: 'noreply@forgejo.org',
+  };
 }
 
 /**

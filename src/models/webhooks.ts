@@ -116,10 +116,17 @@ export async function insertWebhook(db: Queryable, hook: NewWebhook): Promise<nu
   return Number(row.id);
 }
 
-export async function setWebhookCiphertexts(db: Queryable, id: number, values: { secretEncrypted: string; authorizationHeaderEncrypted: string }): Promise<void> {
+export async function setWebhookCiphertexts(
+  db: Queryable,
+  id: number,
+  values: { secretEncrypted: string; authorizationHeaderEncrypted: string },
+): Promise<void> {
   await db
     .updateTable('webhook')
-    .set({ secret_encrypted: values.secretEncrypted, authorization_header_encrypted: values.authorizationHeaderEncrypted })
+    .set({
+      secret_encrypted: values.secretEncrypted,
+      authorization_header_encrypted: values.authorizationHeaderEncrypted,
+    })
     .where('id', '=', id)
     .execute();
 }
@@ -135,7 +142,13 @@ export interface HookScope {
 }
 
 export async function findWebhookOfScope(db: Queryable, scope: HookScope, id: number): Promise<WebhookRecord | null> {
-  const row = await db.selectFrom('webhook').selectAll().where('id', '=', id).where('owner_id', '=', scope.ownerId).where('repo_id', '=', scope.repoId).executeTakeFirst();
+  const row = await db
+    .selectFrom('webhook')
+    .selectAll()
+    .where('id', '=', id)
+    .where('owner_id', '=', scope.ownerId)
+    .where('repo_id', '=', scope.repoId)
+    .executeTakeFirst();
   return row ? fromRow(row) : null;
 }
 
@@ -152,7 +165,12 @@ export async function findWebhooksByIds(db: Queryable, ids: readonly number[]): 
 }
 
 /** One page of a scope's hooks, id ascending (Forgejo's ListWebhooksByOpts). */
-export async function listWebhooksOfScope(db: Queryable, scope: HookScope, limit: number, offset: number): Promise<WebhookRecord[]> {
+export async function listWebhooksOfScope(
+  db: Queryable,
+  scope: HookScope,
+  limit: number,
+  offset: number,
+): Promise<WebhookRecord[]> {
   const rows = await db
     .selectFrom('webhook')
     .selectAll()
@@ -182,11 +200,20 @@ export async function countWebhooksOfScope(db: Queryable, scope: HookScope): Pro
  * secret and Authorization header are still ciphertext: decrypt them with
  * WebhookService.secretOf / authorizationHeaderOf when sending.
  */
-export async function listActiveHooksForRepository(db: Queryable, repoId: number, ownerId: number): Promise<WebhookRecord[]> {
+export async function listActiveHooksForRepository(
+  db: Queryable,
+  repoId: number,
+  ownerId: number,
+): Promise<WebhookRecord[]> {
   const rows = await db
     .selectFrom('webhook')
     .selectAll()
-    .where((eb) => eb.or([eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', repoId)]), eb.and([eb('owner_id', '=', ownerId), eb('repo_id', '=', 0)])]))
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', repoId)]),
+        eb.and([eb('owner_id', '=', ownerId), eb('repo_id', '=', 0)]),
+      ]),
+    )
     .where('is_active', '=', 1)
     .execute();
   // Repository hooks (owner_id 0) first, then by id.
@@ -215,7 +242,9 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
       ...(changes.meta !== undefined ? { meta: JSON.stringify(changes.meta) } : {}),
       ...(changes.events !== undefined ? { events: JSON.stringify(changes.events) } : {}),
       ...(changes.branchFilter !== undefined ? { branch_filter: changes.branchFilter } : {}),
-      ...(changes.authorizationHeaderEncrypted !== undefined ? { authorization_header_encrypted: changes.authorizationHeaderEncrypted } : {}),
+      ...(changes.authorizationHeaderEncrypted !== undefined
+        ? { authorization_header_encrypted: changes.authorizationHeaderEncrypted }
+        : {}),
       ...(changes.isActive !== undefined ? { is_active: changes.isActive ? 1 : 0 } : {}),
       updated: nowSec,
     })
@@ -225,7 +254,12 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
 
 /** Deletes a hook of the scope with its deliveries and their attempts; false when there was none. */
 export async function deleteWebhookOfScope(db: Queryable, scope: HookScope, id: number): Promise<boolean> {
-  const result = await db.deleteFrom('webhook').where('id', '=', id).where('owner_id', '=', scope.ownerId).where('repo_id', '=', scope.repoId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('webhook')
+    .where('id', '=', id)
+    .where('owner_id', '=', scope.ownerId)
+    .where('repo_id', '=', scope.repoId)
+    .executeTakeFirst();
   if (Number(result.numDeletedRows) === 0) return false;
   await db
     .deleteFrom('hook_task_attempt')
@@ -240,7 +274,11 @@ export async function deleteWebhookOfScope(db: Queryable, scope: HookScope, id: 
 
 export type WebhookCipherColumn = 'secret_encrypted' | 'authorization_header_encrypted';
 
-export async function countWebhookValuesNotUnderPrefix(db: Queryable, column: WebhookCipherColumn, prefix: string): Promise<number> {
+export async function countWebhookValuesNotUnderPrefix(
+  db: Queryable,
+  column: WebhookCipherColumn,
+  prefix: string,
+): Promise<number> {
   const row = await db
     .selectFrom('webhook')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -269,7 +307,13 @@ export async function listWebhookValuesNotUnderPrefix(
   return rows.map((r) => ({ id: Number(r.id), stored: (r as Record<string, unknown>)[column] as string }));
 }
 
-export async function swapWebhookValue(db: Queryable, column: WebhookCipherColumn, id: number, expected: string, next: string): Promise<boolean> {
+export async function swapWebhookValue(
+  db: Queryable,
+  column: WebhookCipherColumn,
+  id: number,
+  expected: string,
+  next: string,
+): Promise<boolean> {
   const result = await db
     .updateTable('webhook')
     .set({ [column]: next })

@@ -12,8 +12,24 @@ import {
 } from './actions-names.ts';
 
 test('secret names: Forgejo cases (tests/integration/api_repo_secrets_test.go)', () => {
-  for (const ok of ['_', 'ci', 'CI', 'TOKEN', 'my_secret_2', 'a', '_9', 'FORGEJO', 'GITHUBX']) assert.equal(secretNameProblem(ok), null, ok);
-  for (const bad of ['', '-', '2secret', '123var', 'FORGEJO_secret', 'GITEA_secret', 'GITHUB_secret', 'github_x', 'var@test', 'a b', 'ä', 'ſecret', 'a-b', 'x\n']) {
+  for (const ok of ['_', 'ci', 'CI', 'TOKEN', 'my_secret_2', 'a', '_9', 'FORGEJO', 'GITHUBX'])
+    assert.equal(secretNameProblem(ok), null, ok);
+  for (const bad of [
+    '',
+    '-',
+    '2secret',
+    '123var',
+    'FORGEJO_secret',
+    'GITEA_secret',
+    'GITHUB_secret',
+    'github_x',
+    'var@test',
+    'a b',
+    'ä',
+    'ſecret',
+    'a-b',
+    'x\n',
+  ]) {
     assert.equal(secretNameProblem(bad), INVALID_NAME_MESSAGE, JSON.stringify(bad));
   }
 });
@@ -21,7 +37,8 @@ test('secret names: Forgejo cases (tests/integration/api_repo_secrets_test.go)',
 test('variable names: the secret rules plus CI in any case', () => {
   for (const ok of ['_', 'TEST_VAR', 'test_var', 'CIX', 'C_I']) assert.equal(variableNameProblem(ok), null, ok);
   for (const ci of ['ci', 'CI', 'Ci', 'cI']) assert.equal(variableNameProblem(ci), CI_NAME_MESSAGE, ci);
-  for (const bad of ['-', '123var', 'var@test', 'forgejo_var', 'github_var', 'gitea_var']) assert.equal(variableNameProblem(bad), INVALID_NAME_MESSAGE, bad);
+  for (const bad of ['-', '123var', 'var@test', 'forgejo_var', 'github_var', 'gitea_var'])
+    assert.equal(variableNameProblem(bad), INVALID_NAME_MESSAGE, bad);
 });
 
 test('names longer than 255 bytes are invalid, 255 is fine', () => {

@@ -15,7 +15,16 @@ export const ActionStatus = {
 export type ActionStatusName = keyof typeof ActionStatus;
 export type ActionStatusValue = (typeof ActionStatus)[ActionStatusName];
 
-const NAMES: readonly ActionStatusName[] = ['unknown', 'success', 'failure', 'cancelled', 'skipped', 'waiting', 'running', 'blocked'];
+const NAMES: readonly ActionStatusName[] = [
+  'unknown',
+  'success',
+  'failure',
+  'cancelled',
+  'skipped',
+  'waiting',
+  'running',
+  'blocked',
+];
 
 /** The wire name of a stored status; values outside the enum read as `unknown`. */
 export function statusName(value: number): ActionStatusName {
@@ -28,7 +37,12 @@ export function parseStatusName(name: string): ActionStatusValue | null {
 }
 
 export function isDone(status: number): boolean {
-  return status === ActionStatus.success || status === ActionStatus.failure || status === ActionStatus.cancelled || status === ActionStatus.skipped;
+  return (
+    status === ActionStatus.success ||
+    status === ActionStatus.failure ||
+    status === ActionStatus.cancelled ||
+    status === ActionStatus.skipped
+  );
 }
 
 /**

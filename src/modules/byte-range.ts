@@ -8,10 +8,7 @@
 // - A malformed value, or a start at or past the end: unsatisfiable (416),
 //   as Go answers both.
 
-export type ByteRange =
-  | { kind: 'whole' }
-  | { kind: 'partial'; start: number; end: number }
-  | { kind: 'unsatisfiable' };
+export type ByteRange = { kind: 'whole' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };
 
 const DIGITS = /^\d+$/;
 

@@ -236,7 +236,8 @@ function parseRange(lex: Lexer): string {
         break;
       case 'range_hi':
         hi = token.raw;
-        if ((hi.codePointAt(0) as number) < (lo.codePointAt(0) as number)) throw new Error(`hi character '${hi}' should be greater than lo '${lo}'`);
+        if ((hi.codePointAt(0) as number) < (lo.codePointAt(0) as number))
+          throw new Error(`hi character '${hi}' should be greater than lo '${lo}'`);
         break;
       case 'text':
         chars = token.raw;

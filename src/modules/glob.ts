@@ -249,7 +249,8 @@ function parseRange(lex: Lexer): Pattern {
         break;
       case 'range_hi':
         hi = token.raw;
-        if ((hi.codePointAt(0) as number) < (lo.codePointAt(0) as number)) throw new Error(`hi character '${hi}' should be greater than lo '${lo}'`);
+        if ((hi.codePointAt(0) as number) < (lo.codePointAt(0) as number))
+          throw new Error(`hi character '${hi}' should be greater than lo '${lo}'`);
         break;
       case 'text':
         chars = token.raw;
@@ -295,14 +296,16 @@ export function branchFilterProblem(pattern: string): string | null {
   if (pattern === '') return null;
   // Counted in code points, like the characters a user sees.
   let length = 0;
-  for (const _ of pattern) if (++length > MAX_BRANCH_FILTER_CHARS) return `longer than ${MAX_BRANCH_FILTER_CHARS} characters`;
+  for (const _ of pattern)
+    if (++length > MAX_BRANCH_FILTER_CHARS) return `longer than ${MAX_BRANCH_FILTER_CHARS} characters`;
   let shape: GlobShape;
   try {
     shape = parseGlob(pattern);
   } catch (error) {
     return (error as Error).message;
   }
-  if (shape.wildcards > MAX_BRANCH_FILTER_WILDCARDS) return `more than ${MAX_BRANCH_FILTER_WILDCARDS} wildcards (* and ?)`;
+  if (shape.wildcards > MAX_BRANCH_FILTER_WILDCARDS)
+    return `more than ${MAX_BRANCH_FILTER_WILDCARDS} wildcards (* and ?)`;
   return null;
 }
 

@@ -19,12 +19,20 @@ test('a job waits until every leg of every job it needs is done', () => {
 
 test('a failed, skipped or cancelled need skips the dependant, and the skip cascades', () => {
   for (const bad of [failure, skipped, cancelled]) {
-    const jobs = [job(1, 'a', bad), job(2, 'b', blocked, ['a']), job(3, 'c', blocked, ['b']), job(4, 'd', blocked, ['c'])];
-    assert.deepEqual([...unblockedJobs(jobs)], [
-      [2, skipped],
-      [3, skipped],
-      [4, skipped],
-    ]);
+    const jobs = [
+      job(1, 'a', bad),
+      job(2, 'b', blocked, ['a']),
+      job(3, 'c', blocked, ['b']),
+      job(4, 'd', blocked, ['c']),
+    ];
+    assert.deepEqual(
+      [...unblockedJobs(jobs)],
+      [
+        [2, skipped],
+        [3, skipped],
+        [4, skipped],
+      ],
+    );
   }
 });
 

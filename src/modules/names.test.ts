@@ -4,7 +4,8 @@ import { isAlphaDashDot, isValidEmail, isValidUsername, repoNameProblem, usernam
 
 test('usernames follow Forgejo rule', () => {
   for (const ok of ['root', 'a', 'user-1', 'first.last', 'a_b', '9lives']) assert.equal(isValidUsername(ok), true, ok);
-  for (const bad of ['', '-lead', '.dot', 'trail-', 'double--dash', 'a._b', 'sp ace', 'ünï']) assert.equal(isValidUsername(bad), false, bad);
+  for (const bad of ['', '-lead', '.dot', 'trail-', 'double--dash', 'a._b', 'sp ace', 'ünï'])
+    assert.equal(isValidUsername(bad), false, bad);
 });
 
 test('reserved names and patterns', () => {

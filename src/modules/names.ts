@@ -10,11 +10,44 @@ export function isValidUsername(name: string): boolean {
 }
 
 const RESERVED_USERNAMES: ReadonlySet<string> = new Set([
-  '.', '..', '.well-known', 'admin', 'api', 'assets', 'attachments', 'avatar', 'avatars', 'captcha',
-  'commits', 'debug', 'devtest', 'error', 'explore', 'favicon.ico', 'ghost', 'issues', 'login',
-  'manifest.json', 'metrics', 'milestones', 'new', 'notifications', 'org', 'pulls', 'raw', 'repo',
-  'repo-avatars', 'robots.txt', 'search', 'serviceworker.js', 'ssh_info', 'swagger.v1.json', 'user',
-  'v2', 'gitea-actions', 'forgejo-actions',
+  '.',
+  '..',
+  '.well-known',
+  'admin',
+  'api',
+  'assets',
+  'attachments',
+  'avatar',
+  'avatars',
+  'captcha',
+  'commits',
+  'debug',
+  'devtest',
+  'error',
+  'explore',
+  'favicon.ico',
+  'ghost',
+  'issues',
+  'login',
+  'manifest.json',
+  'metrics',
+  'milestones',
+  'new',
+  'notifications',
+  'org',
+  'pulls',
+  'raw',
+  'repo',
+  'repo-avatars',
+  'robots.txt',
+  'search',
+  'serviceworker.js',
+  'ssh_info',
+  'swagger.v1.json',
+  'user',
+  'v2',
+  'gitea-actions',
+  'forgejo-actions',
 ]);
 const RESERVED_USERNAME_PATTERNS = ['*.keys', '*.gpg', '*.rss', '*.atom', '*.png'];
 
@@ -51,10 +84,13 @@ export function repoNameProblem(name: string): NameProblem | null {
 
 /** The message Forgejo shows for a reserved name or pattern. */
 export function describeNameProblem(problem: NameProblem): string {
-  return problem.kind === 'reserved' ? `name is reserved [name: ${problem.name}]` : `name pattern is not allowed [pattern: ${problem.pattern}]`;
+  return problem.kind === 'reserved'
+    ? `name is reserved [name: ${problem.name}]`
+    : `name pattern is not allowed [pattern: ${problem.pattern}]`;
 }
 
-const EMAIL = /^[\w.!#$%&'*+/=?^`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+const EMAIL =
+  /^[\w.!#$%&'*+/=?^`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
 
 export function isValidEmail(email: string): boolean {
   return email.length <= 254 && EMAIL.test(email);

@@ -69,10 +69,13 @@ export class RateLimiter {
   constructor(options: RateLimiterOptions) {
     const { limit, windowMs } = options;
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a whole number ≥ 1, got ${limit}`);
-    if (!Number.isInteger(windowMs) || windowMs < 1) throw new RangeError(`windowMs must be a whole number ≥ 1, got ${windowMs}`);
-    if (limit * windowMs > Number.MAX_SAFE_INTEGER / 1024) throw new RangeError('limit × windowMs is too large to count exactly');
+    if (!Number.isInteger(windowMs) || windowMs < 1)
+      throw new RangeError(`windowMs must be a whole number ≥ 1, got ${windowMs}`);
+    if (limit * windowMs > Number.MAX_SAFE_INTEGER / 1024)
+      throw new RangeError('limit × windowMs is too large to count exactly');
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
-    if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new RangeError(`maxKeys must be a whole number ≥ 1, got ${maxKeys}`);
+    if (!Number.isInteger(maxKeys) || maxKeys < 1)
+      throw new RangeError(`maxKeys must be a whole number ≥ 1, got ${maxKeys}`);
     this.limit = limit;
     this.windowMs = windowMs;
     this.capacity = limit * windowMs;
@@ -93,10 +96,22 @@ export class RateLimiter {
     const next = debt + this.windowMs;
     if (next > this.capacity) {
       this.touch(key, { atMs: now, debt });
-      return { allowed: false, limit: this.limit, remaining: 0, resetAtMs: now + debt / this.limit, retryAfterMs: (next - this.capacity) / this.limit };
+      return {
+        allowed: false,
+        limit: this.limit,
+        remaining: 0,
+        resetAtMs: now + debt / this.limit,
+        retryAfterMs: (next - this.capacity) / this.limit,
+      };
     }
     this.touch(key, { atMs: now, debt: next });
-    return { allowed: true, limit: this.limit, remaining: Math.floor((this.capacity - next) / this.windowMs), resetAtMs: now + next / this.limit, retryAfterMs: 0 };
+    return {
+      allowed: true,
+      limit: this.limit,
+      remaining: Math.floor((this.capacity - next) / this.windowMs),
+      resetAtMs: now + next / this.limit,
+      retryAfterMs: 0,
+    };
   }
 
   private debtAt(bucket: Bucket | undefined, now: number): number {

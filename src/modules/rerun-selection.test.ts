@@ -20,11 +20,25 @@ const JOBS: RerunJobState[] = [
 const asObject = (map: Map<number, number>) => Object.fromEntries(map);
 
 test('rerun of all jobs: those without needs wait, the others are blocked', () => {
-  assert.deepEqual(asObject(rerunStatuses(JOBS, { kind: 'all' })), { 1: waiting, 2: waiting, 3: blocked, 4: blocked, 5: waiting, 6: blocked, 7: waiting });
+  assert.deepEqual(asObject(rerunStatuses(JOBS, { kind: 'all' })), {
+    1: waiting,
+    2: waiting,
+    3: blocked,
+    4: blocked,
+    5: waiting,
+    6: blocked,
+    7: waiting,
+  });
 });
 
 test('failed jobs: failure and cancelled jobs and their transitive dependants; a successful matrix leg stays', () => {
-  assert.deepEqual(asObject(rerunStatuses(JOBS, { kind: 'failed' })), { 2: waiting, 3: blocked, 4: blocked, 5: waiting, 6: blocked });
+  assert.deepEqual(asObject(rerunStatuses(JOBS, { kind: 'failed' })), {
+    2: waiting,
+    3: blocked,
+    4: blocked,
+    5: waiting,
+    6: blocked,
+  });
 });
 
 test('one job: itself (waiting even with needs) and what needs it, transitively', () => {

@@ -32,7 +32,8 @@ export type RerunSelection =
 export function rerunStatuses(jobs: readonly RerunJobState[], selection: RerunSelection): Map<number, number> {
   let seeds: RerunJobState[];
   if (selection.kind === 'all') seeds = [...jobs];
-  else if (selection.kind === 'failed') seeds = jobs.filter((job) => job.status === ActionStatus.failure || job.status === ActionStatus.cancelled);
+  else if (selection.kind === 'failed')
+    seeds = jobs.filter((job) => job.status === ActionStatus.failure || job.status === ActionStatus.cancelled);
   else seeds = jobs.filter((job) => job.id === selection.id);
   const selected = new Set(seeds.map((job) => job.id));
   const keys = new Set(seeds.map((job) => job.jobId));

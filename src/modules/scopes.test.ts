@@ -11,7 +11,17 @@ test('write implies read and the list is normalised to canonical order', () => {
 });
 
 test('every write scope collapses to all; all allows everything', () => {
-  const every = ['activitypub', 'admin', 'misc', 'notification', 'organization', 'package', 'issue', 'repository', 'user'].map((c) => `write:${c}`);
+  const every = [
+    'activitypub',
+    'admin',
+    'misc',
+    'notification',
+    'organization',
+    'package',
+    'issue',
+    'repository',
+    'user',
+  ].map((c) => `write:${c}`);
   assert.deepEqual(scopeToList(parseScopes(every)), ['all']);
   const all = parseScopes(['all']);
   assert.equal(scopeAllows(all, 'admin', 'write'), true);
@@ -19,6 +29,9 @@ test('every write scope collapses to all; all allows everything', () => {
 });
 
 test('unknown scopes are rejected by name', () => {
-  assert.throws(() => parseScopes(['read:repository', 'write:everything']), (e: unknown) => e instanceof InvalidScopeError && e.scope === 'write:everything');
+  assert.throws(
+    () => parseScopes(['read:repository', 'write:everything']),
+    (e: unknown) => e instanceof InvalidScopeError && e.scope === 'write:everything',
+  );
   assert.throws(() => parseScopes(['repo']), InvalidScopeError);
 });

@@ -20,7 +20,10 @@ test("a units_map's team level is its lowest unit level above none, and none whe
 });
 
 test('a team grants each unit what its map says, none for a unit left out; an empty map grants every unit at the team level', () => {
-  const team = { authorize: AccessMode.write, units: { 'repo.code': 'write', 'REPO.ACTIONS': 'read', 'repo.issues': 'none' } };
+  const team = {
+    authorize: AccessMode.write,
+    units: { 'repo.code': 'write', 'REPO.ACTIONS': 'read', 'repo.issues': 'none' },
+  };
   assert.equal(teamUnitMode(team, 'code'), AccessMode.write);
   assert.equal(teamUnitMode(team, 'actions'), AccessMode.read);
   assert.equal(teamUnitMode(team, 'issues'), AccessMode.none);

@@ -10,7 +10,16 @@ import { AccessMode } from './access-mode.ts';
  * governs git) and the units a repository can switch off (Gantry's
  * has_* columns).
  */
-export const PERMISSION_UNITS = ['code', 'issues', 'pull_requests', 'wiki', 'projects', 'releases', 'packages', 'actions'] as const;
+export const PERMISSION_UNITS = [
+  'code',
+  'issues',
+  'pull_requests',
+  'wiki',
+  'projects',
+  'releases',
+  'packages',
+  'actions',
+] as const;
 export type PermissionUnit = (typeof PERMISSION_UNITS)[number];
 
 /** Forgejo's unit keys (models/unit/unit.go, `NameKey`), as clients send them in `units` and `units_map`. */

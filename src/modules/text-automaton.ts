@@ -24,7 +24,11 @@ export type CharTest = (codePoint: number) => boolean;
 
 /** The little regular language both glob dialects compile to. */
 export type Pattern =
-  | { kind: 'char'; test: CharTest; /** Set when the test is "equals this code point" (a faster path). */ exactly?: number }
+  | {
+      kind: 'char';
+      test: CharTest;
+      /** Set when the test is "equals this code point" (a faster path). */ exactly?: number;
+    }
   | { kind: 'seq'; items: Pattern[] }
   | { kind: 'alt'; items: Pattern[] }
   | { kind: 'star'; item: Pattern }
@@ -80,7 +84,10 @@ export function compileAutomaton(pattern: Pattern): Matcher {
         return entry;
       }
       case 'alt':
-        return add(ROUTE, p.items.map((item) => build(item, next)));
+        return add(
+          ROUTE,
+          p.items.map((item) => build(item, next)),
+        );
       case 'opt':
         return add(ROUTE, [build(p.item, next), next]);
       case 'star': {
@@ -149,7 +156,7 @@ export function compileAutomaton(pattern: Pattern): Matcher {
     current.set(initial);
     let size = initial.length;
     // By code points without allocating: a surrogate pair is one, a lone surrogate is one.
-    for (let at = 0; at < text.length; ) {
+    for (let at = 0; at < text.length;) {
       const c = text.codePointAt(at)!;
       at += c > 0xffff ? 2 : 1;
       if (size === 0) return false;

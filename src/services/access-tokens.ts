@@ -35,7 +35,8 @@ export class AccessTokenService {
     try {
       scope = parseScopes(scopes);
     } catch (error) {
-      if (error instanceof InvalidScopeError) throw AppError.invalid(`invalid access token scope provided: ${error.message}`);
+      if (error instanceof InvalidScopeError)
+        throw AppError.invalid(`invalid access token scope provided: ${error.message}`);
       throw error;
     }
     if (isEmptyScope(scope)) throw AppError.invalid('access token must have a scope');
@@ -57,7 +58,10 @@ export class AccessTokenService {
   }
 
   async list(owner: User, limit: number, offset: number): Promise<{ tokens: AccessToken[]; total: number }> {
-    const [tokens, total] = await Promise.all([listAccessTokens(this.db, owner.id, limit, offset), countAccessTokens(this.db, owner.id)]);
+    const [tokens, total] = await Promise.all([
+      listAccessTokens(this.db, owner.id, limit, offset),
+      countAccessTokens(this.db, owner.id),
+    ]);
     return { tokens, total };
   }
 

@@ -5,7 +5,13 @@ import type { PasswordHasher } from '../modules/crypto/password.ts';
 import { describeNameProblem, isValidEmail, isValidUsername, usernameProblem } from '../modules/names.ts';
 import type { Db } from '../models/database.ts';
 import { isUniqueViolation } from '../models/database.ts';
-import { countIndividualUsers, emailInUse, findAccountById, findAccountByName, insertAccount } from '../models/users.ts';
+import {
+  countIndividualUsers,
+  emailInUse,
+  findAccountById,
+  findAccountByName,
+  insertAccount,
+} from '../models/users.ts';
 import type { User, Visibility } from '../models/users.ts';
 
 export const MIN_PASSWORD_LENGTH = 8;
@@ -44,8 +50,10 @@ export class AccountService {
     const passwordHash = await this.hasher.hash(input.password);
     try {
       return await this.db.transaction().execute(async (tx) => {
-        if (await findAccountByName(tx, input.username)) throw AppError.unprocessable(`user already exists [name: ${input.username}]`);
-        if (await emailInUse(tx, input.email)) throw AppError.unprocessable(`e-mail already in use [email: ${input.email}]`);
+        if (await findAccountByName(tx, input.username))
+          throw AppError.unprocessable(`user already exists [name: ${input.username}]`);
+        if (await emailInUse(tx, input.email))
+          throw AppError.unprocessable(`e-mail already in use [email: ${input.email}]`);
         return insertAccount(tx, {
           name: input.username,
           email: input.email,

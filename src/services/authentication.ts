@@ -42,7 +42,13 @@ const INVALID = 'invalid username, password or token';
 // What a task token may touch is decided by its repository (see
 // PermissionService.repoAccessMode); its scope only keeps it away from
 // account and admin endpoints.
-const TASK_TOKEN_SCOPE = parseScopes(['write:repository', 'read:user', 'read:organization', 'read:package', 'write:issue']);
+const TASK_TOKEN_SCOPE = parseScopes([
+  'write:repository',
+  'read:user',
+  'read:organization',
+  'read:package',
+  'write:issue',
+]);
 
 export class AuthenticationService {
   constructor(
@@ -80,7 +86,8 @@ export class AuthenticationService {
     const found = await this.lookupToken(digest);
     // The lookup is by digest through an index; the constant-time comparison
     // guards against any collation or prefix surprise in the database.
-    if (found && digestsEqual(found.token.tokenHash, digest)) return { doer: found.owner, method, token: { id: found.token.id, scope: found.scope } };
+    if (found && digestsEqual(found.token.tokenHash, digest))
+      return { doer: found.owner, method, token: { id: found.token.id, scope: found.scope } };
     const task = await this.byTaskToken(digest, method);
     if (task) return task;
     throw AppError.unauthorized(INVALID);
@@ -90,7 +97,12 @@ export class AuthenticationService {
   private async byTaskToken(digest: string, method: AuthMethod): Promise<Authentication | null> {
     const task = await findRunningTaskByTokenHash(this.db, digest);
     if (!task || !digestsEqual(task.tokenHash, digest)) return null;
-    return { doer: actionsUser(), method, token: { id: 0, scope: TASK_TOKEN_SCOPE }, task: { id: task.taskId, repoId: task.repoId } };
+    return {
+      doer: actionsUser(),
+      method,
+      token: { id: 0, scope: TASK_TOKEN_SCOPE },
+      task: { id: task.taskId, repoId: task.repoId },
+    };
   }
 
   private async byBasic(encoded: string): Promise<Authentication> {
@@ -116,11 +128,15 @@ export class AuthenticationService {
 
   private async byPassword(username: string, password: string): Promise<Authentication> {
     const wait = this.limiter.retryAfterSec(username);
-    if (wait > 0) throw AppError.tooManyRequests(`too many failed sign-ins for this account; try again in ${wait} s`, wait);
+    if (wait > 0)
+      throw AppError.tooManyRequests(`too many failed sign-ins for this account; try again in ${wait} s`, wait);
     const user = await findAccountByName(this.db, username);
     // Organizations and accounts without a password cannot sign in; they take
     // the unknown-name path, so their timing matches it.
-    const check = user && !user.isOrganization && user.passwordHash !== '' ? await this.hasher.verify(password, user.passwordHash) : null;
+    const check =
+      user && !user.isOrganization && user.passwordHash !== ''
+        ? await this.hasher.verify(password, user.passwordHash)
+        : null;
     if (check === null) await this.hasher.verifyUnknown(password);
     if (!user || !check?.ok) {
       this.limiter.recordFailure(username);
@@ -128,7 +144,8 @@ export class AuthenticationService {
     }
     this.limiter.recordSuccess(username);
     // Compare-and-swap: a password changed meanwhile is not overwritten.
-    if (check.needsRehash) await replacePasswordHash(this.db, user.id, user.passwordHash, await this.hasher.hash(password));
+    if (check.needsRehash)
+      await replacePasswordHash(this.db, user.id, user.passwordHash, await this.hasher.hash(password));
     return { doer: user, method: 'basic', token: null };
   }
 }

@@ -39,7 +39,14 @@ const SORTS = new Set<StatusSort>(['oldest', 'recentupdate', 'leastupdate', 'lea
  * above `success`: skipped jobs never make a commit look worse, and a commit
  * whose statuses are all skipped reads `skipped`.
  */
-const PRIORITY: Readonly<Record<string, number>> = { error: 0, failure: 1, warning: 2, pending: 3, success: 4, skipped: 5 };
+const PRIORITY: Readonly<Record<string, number>> = {
+  error: 0,
+  failure: 1,
+  warning: 2,
+  pending: 3,
+  success: 4,
+  skipped: 5,
+};
 
 /** The combined state of the latest states: the worst, `error` (and any unknown state) reported as `failure`; '' for none. */
 export function combinedState(states: readonly string[]): string {
@@ -79,14 +86,25 @@ function statusPayload(target: StatusTarget, status: CommitStatus, rootUrl: stri
 }
 
 /** Appends a status and its `status` deliveries. Call inside the transaction of the change. */
-export async function writeCommitStatus(tx: Queryable, clock: Clock, rootUrl: string, target: StatusTarget, status: NewCommitStatus): Promise<CommitStatus> {
+export async function writeCommitStatus(
+  tx: Queryable,
+  clock: Clock,
+  rootUrl: string,
+  target: StatusTarget,
+  status: NewCommitStatus,
+): Promise<CommitStatus> {
   const written = await insertCommitStatus(tx, status, clock.nowSec());
-  const hooks = (await listActiveHooksForRepository(tx, target.repo.id, target.owner.id)).filter((hook) => hookWantsEvent(hook, 'status'));
+  const hooks = (await listActiveHooksForRepository(tx, target.repo.id, target.owner.id)).filter((hook) =>
+    hookWantsEvent(hook, 'status'),
+  );
   if (hooks.length > 0) {
     // Indented as Forgejo stores payloads.
     const payload = JSON.stringify(statusPayload(target, written, rootUrl), null, 2);
     const nowMs = clock.nowMs();
-    await insertHookTasks(tx, hooks.map((hook) => ({ hookId: hook.id, uuid: randomUUID(), eventType: 'status', payload, nowMs })));
+    await insertHookTasks(
+      tx,
+      hooks.map((hook) => ({ hookId: hook.id, uuid: randomUUID(), eventType: 'status', payload, nowMs })),
+    );
   }
   return written;
 }
@@ -119,13 +137,21 @@ export class CommitStatusService {
   ) {}
 
   /** POST …/statuses/{sha}: a (short) commit id of the repository, else 404; values are trimmed, the state is not checked (as F15). */
-  async create(repo: Repository, owner: User, doer: User, sha: string, input: CreateStatusInput): Promise<StatusWithCreator> {
+  async create(
+    repo: Repository,
+    owner: User,
+    doer: User,
+    sha: string,
+    input: CreateStatusInput,
+  ): Promise<StatusWithCreator> {
     if (sha === '') throw AppError.invalid('sha not given');
     const full = /^[0-9a-f]+$/i.test(sha) ? await this.git.reader(repo).resolveCommit(sha.toLowerCase()) : null;
     if (full === null) throw AppError.notFoundMessage(`object does not exist [id: ${sha}, rel_path: ]`);
     // The commit is read from git before the transaction (inside, SQLite's only
     // connection would wait on git), and only when a hook will be sent it.
-    const wanted = (await listActiveHooksForRepository(this.db, repo.id, owner.id)).some((hook) => hookWantsEvent(hook, 'status'));
+    const wanted = (await listActiveHooksForRepository(this.db, repo.id, owner.id)).some((hook) =>
+      hookWantsEvent(hook, 'status'),
+    );
     let commit: unknown = null;
     if (wanted) {
       const log = await commitsBetween(this.git.gitDir(repo, owner), null, full, 1);
@@ -133,15 +159,21 @@ export class CommitStatusService {
       commit = first ? payloadCommit(`${this.rootUrl}${owner.name}/${repo.name}`, first) : null;
     }
     const status = await this.db.transaction().execute((tx) =>
-      writeCommitStatus(tx, this.clock, this.rootUrl, { repo, owner, creator: doer, commit }, {
-        repoId: repo.id,
-        sha: full,
-        state: (input.state ?? '').trim(),
-        targetUrl: (input.target_url ?? '').trim(),
-        description: (input.description ?? '').trim(),
-        context: (input.context ?? '').trim(),
-        creatorId: doer.id,
-      }),
+      writeCommitStatus(
+        tx,
+        this.clock,
+        this.rootUrl,
+        { repo, owner, creator: doer, commit },
+        {
+          repoId: repo.id,
+          sha: full,
+          state: (input.state ?? '').trim(),
+          targetUrl: (input.target_url ?? '').trim(),
+          description: (input.description ?? '').trim(),
+          context: (input.context ?? '').trim(),
+          creatorId: doer.id,
+        },
+      ),
     );
     return { status, creator: doer };
   }
@@ -156,10 +188,19 @@ export class CommitStatusService {
     return ref;
   }
 
-  async list(repo: Repository, sha: string, query: StatusListQuery): Promise<{ statuses: StatusWithCreator[]; total: number }> {
+  async list(
+    repo: Repository,
+    sha: string,
+    query: StatusListQuery,
+  ): Promise<{ statuses: StatusWithCreator[]; total: number }> {
     const state = query.state !== undefined && FILTER_STATES.has(query.state) ? query.state : undefined;
     const sort = SORTS.has(query.sort as StatusSort) ? (query.sort as StatusSort) : '';
-    const { statuses, total } = await listCommitStatuses(this.db, repo.id, sha, { ...(state !== undefined ? { state } : {}), sort, offset: query.offset, limit: query.limit });
+    const { statuses, total } = await listCommitStatuses(this.db, repo.id, sha, {
+      ...(state !== undefined ? { state } : {}),
+      sort,
+      offset: query.offset,
+      limit: query.limit,
+    });
     return { statuses: await this.withCreators(statuses), total };
   }
 
@@ -168,9 +209,17 @@ export class CommitStatusService {
    * priority, `error` reported as `failure` (Forgejo's CalcCommitStatus).
    * `state` is '' when the sha has no statuses.
    */
-  async combined(repo: Repository, sha: string, page: { offset: number; limit: number }): Promise<{ state: string; statuses: StatusWithCreator[]; total: number }> {
+  async combined(
+    repo: Repository,
+    sha: string,
+    page: { offset: number; limit: number },
+  ): Promise<{ state: string; statuses: StatusWithCreator[]; total: number }> {
     const { statuses, total } = await latestCommitStatuses(this.db, repo.id, sha, page);
-    return { state: combinedState(statuses.map((status) => status.state)), statuses: await this.withCreators(statuses), total };
+    return {
+      state: combinedState(statuses.map((status) => status.state)),
+      statuses: await this.withCreators(statuses),
+      total,
+    };
   }
 
   private async withCreators(statuses: readonly CommitStatus[]): Promise<StatusWithCreator[]> {
@@ -189,7 +238,12 @@ export class CommitStatusService {
 }
 
 /** Forgejo's api.CommitStatus: `id` is the per-sha index and the state is under `status`. */
-export function toApiCommitStatus(item: StatusWithCreator, repo: Repository, viewer: Viewer, rootUrl: string): CommitStatusJson {
+export function toApiCommitStatus(
+  item: StatusWithCreator,
+  repo: Repository,
+  viewer: Viewer,
+  rootUrl: string,
+): CommitStatusJson {
   const { status, creator } = item;
   return {
     id: status.index,

@@ -45,7 +45,14 @@ function durationNanos(run: ActionRun, nowSec: number): number {
  * shown as `repository.permissions`). The repository object and
  * each trigger user are the same for many runs of a page: built once.
  */
-export function runRenderer(repo: Repository, owner: User, mode: number, viewer: Viewer, rootUrl: string, nowSec: number): (run: ActionRun, triggerUser: User) => ActionRunJson {
+export function runRenderer(
+  repo: Repository,
+  owner: User,
+  mode: number,
+  viewer: Viewer,
+  rootUrl: string,
+  nowSec: number,
+): (run: ActionRun, triggerUser: User) => ActionRunJson {
   const repository = toApiRepo(repo, owner, mode, viewer, rootUrl);
   const users = new Map<number, UserJson>();
   return (run, triggerUser) => {

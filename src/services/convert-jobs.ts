@@ -79,7 +79,11 @@ function toStep(step: NamedStep): ActionWorkflowStepJson {
  * `html_url`, rather than Gitea's id-based one. Optional keys are omitted as
  * Go's omitempty does; the key order is Go's field order.
  */
-export function toActionWorkflowJob(details: JobDetails, repoApiUrl: string, repoHtmlUrl: string): ActionWorkflowJobJson {
+export function toActionWorkflowJob(
+  details: JobDetails,
+  repoApiUrl: string,
+  repoHtmlUrl: string,
+): ActionWorkflowJobJson {
   const { job, run, task } = details;
   const { status, conclusion } = toActionsStatus(job.status);
   const runner = task !== undefined && task.runnerId > 0 ? task : undefined;

@@ -93,7 +93,13 @@ export function toApiTeam(team: Team, org: User | null, rootUrl: string): TeamJs
   };
 }
 
-export function toApiRepo(repo: Repository, owner: User, mode: number | null, viewer: Viewer, rootUrl: string): RepositoryJson {
+export function toApiRepo(
+  repo: Repository,
+  owner: User,
+  mode: number | null,
+  viewer: Viewer,
+  rootUrl: string,
+): RepositoryJson {
   const fullName = `${owner.name}/${repo.name}`;
   const htmlUrl = `${rootUrl}${fullName}`;
   const json: RepositoryJson = {
@@ -157,7 +163,11 @@ export function toApiRepo(repo: Repository, owner: User, mode: number | null, vi
     wiki_clone_url: `${htmlUrl}.wiki.git`,
   };
   if (mode !== null) {
-    json.permissions = { admin: mode >= AccessMode.admin, push: mode >= AccessMode.write, pull: mode >= AccessMode.read };
+    json.permissions = {
+      admin: mode >= AccessMode.admin,
+      push: mode >= AccessMode.write,
+      pull: mode >= AccessMode.read,
+    };
   }
   return json;
 }

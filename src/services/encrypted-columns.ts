@@ -7,4 +7,8 @@ import { SECRET_DATA_COLUMN } from './actions/secrets.ts';
 import type { EncryptedColumn } from './key-rotation.ts';
 import { WEBHOOK_COLUMNS } from './webhooks/hooks.ts';
 
-export const ENCRYPTED_COLUMNS: readonly EncryptedColumn[] = [SECRET_DATA_COLUMN, REGISTRATION_TOKEN_COLUMN, ...WEBHOOK_COLUMNS];
+export const ENCRYPTED_COLUMNS: readonly EncryptedColumn[] = [
+  SECRET_DATA_COLUMN,
+  REGISTRATION_TOKEN_COLUMN,
+  ...WEBHOOK_COLUMNS,
+];

@@ -15,8 +15,22 @@ export type DomainEvent =
   | { type: 'repository.deleted'; repo: Repository; owner: User; doer: User }
   | { type: 'account.deleted'; account: User }
   /** Refs a `git push` changed; an all-zero oid on one side means created or deleted. */
-  | { type: 'repository.pushed'; repo: Repository; owner: User; pusher: User; updates: readonly PushedRef[]; commitLog: PushCommitLogReader }
-  | { type: 'actions.run.created'; repo: Repository; owner: User; run: ActionRun; jobs: readonly ActionRunJob[]; triggerUser: User }
+  | {
+      type: 'repository.pushed';
+      repo: Repository;
+      owner: User;
+      pusher: User;
+      updates: readonly PushedRef[];
+      commitLog: PushCommitLogReader;
+    }
+  | {
+      type: 'actions.run.created';
+      repo: Repository;
+      owner: User;
+      run: ActionRun;
+      jobs: readonly ActionRunJob[];
+      triggerUser: User;
+    }
   /**
    * Jobs of one run whose status changed (claimed, released, finished,
    * unblocked, skipped, cancelled), as they now are; `runJobIds` lists all

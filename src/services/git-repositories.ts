@@ -27,7 +27,11 @@ export class GitRepositories {
   }
 
   gitDir(repo: Pick<Repository, 'name' | 'ownerName'>, owner?: Pick<User, 'name'>): string {
-    return path.join(this.repositoriesRoot, (owner?.name ?? repo.ownerName).toLowerCase(), `${repo.name.toLowerCase()}.git`);
+    return path.join(
+      this.repositoriesRoot,
+      (owner?.name ?? repo.ownerName).toLowerCase(),
+      `${repo.name.toLowerCase()}.git`,
+    );
   }
 
   reader(repo: Pick<Repository, 'name' | 'ownerName' | 'objectFormatName'>): RepositoryReader {

@@ -101,9 +101,17 @@ export class KeyRotationService {
 
   async reencryptAll(options: RotationOptions = {}): Promise<RotationReport> {
     const batchSize = options.batchSize ?? 500;
-    const report: RotationReport = { keyId: this.keys.currentKeyId(), reencrypted: 0, changedConcurrently: 0, failed: [], remaining: 0, stopped: false };
+    const report: RotationReport = {
+      keyId: this.keys.currentKeyId(),
+      reencrypted: 0,
+      changedConcurrently: 0,
+      failed: [],
+      remaining: 0,
+      stopped: false,
+    };
     let batches = 0;
-    const mustStop = (): boolean => Boolean(options.shouldStop?.()) || (options.maxBatches !== undefined && batches >= options.maxBatches);
+    const mustStop = (): boolean =>
+      Boolean(options.shouldStop?.()) || (options.maxBatches !== undefined && batches >= options.maxBatches);
 
     for (const column of this.columns) {
       const failed = new Set<number>();
@@ -129,7 +137,11 @@ export class KeyRotationService {
               swaps.push({ id: row.id, expected: row.stored, next: this.keys.encrypt(plaintext, row.associatedData) });
             } catch (error) {
               failed.add(row.id);
-              report.failed.push({ column: column.label, id: row.id, reason: error instanceof Error ? error.message : String(error) });
+              report.failed.push({
+                column: column.label,
+                id: row.id,
+                reason: error instanceof Error ? error.message : String(error),
+              });
             }
           }
           if (swaps.length > 0) {

@@ -38,7 +38,12 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { Clock } from '../modules/clock.ts';
 import type { Db } from '../models/database.ts';
-import { countHookTasksByState, countJobsWithStatus, countRunnersByLiveness, countWaitingJobsByRunsOn } from '../models/metrics-queries.ts';
+import {
+  countHookTasksByState,
+  countJobsWithStatus,
+  countRunnersByLiveness,
+  countWaitingJobsByRunsOn,
+} from '../models/metrics-queries.ts';
 import type { HookTaskStateCounts, WaitingJobGroup } from '../models/metrics-queries.ts';
 import { RUNNER_IDLE_AFTER_MS, RUNNER_OFFLINE_AFTER_MS } from './actions/runners.ts';
 
@@ -92,7 +97,10 @@ export function groupWaitingJobs(groups: readonly WaitingJobGroup[]): Map<string
   if (merged.size <= MAX_LABEL_SETS) return merged;
   const sorted = [...merged].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   const kept = new Map(sorted.slice(0, MAX_LABEL_SETS - 1));
-  kept.set(OTHER_LABELS, sorted.slice(MAX_LABEL_SETS - 1).reduce((sum, [, n]) => sum + n, 0));
+  kept.set(
+    OTHER_LABELS,
+    sorted.slice(MAX_LABEL_SETS - 1).reduce((sum, [, n]) => sum + n, 0),
+  );
   return kept;
 }
 
@@ -126,18 +134,38 @@ export class MetricsService {
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.databaseGauge('gantry_webhook_deliveries', 'Webhook deliveries (all processes): pending, retrying, delivering now; delivered, failed in the last hour.', ['state'], (gauge, s) => {
-      for (const [state, n] of Object.entries(s.deliveries)) gauge.set({ state }, n);
-    });
-    this.databaseGauge('gantry_actions_jobs', 'Actions jobs (all processes) that are waiting, running or blocked.', ['status'], (gauge, s) => {
-      for (const [status, n] of Object.entries(s.jobs)) gauge.set({ status }, n);
-    });
-    this.databaseGauge('gantry_actions_jobs_waiting', 'Waiting Actions jobs (all processes) by runs-on label set.', ['labels'], (gauge, s) => {
-      for (const [labels, n] of s.waitingByLabels) gauge.set({ labels }, n);
-    });
-    this.databaseGauge('gantry_runners', 'Registered runners (all processes): online (idle + active), offline, idle, active.', ['status'], (gauge, s) => {
-      for (const [status, n] of Object.entries(s.runners)) gauge.set({ status }, n);
-    });
+    this.databaseGauge(
+      'gantry_webhook_deliveries',
+      'Webhook deliveries (all processes): pending, retrying, delivering now; delivered, failed in the last hour.',
+      ['state'],
+      (gauge, s) => {
+        for (const [state, n] of Object.entries(s.deliveries)) gauge.set({ state }, n);
+      },
+    );
+    this.databaseGauge(
+      'gantry_actions_jobs',
+      'Actions jobs (all processes) that are waiting, running or blocked.',
+      ['status'],
+      (gauge, s) => {
+        for (const [status, n] of Object.entries(s.jobs)) gauge.set({ status }, n);
+      },
+    );
+    this.databaseGauge(
+      'gantry_actions_jobs_waiting',
+      'Waiting Actions jobs (all processes) by runs-on label set.',
+      ['labels'],
+      (gauge, s) => {
+        for (const [labels, n] of s.waitingByLabels) gauge.set({ labels }, n);
+      },
+    );
+    this.databaseGauge(
+      'gantry_runners',
+      'Registered runners (all processes): online (idle + active), offline, idle, active.',
+      ['status'],
+      (gauge, s) => {
+        for (const [status, n] of Object.entries(s.runners)) gauge.set({ status }, n);
+      },
+    );
     const up: Gauge = new Gauge({
       name: 'gantry_metrics_database_up',
       help: '1 if the last read of the database gauges succeeded, else 0 (they are then left out).',
@@ -171,7 +199,12 @@ export class MetricsService {
     return this.registry.metrics();
   }
 
-  private databaseGauge<L extends string>(name: string, help: string, labelNames: L[], fill: (gauge: Gauge<L>, snapshot: DatabaseSnapshot) => void): void {
+  private databaseGauge<L extends string>(
+    name: string,
+    help: string,
+    labelNames: L[],
+    fill: (gauge: Gauge<L>, snapshot: DatabaseSnapshot) => void,
+  ): void {
     const gauge: Gauge<L> = new Gauge<L>({
       name,
       help,
@@ -188,7 +221,8 @@ export class MetricsService {
 
   /** The cached snapshot, or one read shared by every concurrent caller. */
   private readDatabase(): Promise<DatabaseSnapshot | null> {
-    if (this.snapshot !== null && performance.now() - this.snapshot.at < this.readTtlMs) return Promise.resolve(this.snapshot.value);
+    if (this.snapshot !== null && performance.now() - this.snapshot.at < this.readTtlMs)
+      return Promise.resolve(this.snapshot.value);
     if (this.reading === null) {
       const started = performance.now();
       this.reading = this.readFromDatabase()
@@ -210,7 +244,12 @@ export class MetricsService {
 
   private async readFromDatabase(): Promise<DatabaseSnapshot> {
     const nowMs = this.clock.nowMs();
-    const deliveries = await countHookTasksByState(this.db, COUNT_CAP, nowMs, Math.floor(nowMs / 1000) - SETTLED_WINDOW_SEC);
+    const deliveries = await countHookTasksByState(
+      this.db,
+      COUNT_CAP,
+      nowMs,
+      Math.floor(nowMs / 1000) - SETTLED_WINDOW_SEC,
+    );
     const jobs = {
       waiting: await countJobsWithStatus(this.db, ActionStatus.waiting, COUNT_CAP),
       running: await countJobsWithStatus(this.db, ActionStatus.running, COUNT_CAP),
@@ -218,12 +257,21 @@ export class MetricsService {
     };
     const waitingByLabels = groupWaitingJobs(await countWaitingJobsByRunsOn(this.db, WAITING_JOBS_GROUPED));
     // runnerStatus's rule in whole seconds: online ⇔ now − last_online·1000 ≤ offline-after.
-    const live = await countRunnersByLiveness(this.db, Math.ceil((nowMs - RUNNER_OFFLINE_AFTER_MS) / 1000), Math.ceil((nowMs - RUNNER_IDLE_AFTER_MS) / 1000));
+    const live = await countRunnersByLiveness(
+      this.db,
+      Math.ceil((nowMs - RUNNER_OFFLINE_AFTER_MS) / 1000),
+      Math.ceil((nowMs - RUNNER_IDLE_AFTER_MS) / 1000),
+    );
     return {
       deliveries,
       jobs,
       waitingByLabels,
-      runners: { online: live.online, offline: live.total - live.online, idle: live.online - live.active, active: live.active },
+      runners: {
+        online: live.online,
+        offline: live.total - live.online,
+        idle: live.online - live.active,
+        active: live.active,
+      },
     };
   }
 }

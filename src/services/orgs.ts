@@ -56,7 +56,8 @@ export class OrgService {
     AccountService.checkUsableName(input.username);
     try {
       return await this.db.transaction().execute(async (tx) => {
-        if (await findAccountByName(tx, input.username)) throw AppError.unprocessable(`user already exists [name: ${input.username}]`);
+        if (await findAccountByName(tx, input.username))
+          throw AppError.unprocessable(`user already exists [name: ${input.username}]`);
         const nowSec = this.clock.nowSec();
         const org = await insertAccount(tx, {
           name: input.username,
@@ -94,7 +95,9 @@ export class OrgService {
     // Teams, memberships, Actions data, runners and hooks go with it (services/owner-deletion.ts).
     await this.events.transaction(this.db, async (tx) => {
       if ((await countOwnedRepositories(tx, org.id)) > 0) {
-        throw AppError.conflict(`user still has ownership of repositories [uid: ${org.id}]; delete or transfer them first`);
+        throw AppError.conflict(
+          `user still has ownership of repositories [uid: ${org.id}]; delete or transfer them first`,
+        );
       }
       await this.events.record(tx, { type: 'account.deleted', account: org });
       await deleteAccount(tx, org.id);
@@ -110,10 +113,14 @@ export class OrgService {
     let authorize = parseAccessModeInput(input.permission ?? '');
     const unitsMap = input.unitsMap ?? {};
     if (authorize < AccessMode.admin && Object.keys(unitsMap).length > 0) authorize = minUnitAccessMode(unitsMap);
-    const units = Object.keys(unitsMap).length > 0 ? unitsMap : Object.fromEntries((input.units ?? []).map((u) => [u, accessModeName(authorize)]));
+    const units =
+      Object.keys(unitsMap).length > 0
+        ? unitsMap
+        : Object.fromEntries((input.units ?? []).map((u) => [u, accessModeName(authorize)]));
     try {
       return await this.db.transaction().execute(async (tx) => {
-        if (await findTeamByName(tx, org.id, input.name)) throw AppError.unprocessable(`team already exists [org_id: ${org.id}, name: ${input.name}]`);
+        if (await findTeamByName(tx, org.id, input.name))
+          throw AppError.unprocessable(`team already exists [org_id: ${org.id}, name: ${input.name}]`);
         return insertTeam(tx, {
           orgId: org.id,
           name: input.name,
@@ -126,7 +133,8 @@ export class OrgService {
         });
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw AppError.unprocessable(`team already exists [org_id: ${org.id}, name: ${input.name}]`);
+      if (isUniqueViolation(error))
+        throw AppError.unprocessable(`team already exists [org_id: ${org.id}, name: ${input.name}]`);
       throw error;
     }
   }
@@ -151,4 +159,3 @@ export class OrgService {
     });
   }
 }
-

@@ -6,7 +6,12 @@ import { AccessMode } from '../modules/access-mode.ts';
 import type { Db } from '../models/database.ts';
 import { findCollaboratorMode } from '../models/repos.ts';
 import type { Repository } from '../models/repos.ts';
-import { isOrganizationMember, isOrganizationOwner, teamsGrantingRepo, userInRepoCreatingTeam } from '../models/orgs.ts';
+import {
+  isOrganizationMember,
+  isOrganizationOwner,
+  teamsGrantingRepo,
+  userInRepoCreatingTeam,
+} from '../models/orgs.ts';
 import { PERMISSION_UNITS, teamUnitMode } from '../modules/team-units.ts';
 import type { PermissionUnit } from '../modules/team-units.ts';
 import type { User } from '../models/users.ts';
@@ -97,7 +102,10 @@ export class PermissionService {
     if (actor.taskRepoId !== undefined) {
       // A task token writes its own repository and reads public ones, nothing more.
       if (actor.taskRepoId === repo.id) return { mode: AccessMode.write, units: null };
-      return { mode: !repo.isPrivate && owner.visibility === 'public' ? AccessMode.read : AccessMode.none, units: null };
+      return {
+        mode: !repo.isPrivate && owner.visibility === 'public' ? AccessMode.read : AccessMode.none,
+        units: null,
+      };
     }
     const doer = actor.doer;
     // Site admins and the owner see every account they could be asked about: no visibility check needed.

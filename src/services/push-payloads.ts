@@ -42,7 +42,12 @@ export function pushCommitLogReader(gitDir: string): PushCommitLogReader {
     const key = `${update.oldOid}..${update.newOid}`;
     let read = reads.get(key);
     if (!read) {
-      read = commitsBetween(gitDir, isZeroOid(update.oldOid) ? null : update.oldOid, update.newOid, MAX_PAYLOAD_COMMITS);
+      read = commitsBetween(
+        gitDir,
+        isZeroOid(update.oldOid) ? null : update.oldOid,
+        update.newOid,
+        MAX_PAYLOAD_COMMITS,
+      );
       reads.set(key, read);
     }
     return read;
@@ -68,14 +73,24 @@ export function payloadCommit(htmlUrl: string, commit: CommitSummary): Record<st
 /** Forgejo's api.PushPayload (and create/delete payloads) for one ref update. */
 export function pushEventPayload(
   event: 'push' | 'create' | 'delete',
-  input: { repo: Repository; owner: User; pusher: User; update: PushedRef; commits: CommitSummary[]; total: number; rootUrl: string },
+  input: {
+    repo: Repository;
+    owner: User;
+    pusher: User;
+    update: PushedRef;
+    commits: CommitSummary[];
+    total: number;
+    rootUrl: string;
+  },
 ): Record<string, unknown> {
   const { repo, owner, pusher, update, rootUrl } = input;
   const repository = toApiRepo(repo, owner, AccessMode.none, ANONYMOUS_VIEWER, rootUrl);
   const sender = toApiUser(pusher, ANONYMOUS_VIEWER, rootUrl);
   const refType = update.ref.startsWith('refs/tags/') ? 'tag' : 'branch';
-  if (event === 'create') return { ref: shortRef(update.ref), ref_type: refType, sha: update.newOid, repository, sender };
-  if (event === 'delete') return { ref: shortRef(update.ref), ref_type: refType, pusher_type: 'user', repository, sender };
+  if (event === 'create')
+    return { ref: shortRef(update.ref), ref_type: refType, sha: update.newOid, repository, sender };
+  if (event === 'delete')
+    return { ref: shortRef(update.ref), ref_type: refType, pusher_type: 'user', repository, sender };
   const htmlUrl = repository.html_url;
   const commits = input.commits.map((commit) => payloadCommit(htmlUrl, commit));
   return {
@@ -91,4 +106,3 @@ export function pushEventPayload(
     sender,
   };
 }
-

@@ -17,6 +17,9 @@ export class PushService {
   async afterPush(repo: Repository, owner: User, pusher: User, updates: readonly PushedRef[]): Promise<void> {
     if (updates.length === 0) return;
     const current = await this.repos.recordPush(repo, updates);
-    await this.triggers.onPush({ repo: current, owner, pusher, gitDir: this.git.gitDir(current), reader: this.git.reader(current) }, updates);
+    await this.triggers.onPush(
+      { repo: current, owner, pusher, gitDir: this.git.gitDir(current), reader: this.git.reader(current) },
+      updates,
+    );
   }
 }

@@ -85,7 +85,8 @@ export class RepoService {
     const defaultBranch = input.defaultBranch || DEFAULT_BRANCH;
     if (!isValidBranchName(defaultBranch)) throw AppError.unprocessable('[DefaultBranch]: GitRefName');
     const objectFormatName = input.objectFormatName || 'sha1';
-    if (objectFormatName !== 'sha1' && objectFormatName !== 'sha256') throw AppError.unprocessable('[ObjectFormatName]: In');
+    if (objectFormatName !== 'sha1' && objectFormatName !== 'sha256')
+      throw AppError.unprocessable('[ObjectFormatName]: In');
     const gitPath = this.gitPath(owner.name, input.name);
 
     let created: Repository;
@@ -110,7 +111,9 @@ export class RepoService {
         // provisional) and no row; the name is ours now, so the leftover goes.
         if (await isProvisional(gitPath)) await removeRepository(gitPath);
         if (existsSync(gitPath)) {
-          throw AppError.conflict(`The repository files already exist [${owner.name}/${input.name}]; remove them from the data folder first.`);
+          throw AppError.conflict(
+            `The repository files already exist [${owner.name}/${input.name}]; remove them from the data folder first.`,
+          );
         }
         // The git directory is made inside the transaction: if it fails, no row
         // is committed; if the commit fails afterwards, the catch below removes it.
@@ -154,7 +157,8 @@ export class RepoService {
       isTemplate: input.template,
       units: input.units,
     };
-    if (input.description !== undefined && input.description.length > 2048) throw AppError.unprocessable('[Description]: MaxSize');
+    if (input.description !== undefined && input.description.length > 2048)
+      throw AppError.unprocessable('[Description]: MaxSize');
     const renamed = input.name !== undefined && input.name !== repo.name;
     if (renamed) checkRepoName(input.name as string);
     if (input.defaultBranch !== undefined && input.defaultBranch !== repo.defaultBranch) {
@@ -214,7 +218,9 @@ export class RepoService {
    */
   async recordPush(repo: Repository, updates: readonly PushedRef[]): Promise<Repository> {
     if (!repo.isEmpty) return repo;
-    const branches = updates.filter((u) => u.ref.startsWith('refs/heads/') && !/^0+$/.test(u.newOid)).map((u) => u.ref.slice('refs/heads/'.length));
+    const branches = updates
+      .filter((u) => u.ref.startsWith('refs/heads/') && !/^0+$/.test(u.newOid))
+      .map((u) => u.ref.slice('refs/heads/'.length));
     if (branches.length === 0) return repo;
     const gitPath = this.gitPath(repo.ownerName, repo.name);
     const changes: RepositoryChanges = { isEmpty: false };
@@ -229,9 +235,11 @@ export class RepoService {
 
   async addCollaborator(repo: Repository, owner: User, user: User, permission: string | undefined): Promise<void> {
     if (user.isOrganization) throw AppError.unprocessable(`user does not exist [uid: 0, name: ${user.name}]`);
-    if (user.id === owner.id) throw AppError.unprocessable('the repository owner cannot be a collaborator of their own repository');
+    if (user.id === owner.id)
+      throw AppError.unprocessable('the repository owner cannot be a collaborator of their own repository');
     const mode = accessModeFromName(permission ?? 'write');
-    if (mode === null || mode < AccessMode.read || mode > AccessMode.admin) throw AppError.unprocessable('[Permission]: In');
+    if (mode === null || mode < AccessMode.read || mode > AccessMode.admin)
+      throw AppError.unprocessable('[Permission]: In');
     await upsertCollaborator(this.db, repo.id, user.id, mode, this.clock.nowSec());
   }
 

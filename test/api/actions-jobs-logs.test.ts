@@ -47,8 +47,12 @@ function expectedLine(ms: number, content: string): string {
 const base = Date.UTC(2026, 10, 25, 12, 0, 0);
 const rowTime = (i: number) => base + i * 7;
 const rowContent = (i: number) => (i % 997 === 0 ? `step output ${i}: ✓ naïve “quoted” \t tab` : `line ${i}`);
-const row = (i: number) => ({ time: { seconds: BigInt(Math.floor(rowTime(i) / 1000)), nanos: (rowTime(i) % 1000) * 1_000_000 }, content: rowContent(i) });
-const expectedText = (lines: number) => Array.from({ length: lines }, (_, i) => expectedLine(rowTime(i), rowContent(i))).join('');
+const row = (i: number) => ({
+  time: { seconds: BigInt(Math.floor(rowTime(i) / 1000)), nanos: (rowTime(i) % 1000) * 1_000_000 },
+  content: rowContent(i),
+});
+const expectedText = (lines: number) =>
+  Array.from({ length: lines }, (_, i) => expectedLine(rowTime(i), rowContent(i))).join('');
 
 const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
 
@@ -70,13 +74,17 @@ for (const dialect of testDialects()) {
     let runner: RunnerClient;
     let task: DecodedTask;
 
-    const raw = async (path: string, options: { token?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> => {
+    const raw = async (
+      path: string,
+      options: { token?: string; headers?: Record<string, string> } = {},
+    ): Promise<RawResponse> => {
       const headers: Record<string, string> = { ...options.headers };
       if (options.token !== undefined) headers.authorization = `token ${options.token}`;
       const res = await fetch(`${s.apiUrl}${path}`, { headers });
       return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
     };
-    const logOf = (jobId: number, query = '', headers: Record<string, string> = {}) => raw(`/repos/alice/app/actions/jobs/${jobId}/logs${query}`, { token: alice.token, headers });
+    const logOf = (jobId: number, query = '', headers: Record<string, string> = {}) =>
+      raw(`/repos/alice/app/actions/jobs/${jobId}/logs${query}`, { token: alice.token, headers });
     const message = (res: RawResponse) => (JSON.parse(res.body.toString()) as { message: string }).message;
     const sendLines = async (from: number, to: number, noMore = false) =>
       Number(
@@ -94,13 +102,22 @@ for (const dialect of testDialects()) {
       s = await startTestServer(dialect);
       alice = await s.createUser('alice');
       bob = await s.createUser('bob');
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: false } })).status, 201);
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'vault', private: true } })).status, 201);
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: false } })).status,
+        201,
+      );
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'vault', private: true } })).status,
+        201,
+      );
       work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
       await work.commit({ '.forgejo/workflows/logs.yml': WORKFLOW }, 'Add workflow');
       const pushed = await work.push('main');
       assert.equal(pushed.code, 0, pushed.stderr);
-      const token = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'app' } });
+      const token = await repoGetRunnerRegistrationToken({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app' },
+      });
       runner = await registerRunner(s.url, (token.data as { token: string }).token, { labels: ['jobs-logs'] });
       const dispatched = await dispatchWorkflow({
         client: alice.client,
@@ -126,7 +143,19 @@ for (const dialect of testDialects()) {
       const jobs = res.json as Record<string, unknown>[];
       assert.deepEqual(
         jobs.map((job) => Object.keys(job)),
-        [0, 1].map(() => ['id', 'run_id', 'attempt', 'handle', 'repo_id', 'owner_id', 'name', 'needs', 'runs_on', 'task_id', 'status']),
+        [0, 1].map(() => [
+          'id',
+          'run_id',
+          'attempt',
+          'handle',
+          'repo_id',
+          'owner_id',
+          'name',
+          'needs',
+          'runs_on',
+          'task_id',
+          'status',
+        ]),
       );
       assert.deepEqual(
         jobs.map((job) => [job.id, job.run_id, typeof job.attempt, job.name, job.needs, job.runs_on, job.status]),
@@ -138,9 +167,15 @@ for (const dialect of testDialects()) {
       assert.ok(buildJobId < neverJobId);
 
       const unknown = await s.api('GET', '/repos/alice/app/actions/runs/999999/jobs', { token: alice.token });
-      assert.deepEqual([unknown.status, (unknown.json as { message: string }).message], [404, 'run with id 999999: resource does not exist']);
+      assert.deepEqual(
+        [unknown.status, (unknown.json as { message: string }).message],
+        [404, 'run with id 999999: resource does not exist'],
+      );
       const foreign = await s.api('GET', `/repos/alice/vault/actions/runs/${runId}/jobs`, { token: alice.token });
-      assert.deepEqual([foreign.status, (foreign.json as { message: string }).message], [404, 'resource does not exist']);
+      assert.deepEqual(
+        [foreign.status, (foreign.json as { message: string }).message],
+        [404, 'resource does not exist'],
+      );
     });
 
     test('a job never started: 404 "job has not been executed yet", an empty steps list, and Forgejo\'s 404 texts for unknown jobs and attempts', async () => {
@@ -151,14 +186,23 @@ for (const dialect of testDialects()) {
       const foreign = await raw(`/repos/alice/vault/actions/jobs/${neverJobId}/logs`, { token: alice.token });
       assert.deepEqual([foreign.status, message(foreign)], [404, 'resource does not exist']);
       const noAttempt = await logOf(neverJobId, '?attempt=1');
-      assert.deepEqual([noAttempt.status, message(noAttempt)], [404, `task with job_id ${neverJobId} and attempt 1: resource does not exist`]);
+      assert.deepEqual(
+        [noAttempt.status, message(noAttempt)],
+        [404, `task with job_id ${neverJobId} and attempt 1: resource does not exist`],
+      );
 
       const job = await s.api('GET', `/repos/alice/app/actions/jobs/${neverJobId}`, { token: alice.token });
       assert.equal(job.status, 200, job.text);
       const body = job.json as Record<string, unknown>;
-      assert.deepEqual([body.status, body.conclusion, body.steps, body.runner_id, body.started_at], ['queued', undefined, [], undefined, '1970-01-01T00:00:00Z']);
+      assert.deepEqual(
+        [body.status, body.conclusion, body.steps, body.runner_id, body.started_at],
+        ['queued', undefined, [], undefined, '1970-01-01T00:00:00Z'],
+      );
       const missing = await s.api('GET', '/repos/alice/app/actions/jobs/999999', { token: alice.token });
-      assert.deepEqual([missing.status, (missing.json as { message: string }).message], [404, 'run job with id 999999: resource does not exist']);
+      assert.deepEqual(
+        [missing.status, (missing.json as { message: string }).message],
+        [404, 'run job with id 999999: resource does not exist'],
+      );
     });
 
     test('a runner streams 10,000 lines: while the job runs the acknowledged prefix is served, after it ended the archive, byte-identical', async () => {
@@ -166,7 +210,12 @@ for (const dialect of testDialects()) {
       assert.ok(fetched.task, 'the build job is handed out');
       task = decodeTask(fetched.task as Task);
       await runner.runner.updateTask({
-        state: { id: BigInt(task.id), result: Result.UNSPECIFIED, startedAt: now(), steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 0n }] },
+        state: {
+          id: BigInt(task.id),
+          result: Result.UNSPECIFIED,
+          startedAt: now(),
+          steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 0n }],
+        },
       });
       for (let at = 0; at < LIVE_LINES; at += BATCH) assert.equal(await sendLines(at, at + BATCH), at + BATCH);
 
@@ -181,19 +230,35 @@ for (const dialect of testDialects()) {
       assert.equal(live.body.toString('utf8'), liveText);
       assert.equal(live.headers.get('content-length'), String(Buffer.byteLength(liveText)));
       // Bytes past the committed size (a write whose commit never came, e.g. a crash) are never served.
-      const repoId = ((await s.api('GET', `/repos/alice/app/actions/runs/${runId}/jobs`, { token: alice.token })).json as { repo_id: number }[])[0]?.repo_id ?? 0;
-      const plainFile = path.join(s.dataDir, 'actions_log', String(repoId), (task.id % 256).toString(16).padStart(2, '0'), `${task.id}.log`);
+      const repoId =
+        (
+          (await s.api('GET', `/repos/alice/app/actions/runs/${runId}/jobs`, { token: alice.token })).json as {
+            repo_id: number;
+          }[]
+        )[0]?.repo_id ?? 0;
+      const plainFile = path.join(
+        s.dataDir,
+        'actions_log',
+        String(repoId),
+        (task.id % 256).toString(16).padStart(2, '0'),
+        `${task.id}.log`,
+      );
       await fs.appendFile(plainFile, 'uncommitted bytes\n');
       const afterStray = await logOf(buildJobId);
       assert.equal(afterStray.body.toString('utf8'), liveText, 'only the acknowledged lines');
       const liveZip = readZip((await raw(`/repos/alice/app/actions/runs/${runId}/logs`, { token: alice.token })).body);
-      assert.equal(liveZip[0]?.data.toString('utf8'), liveText, "the run's zip too holds only the acknowledged lines of a running job");
+      assert.equal(
+        liveZip[0]?.data.toString('utf8'),
+        liveText,
+        "the run's zip too holds only the acknowledged lines of a running job",
+      );
       const liveRange = await logOf(buildJobId, '', { range: 'bytes=0-99' });
       assert.equal(liveRange.status, 206);
       assert.equal(liveRange.headers.get('content-range'), `bytes 0-99/${Buffer.byteLength(liveText)}`);
       assert.ok(liveRange.body.equals(Buffer.from(liveText).subarray(0, 100)));
 
-      const running = (await s.api('GET', `/repos/alice/app/actions/jobs/${buildJobId}`, { token: alice.token })).json as {
+      const running = (await s.api('GET', `/repos/alice/app/actions/jobs/${buildJobId}`, { token: alice.token }))
+        .json as {
         status: string;
         runner_name?: string;
         steps: { name: string; number: number; status: string; conclusion?: string }[];
@@ -208,7 +273,8 @@ for (const dialect of testDialects()) {
         "each step's own status, not the job's",
       );
 
-      for (let at = LIVE_LINES; at < LOG_LINES; at += BATCH) assert.equal(await sendLines(at, at + BATCH, at + BATCH === LOG_LINES), at + BATCH);
+      for (let at = LIVE_LINES; at < LOG_LINES; at += BATCH)
+        assert.equal(await sendLines(at, at + BATCH, at + BATCH === LOG_LINES), at + BATCH);
       const done = await runner.runner.updateTask({
         state: {
           id: BigInt(task.id),
@@ -222,7 +288,11 @@ for (const dialect of testDialects()) {
         },
       });
       assert.equal(done.state?.result, Result.SUCCESS);
-      const stored = await s.server.deps.database.db.selectFrom('action_task').select('log_in_storage').where('id', '=', task.id).executeTakeFirstOrThrow();
+      const stored = await s.server.deps.database.db
+        .selectFrom('action_task')
+        .select('log_in_storage')
+        .where('id', '=', task.id)
+        .executeTakeFirstOrThrow();
       assert.equal(Number(stored.log_in_storage), 1, 'the log is archived');
 
       const full = expectedText(LOG_LINES);
@@ -230,12 +300,19 @@ for (const dialect of testDialects()) {
       const archived = await logOf(buildJobId);
       assert.equal(archived.status, 200);
       assert.equal(archived.headers.get('content-length'), String(fullBytes.length));
-      assert.ok(archived.body.equals(fullBytes), 'the archived log is byte-identical to what the runner sent, in the documented format');
+      assert.ok(
+        archived.body.equals(fullBytes),
+        'the archived log is byte-identical to what the runner sent, in the documented format',
+      );
 
-      const ended = (await s.api('GET', `/repos/alice/app/actions/jobs/${buildJobId}`, { token: alice.token })).json as Record<string, unknown> & {
+      const ended = (await s.api('GET', `/repos/alice/app/actions/jobs/${buildJobId}`, { token: alice.token }))
+        .json as Record<string, unknown> & {
         steps: { name: string; status: string; conclusion?: string }[];
       };
-      assert.deepEqual([ended.status, ended.conclusion, ended.run_id, ended.run_attempt, ended.name, ended.labels, ended.head_branch], ['completed', 'success', runId, 1, 'build', ['jobs-logs'], 'main']);
+      assert.deepEqual(
+        [ended.status, ended.conclusion, ended.run_id, ended.run_attempt, ended.name, ended.labels, ended.head_branch],
+        ['completed', 'success', runId, 1, 'build', ['jobs-logs'], 'main'],
+      );
       assert.equal(typeof ended.runner_id, 'number');
       assert.equal(ended.url, `${s.rootUrl}api/v1/repos/alice/app/actions/jobs/${buildJobId}`);
       assert.equal(ended.run_url, `${s.rootUrl}api/v1/repos/alice/app/actions/runs/${runId}`);
@@ -279,11 +356,24 @@ for (const dialect of testDialects()) {
       assert.ok(first.body.equals(current.body));
       assert.equal(first.headers.get('content-disposition'), `attachment; filename="job-${buildJobId}-attempt-1.log"`);
       const second = await logOf(buildJobId, '?attempt=2');
-      assert.deepEqual([second.status, message(second)], [404, `task with job_id ${buildJobId} and attempt 2: resource does not exist`]);
-      const head = await fetch(`${s.apiUrl}/repos/alice/app/actions/jobs/${buildJobId}/logs`, { method: 'HEAD', headers: { authorization: `token ${alice.token}` } });
-      assert.deepEqual([head.status, head.headers.get('content-length'), (await head.arrayBuffer()).byteLength], [200, String(current.body.length), 0], 'HEAD: the size, no body');
+      assert.deepEqual(
+        [second.status, message(second)],
+        [404, `task with job_id ${buildJobId} and attempt 2: resource does not exist`],
+      );
+      const head = await fetch(`${s.apiUrl}/repos/alice/app/actions/jobs/${buildJobId}/logs`, {
+        method: 'HEAD',
+        headers: { authorization: `token ${alice.token}` },
+      });
+      assert.deepEqual(
+        [head.status, head.headers.get('content-length'), (await head.arrayBuffer()).byteLength],
+        [200, String(current.body.length), 0],
+        'HEAD: the size, no body',
+      );
       const garbage = await logOf(buildJobId, '?attempt=abc');
-      assert.deepEqual([garbage.status, message(garbage)], [404, `task with job_id ${buildJobId} and attempt 0: resource does not exist`]);
+      assert.deepEqual(
+        [garbage.status, message(garbage)],
+        [404, `task with job_id ${buildJobId} and attempt 0: resource does not exist`],
+      );
     });
 
     test('the run logs zip: one entry per job with Forgejo names, a .MISSING entry for the job never started', async () => {
@@ -293,12 +383,18 @@ for (const dialect of testDialects()) {
       assert.equal(res.headers.get('content-disposition'), `attachment; filename="run-${runId}-logs.zip"`);
       const entries = readZip(res.body);
       // Names carry each job's current attempt, as the jobs list shows it.
-      const listed = (await s.api('GET', `/repos/alice/app/actions/runs/${runId}/jobs`, { token: alice.token })).json as { name: string; id: number; attempt: number }[];
-      assert.deepEqual(listed.map((job) => job.id), [buildJobId, neverJobId]);
+      const listed = (await s.api('GET', `/repos/alice/app/actions/runs/${runId}/jobs`, { token: alice.token }))
+        .json as { name: string; id: number; attempt: number }[];
+      assert.deepEqual(
+        listed.map((job) => job.id),
+        [buildJobId, neverJobId],
+      );
       assert.equal(listed[0]?.attempt, 1, 'the build job ran once');
       assert.deepEqual(
         entries.map((entry) => entry.name),
-        listed.map((job) => `${job.name}-${job.id}-attempt-${job.attempt}.${job.id === neverJobId ? 'MISSING' : 'log'}`),
+        listed.map(
+          (job) => `${job.name}-${job.id}-attempt-${job.attempt}.${job.id === neverJobId ? 'MISSING' : 'log'}`,
+        ),
       );
       assert.ok(entries[0]?.data.equals(Buffer.from(expectedText(LOG_LINES), 'utf8')));
       assert.equal(entries[1]?.data.toString(), 'job has not been executed yet\n');
@@ -314,9 +410,18 @@ for (const dialect of testDialects()) {
       assert.equal((await raw(`/repos/alice/app/actions/runs/${runId}/logs`)).status, 200);
       for (const token of [undefined, bob.token]) {
         const runs = await raw('/repos/alice/vault/actions/runs/1', { token });
-        for (const path of ['/repos/alice/vault/actions/runs/1/jobs', '/repos/alice/vault/actions/jobs/1', '/repos/alice/vault/actions/jobs/1/logs', '/repos/alice/vault/actions/runs/1/logs']) {
+        for (const path of [
+          '/repos/alice/vault/actions/runs/1/jobs',
+          '/repos/alice/vault/actions/jobs/1',
+          '/repos/alice/vault/actions/jobs/1/logs',
+          '/repos/alice/vault/actions/runs/1/logs',
+        ]) {
           const res = await raw(path, { token });
-          assert.deepEqual([res.status, res.body.toString()], [runs.status, runs.body.toString()], `${path} as ${token === undefined ? 'anonymous' : 'bob'}`);
+          assert.deepEqual(
+            [res.status, res.body.toString()],
+            [runs.status, runs.body.toString()],
+            `${path} as ${token === undefined ? 'anonymous' : 'bob'}`,
+          );
         }
       }
     });

@@ -36,13 +36,18 @@ const WORKFLOWS: Record<string, string> = {
   'cancel.yml': workflow({ work: { label: 'rc-cancel' }, after: { label: 'rc-cancel', needs: ['work'] } }),
   'eph.yml': workflow({ work: { label: 'rc-eph' } }),
   'rerun.yml': workflow({ build: { label: 'rc-rerun' }, test: { label: 'rc-rerun', needs: ['build'] } }),
-  'failed.yml': workflow({ ok: { label: 'rc-failed' }, bad: { label: 'rc-failed' }, after: { label: 'rc-failed', needs: ['bad'] } }),
+  'failed.yml': workflow({
+    ok: { label: 'rc-failed' },
+    bad: { label: 'rc-failed' },
+    after: { label: 'rc-failed', needs: ['bad'] },
+  }),
   'delete.yml': workflow({ work: { label: 'rc-delete' } }),
   'perm.yml': workflow({ work: { label: 'rc-perm' } }),
   'hooks.yml': workflow({ work: { label: 'rc-hooks' } }),
   'race.yml': workflow({ work: { label: 'rc-race' } }),
   'disabled.yml': workflow({ work: { label: 'rc-disabled' } }),
-  'swarm.yml': 'on: workflow_dispatch\njobs:\n  leg:\n    runs-on: rc-swarm\n    strategy:\n      matrix:\n        n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]\n    steps:\n      - run: echo leg\n',
+  'swarm.yml':
+    'on: workflow_dispatch\njobs:\n  leg:\n    runs-on: rc-swarm\n    strategy:\n      matrix:\n        n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]\n    steps:\n      - run: echo leg\n',
   // Does not parse: the push gives it one failed run, which cannot be rerun.
   'broken.yml': 'on: push\njobs:\n  x:\n    runs-on: rc-broken\n    steps: nope\n',
 };
@@ -85,7 +90,10 @@ for (const dialect of testDialects()) {
     const db = () => s.server.deps.database.db;
 
     const dispatch = async (file: string): Promise<number> => {
-      const res = await s.api('POST', `/repos/acme/app/actions/workflows/${file}/dispatches`, { token: owner.token, body: { ref: 'main', return_run_info: true } });
+      const res = await s.api('POST', `/repos/acme/app/actions/workflows/${file}/dispatches`, {
+        token: owner.token,
+        body: { ref: 'main', return_run_info: true },
+      });
       assert.equal(res.status, 201, res.text);
       return (res.json as { id: number }).id;
     };
@@ -97,13 +105,27 @@ for (const dialect of testDialects()) {
     };
 
     const taskStatuses = async (): Promise<Map<number, string>> => {
-      const res = await listActionTasks({ client: owner.client, path: { owner: 'acme', repo: 'app' }, query: { limit: 50 } });
+      const res = await listActionTasks({
+        client: owner.client,
+        path: { owner: 'acme', repo: 'app' },
+        query: { limit: 50 },
+      });
       assert.equal(res.status, 200);
-      return new Map(((res.data?.workflow_runs ?? []) as unknown as Array<{ id: number; status: string }>).map((t) => [t.id, t.status]));
+      return new Map(
+        ((res.data?.workflow_runs ?? []) as unknown as Array<{ id: number; status: string }>).map((t) => [
+          t.id,
+          t.status,
+        ]),
+      );
     };
 
     const jobsOf = async (runId: number): Promise<Map<string, JobRow>> => {
-      const rows = await db().selectFrom('action_run_job').select(['id', 'job_id', 'attempt', 'task_id', 'status', 'handle']).where('run_id', '=', runId).orderBy('id').execute();
+      const rows = await db()
+        .selectFrom('action_run_job')
+        .select(['id', 'job_id', 'attempt', 'task_id', 'status', 'handle'])
+        .where('run_id', '=', runId)
+        .orderBy('id')
+        .execute();
       return new Map(rows.map((row) => [row.job_id, row]));
     };
 
@@ -111,7 +133,13 @@ for (const dialect of testDialects()) {
       const existing = runners.get(label);
       if (existing && !ephemeral) return existing;
       const client = createRunnerClient(s.url);
-      const res = await client.runner.register({ name: `runner-${label}`, token: registrationToken, version: 'v12.0.0', labels: [label], ephemeral });
+      const res = await client.runner.register({
+        name: `runner-${label}`,
+        token: registrationToken,
+        version: 'v12.0.0',
+        labels: [label],
+        ephemeral,
+      });
       assert.ok(res.runner);
       client.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
       if (!ephemeral) runners.set(label, client);
@@ -127,12 +155,21 @@ for (const dialect of testDialects()) {
     const heartbeat = async (client: RunnerClient, taskId: number): Promise<Result | undefined> =>
       (
         await client.runner.updateTask({
-          state: { id: BigInt(taskId), result: Result.UNSPECIFIED, startedAt: now(), steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 0n }] },
+          state: {
+            id: BigInt(taskId),
+            result: Result.UNSPECIFIED,
+            startedAt: now(),
+            steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 0n }],
+          },
         })
       ).state?.result;
 
     const finish = async (client: RunnerClient, taskId: number, result: Result): Promise<Result | undefined> =>
-      (await client.runner.updateTask({ state: { id: BigInt(taskId), result, startedAt: now(), stoppedAt: now(), steps: [] } })).state?.result;
+      (
+        await client.runner.updateTask({
+          state: { id: BigInt(taskId), result, startedAt: now(), stoppedAt: now(), steps: [] },
+        })
+      ).state?.result;
 
     /** Claims the next task of `label`, names its job and finishes it with `result`. */
     const runNext = async (label: string, results: Record<string, Result>): Promise<DecodedTask> => {
@@ -141,7 +178,12 @@ for (const dialect of testDialects()) {
       const jobName = Object.keys(task.workflow.jobs)[0] ?? '';
       const result = results[jobName];
       assert.ok(result !== undefined, `unexpected job ${jobName}`);
-      await client.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ time: now(), content: `${jobName} output of task ${task.id}` }], noMore: true });
+      await client.runner.updateLog({
+        taskId: BigInt(task.id),
+        index: 0n,
+        rows: [{ time: now(), content: `${jobName} output of task ${task.id}` }],
+        noMore: true,
+      });
       assert.equal(await finish(client, task.id, result), result);
       return task;
     };
@@ -154,22 +196,41 @@ for (const dialect of testDialects()) {
       outsider = await s.createUser('outsider');
       receiver = await startWebhookReceiver();
       assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
-      const repo = await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app', private: true } });
+      const repo = await s.api('POST', '/orgs/acme/repos', {
+        token: owner.token,
+        body: { name: 'app', private: true },
+      });
       assert.equal(repo.status, 201, repo.text);
       repoId = (repo.json as { id: number }).id;
       for (const [user, permission] of [
         [reader, 'read'],
         [writer, 'write'],
       ] as const) {
-        assert.equal((await s.api('PUT', `/repos/acme/app/collaborators/${user.name}`, { token: owner.token, body: { permission } })).status, 204);
+        assert.equal(
+          (
+            await s.api('PUT', `/repos/acme/app/collaborators/${user.name}`, {
+              token: owner.token,
+              body: { permission },
+            })
+          ).status,
+          204,
+        );
       }
       const hook = await s.api('POST', '/orgs/acme/hooks', {
         token: owner.token,
-        body: { type: 'forgejo', config: { url: `${receiver.url}/hook`, content_type: 'json' }, events: ['workflow_run', 'workflow_job'], active: true },
+        body: {
+          type: 'forgejo',
+          config: { url: `${receiver.url}/hook`, content_type: 'json' },
+          events: ['workflow_run', 'workflow_job'],
+          active: true,
+        },
       });
       assert.equal(hook.status, 201, hook.text);
       work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password }));
-      await work.commit(Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])), 'Workflows');
+      await work.commit(
+        Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])),
+        'Workflows',
+      );
       assert.equal((await work.push('main')).code, 0);
       const token = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: owner.token });
       assert.equal(token.status, 200, token.text);
@@ -195,7 +256,12 @@ for (const dialect of testDialects()) {
       // The very next UpdateTask answer carries the stop signal.
       assert.equal(await heartbeat(client, task.id), Result.CANCELLED);
       // The runner winds down: its last lines are still acknowledged, its own final report changes nothing.
-      const ack = await client.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ time: now(), content: 'interrupted' }], noMore: true });
+      const ack = await client.runner.updateLog({
+        taskId: BigInt(task.id),
+        index: 0n,
+        rows: [{ time: now(), content: 'interrupted' }],
+        noMore: true,
+      });
       assert.equal(Number(ack.ackIndex), 1);
       assert.equal(await finish(client, task.id, Result.SUCCESS), Result.CANCELLED);
 
@@ -208,9 +274,15 @@ for (const dialect of testDialects()) {
       assert.equal(none.task, undefined, 'nothing of the cancelled run is handed out');
 
       // Cancelling a finished run: 204, nothing changes (Forgejo 16).
-      assert.equal((await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: owner.token })).status, 204);
+      assert.equal(
+        (await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: owner.token })).status,
+        204,
+      );
       assert.equal((await getRun(runId)).status, 'cancelled');
-      assert.equal((await s.api('POST', '/repos/acme/app/actions/runs/999999/cancel', { token: owner.token })).status, 404);
+      assert.equal(
+        (await s.api('POST', '/repos/acme/app/actions/runs/999999/cancel', { token: owner.token })).status,
+        404,
+      );
     });
 
     test("a cancel racing the runner's final UpdateTask ends in one state the runner, the task, the job and the run agree on", async () => {
@@ -237,12 +309,17 @@ for (const dialect of testDialects()) {
       assert.ok(seen.size >= 1);
     });
 
-    test('a cancel racing runners that claim the run\'s jobs leaves no job or task unfinished', async () => {
+    test("a cancel racing runners that claim the run's jobs leaves no job or task unfinished", async () => {
       const runId = await dispatch('swarm.yml');
       const clients = await Promise.all(
         [1, 2, 3, 4].map(async (n) => {
           const client = createRunnerClient(s.url);
-          const res = await client.runner.register({ name: `swarm-${n}`, token: registrationToken, version: 'v12.0.0', labels: ['rc-swarm'] });
+          const res = await client.runner.register({
+            name: `swarm-${n}`,
+            token: registrationToken,
+            version: 'v12.0.0',
+            labels: ['rc-swarm'],
+          });
           assert.ok(res.runner);
           client.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
           return client;
@@ -262,16 +339,27 @@ for (const dialect of testDialects()) {
       assert.equal(cancel.status, 204, cancel.text);
       await Promise.all(loops);
       assert.equal((await getRun(runId)).status, 'cancelled');
-      const jobs = await db().selectFrom('action_run_job').select(['status', 'task_id']).where('run_id', '=', runId).execute();
+      const jobs = await db()
+        .selectFrom('action_run_job')
+        .select(['status', 'task_id'])
+        .where('run_id', '=', runId)
+        .execute();
       assert.equal(jobs.length, 20);
-      assert.ok(jobs.every((job) => job.status === 3), `every job cancelled: ${JSON.stringify(jobs)}`);
+      assert.ok(
+        jobs.every((job) => job.status === 3),
+        `every job cancelled: ${JSON.stringify(jobs)}`,
+      );
       const statuses = await taskStatuses();
-      for (const id of claimed) assert.equal(statuses.get(id), 'cancelled', `task ${id} claimed before the cancel is cancelled`);
+      for (const id of claimed)
+        assert.equal(statuses.get(id), 'cancelled', `task ${id} claimed before the cancel is cancelled`);
     });
 
     test('cancelling a waiting run cancels its jobs before any runner takes them', async () => {
       const runId = await dispatch('cancel.yml');
-      assert.equal((await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: owner.token })).status, 204);
+      assert.equal(
+        (await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: owner.token })).status,
+        204,
+      );
       assert.equal((await getRun(runId)).status, 'cancelled');
       const jobs = await jobsOf(runId);
       assert.deepEqual([jobs.get('work')?.status, jobs.get('work')?.task_id, jobs.get('after')?.status], [3, 0, 4]);
@@ -281,8 +369,14 @@ for (const dialect of testDialects()) {
       const runId = await dispatch('eph.yml');
       const client = await runner('rc-eph', true);
       const task = await fetchOne(client);
-      assert.equal((await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: owner.token })).status, 204);
-      await assert.rejects(heartbeat(client, task.id), (error: unknown) => error instanceof ConnectError && error.code === Code.Unauthenticated);
+      assert.equal(
+        (await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: owner.token })).status,
+        204,
+      );
+      await assert.rejects(
+        heartbeat(client, task.id),
+        (error: unknown) => error instanceof ConnectError && error.code === Code.Unauthenticated,
+      );
       assert.equal((await taskStatuses()).get(task.id), 'cancelled');
     });
 
@@ -296,17 +390,43 @@ for (const dialect of testDialects()) {
       assert.deepEqual([build.attempt, build.task_id], [1, first.id]);
       assert.equal(before.get('test')?.status, 4, 'skipped after the failure');
 
-      const unknown = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/999999/rerun`, { token: owner.token });
-      assert.deepEqual([unknown.status, (unknown.json as { message: string }).message], [404, 'workflow job with id 999999'], 'a job of another run or none');
-      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/${build.id}/rerun`, { token: owner.token });
+      const unknown = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/999999/rerun`, {
+        token: owner.token,
+      });
+      assert.deepEqual(
+        [unknown.status, (unknown.json as { message: string }).message],
+        [404, 'workflow job with id 999999'],
+        'a job of another run or none',
+      );
+      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/${build.id}/rerun`, {
+        token: owner.token,
+      });
       assert.equal(rerun.status, 201, rerun.text);
-      const body = rerun.json as { id: number; run_id: number; run_attempt: number; status: string; conclusion: string; name: string; url: string };
-      assert.deepEqual([body.id, body.run_id, body.run_attempt, body.status, body.name], [build.id, runId, 2, 'queued', 'build']);
+      const body = rerun.json as {
+        id: number;
+        run_id: number;
+        run_attempt: number;
+        status: string;
+        conclusion: string;
+        name: string;
+        url: string;
+      };
+      assert.deepEqual(
+        [body.id, body.run_id, body.run_attempt, body.status, body.name],
+        [build.id, runId, 2, 'queued', 'build'],
+      );
       assert.equal(body.url, `${s.rootUrl}api/v1/repos/acme/app/actions/jobs/${build.id}`);
       const waiting = await jobsOf(runId);
-      assert.deepEqual([waiting.get('build')?.attempt, waiting.get('build')?.task_id, waiting.get('build')?.status], [2, 0, 5]);
+      assert.deepEqual(
+        [waiting.get('build')?.attempt, waiting.get('build')?.task_id, waiting.get('build')?.status],
+        [2, 0, 5],
+      );
       assert.notEqual(waiting.get('build')?.handle, build.handle, 'a new handle names the new attempt');
-      assert.deepEqual([waiting.get('test')?.attempt, waiting.get('test')?.status], [2, 7], 'the dependant is blocked again');
+      assert.deepEqual(
+        [waiting.get('test')?.attempt, waiting.get('test')?.status],
+        [2, 7],
+        'the dependant is blocked again',
+      );
       assert.equal((await getRun(runId)).status, 'waiting');
 
       const second = await runNext('rc-rerun', { build: Result.SUCCESS });
@@ -321,7 +441,12 @@ for (const dialect of testDialects()) {
       const statuses = await taskStatuses();
       assert.equal(statuses.get(first.id), 'failure', 'the first attempt is still listed');
       assert.equal(statuses.get(second.id), 'success');
-      const attempts = await db().selectFrom('action_task').select(['id', 'attempt']).where('job_id', '=', build.id).orderBy('id').execute();
+      const attempts = await db()
+        .selectFrom('action_task')
+        .select(['id', 'attempt'])
+        .where('job_id', '=', build.id)
+        .orderBy('id')
+        .execute();
       assert.deepEqual(attempts, [
         { id: first.id, attempt: 1 },
         { id: second.id, attempt: 2 },
@@ -345,7 +470,9 @@ for (const dialect of testDialects()) {
       assert.equal((await getRun(runId)).status, 'failure');
       const before = await jobsOf(runId);
 
-      const failed = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun-failed-jobs`, { token: writer.token });
+      const failed = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun-failed-jobs`, {
+        token: writer.token,
+      });
       assert.equal(failed.status, 201, failed.text);
       assert.deepEqual([(failed.json as RunJson).id, (failed.json as RunJson).status], [runId, 'waiting']);
       const jobs = await jobsOf(runId);
@@ -361,8 +488,13 @@ for (const dialect of testDialects()) {
       await runNext('rc-failed', { bad: Result.SUCCESS });
       await runNext('rc-failed', { after: Result.SUCCESS });
       assert.equal((await getRun(runId)).status, 'success');
-      const none = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun-failed-jobs`, { token: owner.token });
-      assert.deepEqual([none.status, none.json], [400, errorBody(s.rootUrl, 'this workflow run has no failed jobs to re-run')]);
+      const none = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun-failed-jobs`, {
+        token: owner.token,
+      });
+      assert.deepEqual(
+        [none.status, none.json],
+        [400, errorBody(s.rootUrl, 'this workflow run has no failed jobs to re-run')],
+      );
 
       const all = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun`, { token: owner.token });
       assert.equal(all.status, 201, all.text);
@@ -385,15 +517,30 @@ for (const dialect of testDialects()) {
         ['DELETE', ''],
       ] as const) {
         const res = await s.api(method, `/repos/acme/app/actions/runs/${runId}${suffix}`, { token: owner.token });
-        assert.deepEqual([res.status, res.json], [400, errorBody(s.rootUrl, 'this workflow run is not done')], `${method} ${suffix} of a waiting run`);
+        assert.deepEqual(
+          [res.status, res.json],
+          [400, errorBody(s.rootUrl, 'this workflow run is not done')],
+          `${method} ${suffix} of a waiting run`,
+        );
       }
       const client = await runner('rc-delete');
       const task = await fetchOne(client);
       const job = (await jobsOf(runId)).get('work') as JobRow;
-      const jobRerun = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/${job.id}/rerun`, { token: owner.token });
+      const jobRerun = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/${job.id}/rerun`, {
+        token: owner.token,
+      });
       assert.deepEqual([jobRerun.status, jobRerun.json], [400, errorBody(s.rootUrl, 'this workflow run is not done')]);
-      assert.equal((await s.api('DELETE', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token })).status, 400, 'a running run');
-      await client.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ time: now(), content: 'hello' }], noMore: true });
+      assert.equal(
+        (await s.api('DELETE', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token })).status,
+        400,
+        'a running run',
+      );
+      await client.runner.updateLog({
+        taskId: BigInt(task.id),
+        index: 0n,
+        rows: [{ time: now(), content: 'hello' }],
+        noMore: true,
+      });
       assert.equal(await finish(client, task.id, Result.SUCCESS), Result.SUCCESS);
       const logName = `${repoId}/${(task.id % 256).toString(16).padStart(2, '0')}/${task.id}.log.gz`;
       const logFile = path.join(s.dataDir, 'actions_log', ...logName.split('/'));
@@ -401,12 +548,20 @@ for (const dialect of testDialects()) {
 
       const deleted = await s.api('DELETE', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token });
       assert.equal(deleted.status, 204, deleted.text);
-      assert.equal((await actionRun({ client: owner.client, path: { owner: 'acme', repo: 'app', run_id: runId } })).status, 404);
+      assert.equal(
+        (await actionRun({ client: owner.client, path: { owner: 'acme', repo: 'app', run_id: runId } })).status,
+        404,
+      );
       assert.equal((await taskStatuses()).has(task.id), false, 'its task is gone from the tasks list');
       assert.equal((await jobsOf(runId)).size, 0);
       assert.equal(existsSync(logFile), false, 'its log file is removed');
-      assert.equal((await s.api('DELETE', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token })).status, 404);
-      const otherJob = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/${job.id}/rerun`, { token: owner.token });
+      assert.equal(
+        (await s.api('DELETE', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token })).status,
+        404,
+      );
+      const otherJob = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/jobs/${job.id}/rerun`, {
+        token: owner.token,
+      });
       assert.equal(otherJob.status, 404);
     });
 
@@ -426,13 +581,22 @@ for (const dialect of testDialects()) {
     test('a run of a disabled workflow is not rerun (400); enabled again, it is', async () => {
       const runId = await dispatch('disabled.yml');
       await runNext('rc-disabled', { work: Result.FAILURE });
-      const disable = await s.api('PUT', '/repos/acme/app/actions/workflows/disabled.yml/disable', { token: owner.token });
+      const disable = await s.api('PUT', '/repos/acme/app/actions/workflows/disabled.yml/disable', {
+        token: owner.token,
+      });
       assert.equal(disable.status, 204, disable.text);
       for (const suffix of ['/rerun', '/rerun-failed-jobs']) {
         const res = await s.api('POST', `/repos/acme/app/actions/runs/${runId}${suffix}`, { token: owner.token });
-        assert.deepEqual([res.status, res.json], [400, errorBody(s.rootUrl, 'workflow disabled.yml is disabled')], suffix);
+        assert.deepEqual(
+          [res.status, res.json],
+          [400, errorBody(s.rootUrl, 'workflow disabled.yml is disabled')],
+          suffix,
+        );
       }
-      assert.equal((await s.api('PUT', '/repos/acme/app/actions/workflows/disabled.yml/enable', { token: owner.token })).status, 204);
+      assert.equal(
+        (await s.api('PUT', '/repos/acme/app/actions/workflows/disabled.yml/enable', { token: owner.token })).status,
+        204,
+      );
       const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun`, { token: owner.token });
       assert.equal(rerun.status, 201, rerun.text);
     });
@@ -462,8 +626,15 @@ for (const dialect of testDialects()) {
       assert.equal(anonymous.status, 404, 'a private repository does not exist for anonymous callers');
       const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun`, { token: writer.token });
       assert.equal(rerun.status, 201, rerun.text);
-      assert.equal((await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: writer.token })).status, 204);
-      assert.equal((await s.api('DELETE', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token })).status, 204, 'the owner is admin');
+      assert.equal(
+        (await s.api('POST', `/repos/acme/app/actions/runs/${runId}/cancel`, { token: writer.token })).status,
+        204,
+      );
+      assert.equal(
+        (await s.api('DELETE', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token })).status,
+        204,
+        'the owner is admin',
+      );
     });
 
     test('an attempt fires webhooks as a new run: workflow_run requested and workflow_job queued with run_attempt 2', async () => {
@@ -475,14 +646,25 @@ for (const dialect of testDialects()) {
           .map((d) => d.json as Payload)
           .filter((p) => (p.workflow_run?.id ?? p.workflow_job?.run_id) === runId);
       // Deliveries run in parallel: wait for both rather than rely on their order.
-      await receiver.waitFor(() => ofRun('workflow_run').some((p) => p.action === 'completed') && ofRun('workflow_run').some((p) => p.action === 'requested'));
+      await receiver.waitFor(
+        () =>
+          ofRun('workflow_run').some((p) => p.action === 'completed') &&
+          ofRun('workflow_run').some((p) => p.action === 'requested'),
+      );
       assert.equal(ofRun('workflow_run').filter((p) => p.action === 'requested').length, 1);
 
-      assert.equal((await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun`, { token: owner.token })).status, 201);
+      assert.equal(
+        (await s.api('POST', `/repos/acme/app/actions/runs/${runId}/rerun`, { token: owner.token })).status,
+        201,
+      );
       await receiver.waitFor(() => ofRun('workflow_run').filter((p) => p.action === 'requested').length === 2);
-      await receiver.waitFor(() => ofRun('workflow_job').some((p) => p.action === 'queued' && p.workflow_job?.run_attempt === 2));
+      await receiver.waitFor(() =>
+        ofRun('workflow_job').some((p) => p.action === 'queued' && p.workflow_job?.run_attempt === 2),
+      );
       await runNext('rc-hooks', { work: Result.SUCCESS });
-      await receiver.waitFor(() => ofRun('workflow_job').some((p) => p.action === 'completed' && p.workflow_job?.run_attempt === 2));
+      await receiver.waitFor(() =>
+        ofRun('workflow_job').some((p) => p.action === 'completed' && p.workflow_job?.run_attempt === 2),
+      );
       await receiver.waitFor(() => ofRun('workflow_run').filter((p) => p.action === 'completed').length === 2);
     });
   });

@@ -86,7 +86,8 @@ function orgRunners(org: string): RunnerApi {
     list: (client, query) => answer(getOrgRunners({ client, path: { org }, query })),
     get: (client, id) => answer(getOrgRunner({ client, path: { org, runner_id: String(id) } })),
     remove: (client, id) => answer(deleteOrgRunner({ client, path: { org, runner_id: String(id) } })),
-    jobs: (client, labels) => answer(orgSearchRunJobs({ client, path: { org }, query: labels === undefined ? {} : { labels } })),
+    jobs: (client, labels) =>
+      answer(orgSearchRunJobs({ client, path: { org }, query: labels === undefined ? {} : { labels } })),
   };
 }
 
@@ -99,7 +100,8 @@ function repoRunners(owner: string, repo: string): RunnerApi {
     list: (client, query) => answer(getRepoRunners({ client, path: { owner, repo }, query })),
     get: (client, id) => answer(getRepoRunner({ client, path: { owner, repo, runner_id: String(id) } })),
     remove: (client, id) => answer(deleteRepoRunner({ client, path: { owner, repo, runner_id: String(id) } })),
-    jobs: (client, labels) => answer(repoSearchRunJobs({ client, path: { owner, repo }, query: labels === undefined ? {} : { labels } })),
+    jobs: (client, labels) =>
+      answer(repoSearchRunJobs({ client, path: { owner, repo }, query: labels === undefined ? {} : { labels } })),
   };
 }
 
@@ -157,7 +159,13 @@ for (const dialect of testDialects()) {
     const api = (label: Label): RunnerApi => apis.get(label) as RunnerApi;
     /** The (owner_id, repo_id) of each scope's own runners and tokens. */
     const keyOf = (label: Label): RunnerScope =>
-      label === 'user' ? { ownerId: alice.user.id, repoId: 0 } : label === 'org' ? { ownerId: acmeId, repoId: 0 } : label === 'repo' ? { ownerId: 0, repoId: aliceRepoId } : { ownerId: 0, repoId: 0 };
+      label === 'user'
+        ? { ownerId: alice.user.id, repoId: 0 }
+        : label === 'org'
+          ? { ownerId: acmeId, repoId: 0 }
+          : label === 'repo'
+            ? { ownerId: 0, repoId: aliceRepoId }
+            : { ownerId: 0, repoId: 0 };
     const clientOf = (label: Label): ForgejoClient => (label === 'admin' ? s.admin.client : alice.client);
     const db = () => s.server.deps.database.db;
     const runners = () => s.server.deps.services.runners;
@@ -171,7 +179,8 @@ for (const dialect of testDialects()) {
       assert.equal((await orgCreate({ client: alice.client, body: { username: 'acme' } })).status, 201);
       acmeId = (await s.server.deps.services.accounts.findByName('acme'))!.id;
       aliceRepoId = (await createCurrentUserRepo({ client: alice.client, body: { name: 'app' } })).data!.id!;
-      svcRepoId = (await createOrgRepo({ client: alice.client, path: { org: 'acme' }, body: { name: 'svc' } })).data!.id!;
+      svcRepoId = (await createOrgRepo({ client: alice.client, path: { org: 'acme' }, body: { name: 'svc' } })).data!
+        .id!;
       apis.set('user', userRunners());
       apis.set('org', orgRunners('acme'));
       apis.set('repo', repoRunners('alice', 'app'));
@@ -190,19 +199,36 @@ for (const dialect of testDialects()) {
         const token = (first.data as { token: string }).token;
         assert.match(token, /^[A-Za-z0-9_-]{43}$/);
         assert.deepEqual(first.data, { token });
-        assert.equal(((await api(label).token(client)).data as { token: string }).token, token, 'repeated GET: same token');
-        const posted = await s.api('POST', `${base}/runners/registration-token`, { token: label === 'admin' ? s.admin.token : alice.token });
+        assert.equal(
+          ((await api(label).token(client)).data as { token: string }).token,
+          token,
+          'repeated GET: same token',
+        );
+        const posted = await s.api('POST', `${base}/runners/registration-token`, {
+          token: label === 'admin' ? s.admin.token : alice.token,
+        });
         assert.deepEqual([posted.status, posted.json], [200, { token }], 'POST (Gitea) answers the active token too');
         assert.deepEqual(await runners().findActiveRegistrationToken(token), { scope: keyOf(label) });
 
         // The web UI's "reset" deactivates the token: the API then makes a new one, and the old one is refused.
         const key = keyOf(label);
-        await db().updateTable('action_runner_token').set({ is_active: 0 }).where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
+        await db()
+          .updateTable('action_runner_token')
+          .set({ is_active: 0 })
+          .where('owner_id', '=', key.ownerId)
+          .where('repo_id', '=', key.repoId)
+          .execute();
         const next = ((await api(label).token(client)).data as { token: string }).token;
         assert.notEqual(next, token);
         assert.equal(await runners().findActiveRegistrationToken(token), 'inactive');
         assert.deepEqual(await runners().findActiveRegistrationToken(next), { scope: key });
-        const rows = await db().selectFrom('action_runner_token').select(['is_active']).where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).orderBy('id').execute();
+        const rows = await db()
+          .selectFrom('action_runner_token')
+          .select(['is_active'])
+          .where('owner_id', '=', key.ownerId)
+          .where('repo_id', '=', key.repoId)
+          .orderBy('id')
+          .execute();
         assert.deepEqual(
           rows.map((r) => r.is_active),
           [0, 1],
@@ -212,17 +238,30 @@ for (const dialect of testDialects()) {
 
     test('registration tokens: each scope its own; unknown tokens are null; ten first calls at once agree on one token', async () => {
       const tokens = new Set<string>();
-      for (const label of [...SCOPED, 'admin'] as Label[]) tokens.add(((await api(label).token(clientOf(label))).data as { token: string }).token);
+      for (const label of [...SCOPED, 'admin'] as Label[])
+        tokens.add(((await api(label).token(clientOf(label))).data as { token: string }).token);
       assert.equal(tokens.size, 4);
       assert.equal(await runners().findActiveRegistrationToken('no-such-token'), null);
       assert.equal(await runners().findActiveRegistrationToken(''), null);
 
       assert.equal((await orgCreate({ client: alice.client, body: { username: 'racers' } })).status, 201);
-      const answers = await Promise.all(Array.from({ length: 10 }, () => s.api('GET', '/orgs/racers/actions/runners/registration-token', { token: alice.token })));
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          s.api('GET', '/orgs/racers/actions/runners/registration-token', { token: alice.token }),
+        ),
+      );
       assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
-      assert.equal(new Set(answers.map((a) => (a.json as { token: string }).token)).size, 1, answers.map((a) => a.text).join(' '));
+      assert.equal(
+        new Set(answers.map((a) => (a.json as { token: string }).token)).size,
+        1,
+        answers.map((a) => a.text).join(' '),
+      );
       const racers = (await s.server.deps.services.accounts.findByName('racers'))!;
-      const rows = await db().selectFrom('action_runner_token').select('is_active').where('owner_id', '=', racers.id).execute();
+      const rows = await db()
+        .selectFrom('action_runner_token')
+        .select('is_active')
+        .where('owner_id', '=', racers.id)
+        .execute();
       assert.equal(rows.filter((r) => r.is_active === 1).length, 1);
       // Straight at the service the calls overlap more (without SERIALIZABLE, PostgreSQL would hand out several tokens here).
       for (let round = 1; round <= 10; round += 1) {
@@ -250,7 +289,11 @@ for (const dialect of testDialects()) {
       test(`[${label}] POST runners: 201 {id, uuid, token}; the runner has the scope's ids, no labels, no version`, async () => {
         await clearRunners();
         const client = clientOf(label);
-        const created = await api(label).register(client, { name: 'builder', description: 'the big one', ephemeral: true });
+        const created = await api(label).register(client, {
+          name: 'builder',
+          description: 'the big one',
+          ephemeral: true,
+        });
         assert.equal(created.status, 201);
         const body = created.data as { id: number; uuid: string; token: string };
         assert.deepEqual(Object.keys(body), ['id', 'uuid', 'token']);
@@ -271,23 +314,48 @@ for (const dialect of testDialects()) {
           description: 'the big one',
           ephemeral: true,
         });
-        assert.deepEqual(Object.keys(got.data as object), ['id', 'uuid', 'owner_id', 'repo_id', 'name', 'status', 'version', 'labels', 'description', 'ephemeral']);
-        const row = await db().selectFrom('action_runner').selectAll().where('id', '=', body.id).executeTakeFirstOrThrow();
+        assert.deepEqual(Object.keys(got.data as object), [
+          'id',
+          'uuid',
+          'owner_id',
+          'repo_id',
+          'name',
+          'status',
+          'version',
+          'labels',
+          'description',
+          'ephemeral',
+        ]);
+        const row = await db()
+          .selectFrom('action_runner')
+          .selectAll()
+          .where('id', '=', body.id)
+          .executeTakeFirstOrThrow();
         assert.equal(row.token_hash, sha256(body.token), 'only the digest of the secret is stored');
         assert.equal(row.token_last_eight, body.token.slice(-8));
 
         const plain = await api(label).register(client, { name: 'x' });
         assert.equal(plain.status, 201);
-        assert.equal(((await api(label).get(client, (plain.data as { id: number }).id)).data as RunnerJson).ephemeral, false);
+        assert.equal(
+          ((await api(label).get(client, (plain.data as { id: number }).id)).data as RunnerJson).ephemeral,
+          false,
+        );
       });
     }
 
     test('POST runners: [Name]: Required (absent, null, empty, bodiless); name truncated to 255 bytes', async () => {
       for (const body of [undefined, {}, { name: null }, { name: '' }, { description: 'd' }]) {
-        const res = await s.api('POST', '/orgs/acme/actions/runners', { token: alice.token, ...(body === undefined ? {} : { body }) });
+        const res = await s.api('POST', '/orgs/acme/actions/runners', {
+          token: alice.token,
+          ...(body === undefined ? {} : { body }),
+        });
         assert.deepEqual([res.status, res.json], [422, errorBody(s.rootUrl, '[Name]: Required')], JSON.stringify(body));
       }
-      assert.equal((await s.api('POST', '/orgs/acme/actions/runners', { token: alice.token, body: { name: '   ' } })).status, 201, 'whitespace passes');
+      assert.equal(
+        (await s.api('POST', '/orgs/acme/actions/runners', { token: alice.token, body: { name: '   ' } })).status,
+        201,
+        'whitespace passes',
+      );
       const long = `${'a'.repeat(254)}é${'b'.repeat(10)}`;
       const created = await api('org').register(alice.client, { name: long });
       const got = await api('org').get(alice.client, (created.data as { id: number }).id);
@@ -323,19 +391,31 @@ for (const dialect of testDialects()) {
         const res = await s.api('GET', `/orgs/acme/actions/runners?visible=${on}`, { token: alice.token });
         assert.equal((res.json as unknown[]).length, 5, `visible=${on}`);
       }
-      assert.equal(((await s.api('GET', '/orgs/acme/actions/runners?visible=yes', { token: alice.token })).json as unknown[]).length, 4);
+      assert.equal(
+        ((await s.api('GET', '/orgs/acme/actions/runners?visible=yes', { token: alice.token })).json as unknown[])
+          .length,
+        4,
+      );
 
       assert.deepEqual(ids(await api('user').list(alice.client)), [user]);
       assert.deepEqual(ids(await api('user').list(alice.client, { visible: true })), [user, global]);
       assert.deepEqual(ids(await api('repo').list(alice.client)), [repo]);
-      assert.deepEqual(ids(await api('repo').list(alice.client, { visible: true })), [repo, user, global], "the repository's, its owner's and the instance's");
+      assert.deepEqual(
+        ids(await api('repo').list(alice.client, { visible: true })),
+        [repo, user, global],
+        "the repository's, its owner's and the instance's",
+      );
       const svcList = await s.api('GET', '/repos/acme/svc/actions/runners?visible=true', { token: alice.token });
       assert.deepEqual(
         (svcList.json as RunnerJson[]).map((r) => r.id),
         [svc, org2, global, org3, org1, org4],
       );
       assert.deepEqual(ids(await api('admin').list(s.admin.client)), [global], 'instance runners only');
-      assert.deepEqual(ids(await api('admin').list(s.admin.client, { visible: true })), [svc, repo, user, org2, global, org3, org1, org4], 'every runner');
+      assert.deepEqual(
+        ids(await api('admin').list(s.admin.client, { visible: true })),
+        [svc, repo, user, org2, global, org3, org1, org4],
+        'every runner',
+      );
 
       // Paging: page 1 of 2 per page → next and last; page 2 → all four; page 3 (last) → first and prev.
       const page1 = await api('org').list(alice.client, { visible: true, page: 1, limit: 2 });
@@ -346,7 +426,10 @@ for (const dialect of testDialects()) {
       assert.equal(page1.headers['access-control-expose-headers'], 'Link, X-Total-Count');
       const page2 = await api('org').list(alice.client, { visible: true, page: 2, limit: 2 });
       assert.deepEqual(ids(page2), [org3, org1]);
-      assert.equal(page2.headers.link, `${url(3)}; rel="next",${url(3)}; rel="last",${url(1)}; rel="first",${url(1)}; rel="prev"`);
+      assert.equal(
+        page2.headers.link,
+        `${url(3)}; rel="next",${url(3)}; rel="last",${url(1)}; rel="first",${url(1)}; rel="prev"`,
+      );
       const page3 = await api('org').list(alice.client, { visible: true, page: 3, limit: 2 });
       assert.deepEqual(ids(page3), [org4]);
       assert.equal(page3.headers.link, `${url(1)}; rel="first",${url(2)}; rel="prev"`);
@@ -356,8 +439,15 @@ for (const dialect of testDialects()) {
       const capped = await s.api('GET', '/user/actions/runners?limit=1000', { token: alice.token });
       assert.equal((capped.json as unknown[]).length, 50, 'limit is capped at 50');
       assert.equal(capped.headers.get('x-total-count'), '61');
-      assert.equal(((await s.api('GET', '/user/actions/runners', { token: alice.token })).json as unknown[]).length, 30, 'a missing page is page 1 of 30');
-      assert.equal((await s.api('GET', '/orgs/acme/actions/runners?page=abc&limit=-3', { token: alice.token })).status, 200);
+      assert.equal(
+        ((await s.api('GET', '/user/actions/runners', { token: alice.token })).json as unknown[]).length,
+        30,
+        'a missing page is page 1 of 30',
+      );
+      assert.equal(
+        (await s.api('GET', '/orgs/acme/actions/runners?page=abc&limit=-3', { token: alice.token })).status,
+        200,
+      );
     });
 
     test('status: offline after a minute without contact, idle after 10 s without a report, else active; labels as declared', async () => {
@@ -370,8 +460,17 @@ for (const dialect of testDialects()) {
         ['busy', now, now, 'active'],
       ];
       for (const [name, lastOnline, lastActive] of cases) {
-        const { runner } = await runners().registerRunner(keyOf('org'), { name, version: 'v12.1.0', labels: ['docker', 'linux'], ephemeral: false });
-        await db().updateTable('action_runner').set({ last_online: lastOnline, last_active: lastActive }).where('id', '=', runner.id).execute();
+        const { runner } = await runners().registerRunner(keyOf('org'), {
+          name,
+          version: 'v12.1.0',
+          labels: ['docker', 'linux'],
+          ephemeral: false,
+        });
+        await db()
+          .updateTable('action_runner')
+          .set({ last_online: lastOnline, last_active: lastActive })
+          .where('id', '=', runner.id)
+          .execute();
       }
       const list = (await api('org').list(alice.client)).data as RunnerJson[];
       assert.deepEqual(
@@ -384,7 +483,8 @@ for (const dialect of testDialects()) {
 
     test('get and delete: Forgejo messages, visibility of inherited runners, 204, static segments win over {runner_id}', async () => {
       await clearRunners();
-      const reg = async (scope: RunnerScope, name: string) => (await runners().registerRunner(scope, { name })).runner.id;
+      const reg = async (scope: RunnerScope, name: string) =>
+        (await runners().registerRunner(scope, { name })).runner.id;
       const global = await reg(keyOf('admin'), 'global');
       const orgRunner = await reg(keyOf('org'), 'org');
       const userRunner = await reg(keyOf('user'), 'alice');
@@ -401,15 +501,32 @@ for (const dialect of testDialects()) {
       await expect404(await api('repo').get(alice.client, orgRunner), notFound(orgRunner));
       const raw = await s.api('GET', `/orgs/acme/actions/runners/${userRunner}`, { token: alice.token });
       assert.deepEqual(Object.keys(raw.json as object), ['message', 'url'], 'no errors key');
-      assert.equal((await s.api('GET', `/orgs/acme/actions/runners/+0${orgRunner}`, { token: alice.token })).status, 200, 'leading + and zeros parse');
+      assert.equal(
+        (await s.api('GET', `/orgs/acme/actions/runners/+0${orgRunner}`, { token: alice.token })).status,
+        200,
+        'leading + and zeros parse',
+      );
 
       // Inherited runners are readable, not deletable.
       assert.equal(((await api('org').get(alice.client, global)).data as RunnerJson).id, global);
-      await expect404(await api('org').remove(alice.client, global), errorBody(s.rootUrl, 'No permission to delete this runner'));
-      assert.equal((await api('repo').get(alice.client, userRunner)).status, 200, "a repository sees its owner's runners");
+      await expect404(
+        await api('org').remove(alice.client, global),
+        errorBody(s.rootUrl, 'No permission to delete this runner'),
+      );
+      assert.equal(
+        (await api('repo').get(alice.client, userRunner)).status,
+        200,
+        "a repository sees its owner's runners",
+      );
       assert.equal((await api('repo').get(alice.client, global)).status, 200);
-      await expect404(await api('repo').remove(alice.client, userRunner), errorBody(s.rootUrl, 'No permission to delete this runner'));
-      await expect404(await api('user').remove(alice.client, global), errorBody(s.rootUrl, 'No permission to delete this runner'));
+      await expect404(
+        await api('repo').remove(alice.client, userRunner),
+        errorBody(s.rootUrl, 'No permission to delete this runner'),
+      );
+      await expect404(
+        await api('user').remove(alice.client, global),
+        errorBody(s.rootUrl, 'No permission to delete this runner'),
+      );
       await expect404(await api('org').remove(alice.client, userRunner), notFound(userRunner));
 
       // Own runners: 204, no body; then gone.
@@ -433,7 +550,10 @@ for (const dialect of testDialects()) {
       // `jobs` and `registration-token` are routes of their own, not runner ids.
       for (const label of [...SCOPED, 'admin'] as Label[]) {
         const token = label === 'admin' ? s.admin.token : alice.token;
-        assert.match((await s.api('GET', `${api(label).base}/runners/registration-token`, { token })).text, /^\{"token":"[A-Za-z0-9_-]{43}"\}$/);
+        assert.match(
+          (await s.api('GET', `${api(label).base}/runners/registration-token`, { token })).text,
+          /^\{"token":"[A-Za-z0-9_-]{43}"\}$/,
+        );
         const jobs = await s.api('GET', `${api(label).base}/runners/jobs?labels=nothing-runs-here`, { token });
         assert.deepEqual([jobs.status, jobs.text], [200, 'null']);
       }
@@ -452,20 +572,45 @@ for (const dialect of testDialects()) {
       for (const label of [...SCOPED, 'admin'] as Label[]) {
         for (const [method, path] of paths(api(label).base)) {
           const res = await s.api(method as string, path as string, method === 'POST' ? { body: { name: 'r' } } : {});
-          assert.deepEqual([res.status, res.json], [401, errorBody(s.rootUrl, 'token is required')], `${method} ${path}`);
+          assert.deepEqual(
+            [res.status, res.json],
+            [401, errorBody(s.rootUrl, 'token is required')],
+            `${method} ${path}`,
+          );
         }
       }
       for (const [method, path] of paths('/orgs/acme/actions')) {
-        const res = await s.api(method as string, path as string, { token: bob.token, ...(method === 'POST' ? { body: { name: 'r' } } : {}) });
-        assert.deepEqual([res.status, res.json], [403, errorBody(s.rootUrl, 'Must be an organization owner')], `${method} ${path}`);
+        const res = await s.api(method as string, path as string, {
+          token: bob.token,
+          ...(method === 'POST' ? { body: { name: 'r' } } : {}),
+        });
+        assert.deepEqual(
+          [res.status, res.json],
+          [403, errorBody(s.rootUrl, 'Must be an organization owner')],
+          `${method} ${path}`,
+        );
       }
       for (const [method, path] of paths('/repos/alice/app/actions')) {
-        const res = await s.api(method as string, path as string, { token: bob.token, ...(method === 'POST' ? { body: { name: 'r' } } : {}) });
-        assert.deepEqual([res.status, res.json], [403, errorBody(s.rootUrl, 'user should be the owner of the repo')], `${method} ${path}`);
+        const res = await s.api(method as string, path as string, {
+          token: bob.token,
+          ...(method === 'POST' ? { body: { name: 'r' } } : {}),
+        });
+        assert.deepEqual(
+          [res.status, res.json],
+          [403, errorBody(s.rootUrl, 'user should be the owner of the repo')],
+          `${method} ${path}`,
+        );
       }
       for (const [method, path] of paths('/admin/actions')) {
-        const res = await s.api(method as string, path as string, { token: alice.token, ...(method === 'POST' ? { body: { name: 'r' } } : {}) });
-        assert.deepEqual([res.status, res.json], [403, errorBody(s.rootUrl, 'user should be the site admin')], `${method} ${path}`);
+        const res = await s.api(method as string, path as string, {
+          token: alice.token,
+          ...(method === 'POST' ? { body: { name: 'r' } } : {}),
+        });
+        assert.deepEqual(
+          [res.status, res.json],
+          [403, errorBody(s.rootUrl, 'user should be the site admin')],
+          `${method} ${path}`,
+        );
       }
       const deprecated = await s.api('GET', '/admin/runners/registration-token', { token: alice.token });
       assert.equal(deprecated.status, 403);
@@ -476,28 +621,48 @@ for (const dialect of testDialects()) {
       assert.equal((await s.api('GET', '/repos/alice/nope/actions/runners', { token: alice.token })).status, 404);
 
       // Actions disabled: 404 for every repository runner route, even for the owner.
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'acme', repo: 'svc' }, body: { has_actions: false } })).status, 200);
+      assert.equal(
+        (await repoEdit({ client: alice.client, path: { owner: 'acme', repo: 'svc' }, body: { has_actions: false } }))
+          .status,
+        200,
+      );
       for (const [method, path] of paths('/repos/acme/svc/actions')) {
-        const res = await s.api(method as string, path as string, { token: alice.token, ...(method === 'POST' ? { body: { name: 'r' } } : {}) });
+        const res = await s.api(method as string, path as string, {
+          token: alice.token,
+          ...(method === 'POST' ? { body: { name: 'r' } } : {}),
+        });
         assert.equal(res.status, 404, `${method} ${path}`);
       }
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'acme', repo: 'svc' }, body: { has_actions: true } })).status, 200);
+      assert.equal(
+        (await repoEdit({ client: alice.client, path: { owner: 'acme', repo: 'svc' }, body: { has_actions: true } }))
+          .status,
+        200,
+      );
 
       // Token scopes: read works for GET, writing needs write; a registration token needs
       // write even on GET (a runner registered with it receives the scope's secrets).
       const readOrg = await s.tokenFor(alice, ['read:organization']);
       const readToken = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: readOrg });
-      assert.deepEqual([readToken.status, readToken.json], [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:organization]')]);
+      assert.deepEqual(
+        [readToken.status, readToken.json],
+        [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:organization]')],
+      );
       assert.equal((await s.api('GET', '/orgs/acme/actions/runners', { token: readOrg })).status, 200);
       const denied = await s.api('POST', '/orgs/acme/actions/runners', { token: readOrg, body: { name: 'r' } });
-      assert.deepEqual([denied.status, denied.json], [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:organization]')]);
+      assert.deepEqual(
+        [denied.status, denied.json],
+        [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:organization]')],
+      );
       const repoOnly = await s.tokenFor(alice, ['write:repository']);
       assert.equal((await s.api('GET', '/orgs/acme/actions/runners', { token: repoOnly })).status, 403);
       assert.equal((await s.api('GET', '/user/actions/runners', { token: repoOnly })).status, 403);
       assert.equal((await s.api('GET', '/repos/alice/app/actions/runners', { token: repoOnly })).status, 200);
       const adminRead = await s.tokenFor(s.admin, ['read:admin']);
       assert.equal((await s.api('GET', '/admin/actions/runners', { token: adminRead })).status, 200);
-      assert.equal((await s.api('POST', '/admin/actions/runners', { token: adminRead, body: { name: 'r' } })).status, 403);
+      assert.equal(
+        (await s.api('POST', '/admin/actions/runners', { token: adminRead, body: { name: 'r' } })).status,
+        403,
+      );
       // Site admins pass the owner guards of every scope.
       assert.equal((await s.api('GET', '/orgs/acme/actions/runners', { token: s.admin.token })).status, 200);
       assert.equal((await s.api('GET', '/repos/alice/app/actions/runners', { token: s.admin.token })).status, 200);
@@ -505,7 +670,11 @@ for (const dialect of testDialects()) {
 
     test('jobs search: waiting and running jobs of the scope, id DESC, labels as Forgejo parses them, null when none', async () => {
       const now = nowSec();
-      const insertJobs = async (repoId: number, ownerId: number, jobs: { name: string; runsOn: string[]; needs?: string[]; status: number }[]) =>
+      const insertJobs = async (
+        repoId: number,
+        ownerId: number,
+        jobs: { name: string; runsOn: string[]; needs?: string[]; status: number }[],
+      ) =>
         db()
           .transaction()
           .execute(async (tx) => {
@@ -570,9 +739,24 @@ for (const dialect of testDialects()) {
         task_id: 77,
         status: 'running',
       });
-      assert.deepEqual(Object.keys((all.data as JobJson[])[0] as object), ['id', 'attempt', 'handle', 'repo_id', 'owner_id', 'name', 'needs', 'runs_on', 'task_id', 'status']);
+      assert.deepEqual(Object.keys((all.data as JobJson[])[0] as object), [
+        'id',
+        'attempt',
+        'handle',
+        'repo_id',
+        'owner_id',
+        'name',
+        'needs',
+        'runs_on',
+        'task_id',
+        'status',
+      ]);
       const bareJson = (all.data as JobJson[])[0] as JobJson;
-      assert.deepEqual([bareJson.id, bareJson.needs, bareJson.runs_on, bareJson.status], [bare.id, null, null, 'waiting'], 'empty lists are null, as Forgejo');
+      assert.deepEqual(
+        [bareJson.id, bareJson.needs, bareJson.runs_on, bareJson.status],
+        [bare.id, null, null, 'waiting'],
+        'empty lists are null, as Forgejo',
+      );
 
       const search = async (query: string) => {
         const res = await s.api('GET', `/repos/alice/app/actions/runners/jobs${query}`, { token: alice.token });
@@ -582,13 +766,28 @@ for (const dialect of testDialects()) {
       assert.deepEqual(ids(await api('repo').jobs(alice.client, 'fedora')), ['fedora']);
       assert.deepEqual(await search('?labels=docker,ubuntu,extra'), ['docker'], "the job's labels ⊆ the given ones");
       assert.deepEqual(await search('?labels=ubuntu'), null, 'a subset of the job labels is not enough');
-      assert.equal((await s.api('GET', '/repos/alice/app/actions/runners/jobs?labels=ubuntu', { token: alice.token })).text, 'null');
+      assert.equal(
+        (await s.api('GET', '/repos/alice/app/actions/runners/jobs?labels=ubuntu', { token: alice.token })).text,
+        'null',
+      );
       assert.deepEqual(await search('?labels='), ['bare'], 'empty: jobs without runs-on');
       assert.deepEqual(await search('?labels'), ['bare']);
       assert.deepEqual(await search('?labels=%20fedora%20'), ['fedora'], 'the value is trimmed as a whole');
-      assert.deepEqual(await search('?labels=fedora,%20docker,ubuntu'), ['fedora'], "items are not trimmed: ' docker' is not docker");
-      assert.deepEqual(await search('?labels=,fedora'), ['bare', 'fedora'], 'a leading empty item also selects jobs without runs-on');
-      assert.deepEqual(await search('?labels=fedora&labels=docker,ubuntu'), ['fedora'], 'only the first labels= counts');
+      assert.deepEqual(
+        await search('?labels=fedora,%20docker,ubuntu'),
+        ['fedora'],
+        "items are not trimmed: ' docker' is not docker",
+      );
+      assert.deepEqual(
+        await search('?labels=,fedora'),
+        ['bare', 'fedora'],
+        'a leading empty item also selects jobs without runs-on',
+      );
+      assert.deepEqual(
+        await search('?labels=fedora&labels=docker,ubuntu'),
+        ['fedora'],
+        'only the first labels= counts',
+      );
       assert.deepEqual(await search('?labels=FEDORA'), null, 'case-sensitive');
 
       // Owner scopes cover every repository of the owner; the instance every job.
@@ -635,9 +834,17 @@ jobs:
           'workflow',
         );
         assert.equal((await work.push('main')).code, 0);
-        const dispatched = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'wf', workflowfilename: 'build.yml' }, body: { ref: 'main' } });
+        const dispatched = await dispatchWorkflow({
+          client: alice.client,
+          path: { owner: 'alice', repo: 'wf', workflowfilename: 'build.yml' },
+          body: { ref: 'main' },
+        });
         assert.equal(dispatched.status, 204);
-        const found = await repoSearchRunJobs({ client: alice.client, path: { owner: 'alice', repo: 'wf' }, query: { labels: 'linux,self-hosted,x64' } });
+        const found = await repoSearchRunJobs({
+          client: alice.client,
+          path: { owner: 'alice', repo: 'wf' },
+          query: { labels: 'linux,self-hosted,x64' },
+        });
         assert.equal(found.status, 200);
         const jobs = found.data as JobJson[];
         assert.deepEqual(
@@ -653,9 +860,14 @@ jobs:
 
     test('registration tokens follow key rotation (REGISTRATION_TOKEN_COLUMN)', async () => {
       const tokens = new Map<Label, string>();
-      for (const label of [...SCOPED, 'admin'] as Label[]) tokens.set(label, ((await api(label).token(clientOf(label))).data as { token: string }).token);
+      for (const label of [...SCOPED, 'admin'] as Label[])
+        tokens.set(label, ((await api(label).token(clientOf(label))).data as { token: string }).token);
       // A ring whose current key is new, with the data folder's key for decryption.
-      const { ring } = openKeyRing({ dataDir: s.dataDir, configuredKey: 'a-brand-new-key-for-rotating-runner-tokens', previousKeys: [] });
+      const { ring } = openKeyRing({
+        dataDir: s.dataDir,
+        configuredKey: 'a-brand-new-key-for-rotating-runner-tokens',
+        previousKeys: [],
+      });
       const service = new RunnerService(db(), systemClock, ring);
       assert.equal(REGISTRATION_TOKEN_COLUMN.label, 'action_runner_token');
       const rotation = new KeyRotationService(db(), ring, [REGISTRATION_TOKEN_COLUMN]);
@@ -665,7 +877,11 @@ jobs:
       assert.deepEqual([report.reencrypted, report.failed, report.remaining], [total, [], 0]);
       assert.deepEqual([...(await rotation.keyIdsInUse())], [ring.currentKeyId()]);
       for (const label of [...SCOPED, 'admin'] as Label[]) {
-        assert.equal(await service.registrationToken(keyOf(label)), tokens.get(label), `${label}: same token after rotation`);
+        assert.equal(
+          await service.registrationToken(keyOf(label)),
+          tokens.get(label),
+          `${label}: same token after rotation`,
+        );
       }
     });
   });

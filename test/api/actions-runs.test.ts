@@ -3,7 +3,15 @@
 // (Forgejo: routers/api/v1/repo/action.go), through the forgejo-ts client where it can express it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { actionRun, createCurrentUserRepo, dispatchWorkflow, listActionRuns, listActionTasks, repoAddCollaborator, repoEdit } from '@llamaduck/forgejo-ts';
+import {
+  actionRun,
+  createCurrentUserRepo,
+  dispatchWorkflow,
+  listActionRuns,
+  listActionTasks,
+  repoAddCollaborator,
+  repoEdit,
+} from '@llamaduck/forgejo-ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
@@ -153,7 +161,12 @@ for (const dialect of testDialects()) {
       assert.equal(run.repository.full_name, 'alice/app');
       assert.equal(run.html_url, `${s.rootUrl}alice/app/actions/runs/1`);
       assert.equal(run.duration, undefined, 'a run that never started has no duration');
-      const payload = JSON.parse(run.event_payload) as { ref: string; after: string; pusher: { login: string }; head_commit: { id: string } };
+      const payload = JSON.parse(run.event_payload) as {
+        ref: string;
+        after: string;
+        pusher: { login: string };
+        head_commit: { id: string };
+      };
       assert.equal(payload.ref, 'refs/heads/main');
       assert.equal(payload.after, mainSha);
       assert.equal(payload.head_commit.id, mainSha);
@@ -167,7 +180,12 @@ for (const dialect of testDialects()) {
 
     test('jobs: one per job key and matrix leg, dependants blocked, runs-on evaluated', async () => {
       const [run] = (await runs()).workflow_runs;
-      const jobs = await s.server.deps.database.db.selectFrom('action_run_job').selectAll().where('run_id', '=', run?.id ?? 0).orderBy('id').execute();
+      const jobs = await s.server.deps.database.db
+        .selectFrom('action_run_job')
+        .selectAll()
+        .where('run_id', '=', run?.id ?? 0)
+        .orderBy('id')
+        .execute();
       assert.deepEqual(
         jobs.map((j) => [j.job_id, j.name, JSON.parse(j.runs_on) as string[], j.status]),
         [
@@ -186,17 +204,33 @@ for (const dialect of testDialects()) {
       const runId = run?.id ?? 0;
       const finish = async (jobName: string, status: number) => {
         await db.transaction().execute(async (tx) => {
-          await tx.updateTable('action_run_job').set({ status }).where('run_id', '=', runId).where('name', '=', jobName).execute();
+          await tx
+            .updateTable('action_run_job')
+            .set({ status })
+            .where('run_id', '=', runId)
+            .where('name', '=', jobName)
+            .execute();
           await s.server.deps.services.runProgress.settle(tx, runId);
         });
         const res = await s.api('GET', `/repos/alice/app/actions/runs/${runId}`, { token: alice.token });
         return (res.json as RunJson).status;
       };
       const jobStatuses = async () =>
-        (await db.selectFrom('action_run_job').select(['name', 'status']).where('run_id', '=', runId).orderBy('id').execute()).map((j) => [j.name, j.status]);
+        (
+          await db
+            .selectFrom('action_run_job')
+            .select(['name', 'status'])
+            .where('run_id', '=', runId)
+            .orderBy('id')
+            .execute()
+        ).map((j) => [j.name, j.status]);
       assert.equal(await finish('build', 6), 'running');
       assert.equal(await finish('build', 1), 'waiting', 'build done: both test legs are waiting');
-      assert.deepEqual(await jobStatuses(), [['build', 1], ['test (linux)', 5], ['test (macos)', 5]]);
+      assert.deepEqual(await jobStatuses(), [
+        ['build', 1],
+        ['test (linux)', 5],
+        ['test (macos)', 5],
+      ]);
       await finish('test (linux)', 1);
       assert.equal(await finish('test (macos)', 2), 'failure');
       // Put the run back as the other tests expect it (waiting, jobs waiting).
@@ -204,7 +238,10 @@ for (const dialect of testDialects()) {
         await tx.updateTable('action_run_job').set({ status: 5 }).where('run_id', '=', runId).execute();
         await s.server.deps.services.runProgress.settle(tx, runId);
       });
-      assert.equal(((await s.api('GET', `/repos/alice/app/actions/runs/${runId}`, { token: alice.token })).json as RunJson).status, 'waiting');
+      assert.equal(
+        ((await s.api('GET', `/repos/alice/app/actions/runs/${runId}`, { token: alice.token })).json as RunJson).status,
+        'waiting',
+      );
     });
 
     test('pushes that do not match the filters create no run', async () => {
@@ -273,42 +310,77 @@ for (const dialect of testDialects()) {
     });
 
     test("dispatch with Gitea's return_run_details answers 200 with RunDetails", async () => {
-      const res = await s.api('POST', '/repos/alice/app/actions/workflows/ops%2Fdeploy.yml/dispatches?return_run_details=true', {
-        token: alice.token,
-        body: { ref: 'v1.0.0', inputs: { target: 'x' } },
-      });
+      const res = await s.api(
+        'POST',
+        '/repos/alice/app/actions/workflows/ops%2Fdeploy.yml/dispatches?return_run_details=true',
+        {
+          token: alice.token,
+          body: { ref: 'v1.0.0', inputs: { target: 'x' } },
+        },
+      );
       assert.equal(res.status, 200, res.text);
       const details = res.json as { workflow_run_id: number; run_url: string; html_url: string };
       assert.equal(details.run_url, `${s.rootUrl}api/v1/repos/alice/app/actions/runs/${details.workflow_run_id}`);
-      const run = await s.api('GET', `/repos/alice/app/actions/runs/${details.workflow_run_id}`, { token: alice.token });
+      const run = await s.api('GET', `/repos/alice/app/actions/runs/${details.workflow_run_id}`, {
+        token: alice.token,
+      });
       assert.equal((run.json as RunJson).prettyref, 'v1.0.0', 'a short name is a tag before a branch');
     });
 
     test('dispatch refusals: empty ref, missing required input, unknown ref or file, no token, reader, archived', async () => {
       const post = (file: string, body: unknown, token?: string) =>
-        s.api('POST', `/repos/alice/app/actions/workflows/${encodeURIComponent(file)}/dispatches`, { ...(token ? { token } : {}), body });
+        s.api('POST', `/repos/alice/app/actions/workflows/${encodeURIComponent(file)}/dispatches`, {
+          ...(token ? { token } : {}),
+          body,
+        });
       let res = await post('ops/deploy.yml', { inputs: { target: 'x' } }, alice.token);
       assert.deepEqual([res.status, (res.json as { message: string }).message], [400, 'ref is empty']);
       res = await post('ops/deploy.yml', { ref: 'main' }, alice.token);
-      assert.deepEqual([res.status, (res.json as { message: string }).message], [400, "input required for 'Where to deploy'"]);
+      assert.deepEqual(
+        [res.status, (res.json as { message: string }).message],
+        [400, "input required for 'Where to deploy'"],
+      );
       res = await post('ops/deploy.yml', { ref: 'nope', inputs: { target: 'x' } }, alice.token);
       assert.equal(res.status, 404);
       res = await post('ops/deploy.yml', { ref: 'refs/heads/nope', inputs: { target: 'x' } }, alice.token);
-      assert.deepEqual([res.status, (res.json as { message: string }).message], [404, 'object does not exist [id: refs/heads/nope, rel_path: ]']);
+      assert.deepEqual(
+        [res.status, (res.json as { message: string }).message],
+        [404, 'object does not exist [id: refs/heads/nope, rel_path: ]'],
+      );
       res = await post('hidden.yml', { ref: 'main' }, alice.token);
       assert.equal(res.status, 404, 'a .github workflow is hidden by .forgejo/workflows');
       res = await post('ops/deploy.yml', { ref: 'main', inputs: { target: 1 } }, alice.token);
       assert.equal(res.status, 422);
       res = await post('ops/deploy.yml', { ref: 'main', inputs: { target: 'x' } });
       assert.equal(res.status, 401);
-      assert.equal((await repoAddCollaborator({ client: alice.client, path: { owner: 'alice', repo: 'app', collaborator: 'bob' }, body: { permission: 'read' } })).status, 204);
+      assert.equal(
+        (
+          await repoAddCollaborator({
+            client: alice.client,
+            path: { owner: 'alice', repo: 'app', collaborator: 'bob' },
+            body: { permission: 'read' },
+          })
+        ).status,
+        204,
+      );
       res = await post('ops/deploy.yml', { ref: 'main', inputs: { target: 'x' } }, bob.token);
-      assert.deepEqual([res.status, (res.json as { message: string }).message], [403, 'user should have a permission to write to a repo']);
+      assert.deepEqual(
+        [res.status, (res.json as { message: string }).message],
+        [403, 'user should have a permission to write to a repo'],
+      );
       const before = (await runs()).total_count;
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'app' }, body: { archived: true } })).status, 200);
+      assert.equal(
+        (await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'app' }, body: { archived: true } }))
+          .status,
+        200,
+      );
       res = await post('ops/deploy.yml', { ref: 'main', inputs: { target: 'x' } }, alice.token);
       assert.equal(res.status, 423);
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'app' }, body: { archived: false } })).status, 200);
+      assert.equal(
+        (await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'app' }, body: { archived: false } }))
+          .status,
+        200,
+      );
       assert.equal((await runs()).total_count, before, 'no refused dispatch created a run');
     });
 
@@ -327,17 +399,29 @@ for (const dialect of testDialects()) {
       assert.deepEqual([second.total_count, second.workflow_runs[0]?.index_in_repo], [1, 2]);
       const page = await runs('?page=2&limit=4');
       assert.deepEqual([page.total_count, page.workflow_runs.map((r) => r.index_in_repo)], [6, [2, 1]]);
-      const bad = await s.api('GET', '/repos/alice/app/actions/runs?status=waiting&status=bogus', { token: alice.token });
+      const bad = await s.api('GET', '/repos/alice/app/actions/runs?status=waiting&status=bogus', {
+        token: alice.token,
+      });
       assert.deepEqual([bad.status, (bad.json as { message: string }).message], [400, 'unknown status: bogus']);
-      const viaClient = await listActionRuns({ client: alice.client, path: { owner: 'alice', repo: 'app' }, query: { event: ['push'], limit: 2, page: 1 } });
+      const viaClient = await listActionRuns({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app' },
+        query: { event: ['push'], limit: 2, page: 1 },
+      });
       assert.equal(viaClient.status, 200);
       assert.equal(viaClient.data?.workflow_runs?.length, 2);
     });
 
     test('one run: 404 for an unknown id and for a run of another repository', async () => {
       let res = await s.api('GET', '/repos/alice/app/actions/runs/99999', { token: alice.token });
-      assert.deepEqual([res.status, (res.json as { message: string }).message], [404, 'run with id 99999: resource does not exist']);
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'other', auto_init: true } })).status, 201);
+      assert.deepEqual(
+        [res.status, (res.json as { message: string }).message],
+        [404, 'run with id 99999: resource does not exist'],
+      );
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'other', auto_init: true } })).status,
+        201,
+      );
       const [run] = (await runs()).workflow_runs;
       res = await s.api('GET', `/repos/alice/other/actions/runs/${run?.id}`, { token: alice.token });
       assert.deepEqual([res.status, (res.json as { message: string }).message], [404, 'resource does not exist']);
@@ -354,13 +438,23 @@ for (const dialect of testDialects()) {
     });
 
     test('an invalid workflow pushed creates a failed run that says why', async () => {
-      await work.commit({ '.forgejo/workflows/broken.yml': 'on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo\n  b:\n    needs: missing\n    runs-on: x\n    steps:\n      - run: echo\n' }, 'Broken workflow');
+      await work.commit(
+        {
+          '.forgejo/workflows/broken.yml':
+            'on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo\n  b:\n    needs: missing\n    runs-on: x\n    steps:\n      - run: echo\n',
+        },
+        'Broken workflow',
+      );
       assert.equal((await work.push('main')).code, 0);
       const [run] = (await runs('?workflow_id=broken.yml')).workflow_runs;
       assert.ok(run);
       assert.equal(run.status, 'failure');
       assert.match(run.pre_execution_error ?? '', /broken\.yml.*missing/);
-      const jobs = await s.server.deps.database.db.selectFrom('action_run_job').select('id').where('run_id', '=', run.id).execute();
+      const jobs = await s.server.deps.database.db
+        .selectFrom('action_run_job')
+        .select('id')
+        .where('run_id', '=', run.id)
+        .execute();
       assert.equal(jobs.length, 0);
     });
 
@@ -368,25 +462,51 @@ for (const dialect of testDialects()) {
       const before = (await runs()).workflow_runs[0]?.index_in_repo ?? 0;
       const results = await Promise.all(
         Array.from({ length: 25 }, () =>
-          s.api('POST', '/repos/alice/app/actions/workflows/ops%2Fdeploy.yml/dispatches', { token: alice.token, body: { ref: 'main', inputs: { target: 'x' }, return_run_info: true } }),
+          s.api('POST', '/repos/alice/app/actions/workflows/ops%2Fdeploy.yml/dispatches', {
+            token: alice.token,
+            body: { ref: 'main', inputs: { target: 'x' }, return_run_info: true },
+          }),
         ),
       );
-      assert.deepEqual(results.map((r) => r.status), Array(25).fill(201));
+      assert.deepEqual(
+        results.map((r) => r.status),
+        Array(25).fill(201),
+      );
       const numbers = results.map((r) => (r.json as { run_number: number }).run_number).sort((a, b) => a - b);
-      assert.deepEqual(numbers, Array.from({ length: 25 }, (_, i) => before + 1 + i));
+      assert.deepEqual(
+        numbers,
+        Array.from({ length: 25 }, (_, i) => before + 1 + i),
+      );
     });
 
     test('Actions disabled: the runs list is 404', async () => {
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'other' }, body: { has_actions: false } })).status, 200);
+      assert.equal(
+        (
+          await repoEdit({
+            client: alice.client,
+            path: { owner: 'alice', repo: 'other' },
+            body: { has_actions: false },
+          })
+        ).status,
+        200,
+      );
       const res = await s.api('GET', '/repos/alice/other/actions/runs', { token: alice.token });
       assert.equal(res.status, 404);
     });
 
     test('anonymous readers see runs of public repositories only', async () => {
       assert.equal((await s.api('GET', '/repos/alice/app/actions/runs')).status, 200);
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'app' }, body: { private: true } })).status, 200);
+      assert.equal(
+        (await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'app' }, body: { private: true } }))
+          .status,
+        200,
+      );
       assert.equal((await s.api('GET', '/repos/alice/app/actions/runs')).status, 404);
-      assert.equal((await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'app' }, body: { private: false } })).status, 200);
+      assert.equal(
+        (await repoEdit({ client: alice.client, path: { owner: 'alice', repo: 'app' }, body: { private: false } }))
+          .status,
+        200,
+      );
     });
   });
 }

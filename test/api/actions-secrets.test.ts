@@ -27,7 +27,13 @@ for (const dialect of testDialects()) {
     const readValue = (key: ActionsScope, name: string) => s.server.deps.services.secrets.readValue(key, name);
     /** All names a scope lists (secrets in id order). */
     const listed = async (sc: Scope): Promise<string[]> => {
-      const rows = await db().selectFrom('secret').select('name').where('owner_id', '=', sc.key.ownerId).where('repo_id', '=', sc.key.repoId).orderBy('id').execute();
+      const rows = await db()
+        .selectFrom('secret')
+        .select('name')
+        .where('owner_id', '=', sc.key.ownerId)
+        .where('repo_id', '=', sc.key.repoId)
+        .orderBy('id')
+        .execute();
       return rows.map((r) => r.name);
     };
 
@@ -52,12 +58,21 @@ for (const dialect of testDialects()) {
         const created = await api.putSecret(alice.client, 'deploy_token', 'first-value');
         assert.equal(created.status, 201);
         assert.equal(created.headers['content-type'], undefined, 'no body, no JSON content type');
-        const raw = await s.api('PUT', `${api.base}/secrets/DEPLOY_TOKEN`, { token: alice.token, body: { data: 'second-value' } });
+        const raw = await s.api('PUT', `${api.base}/secrets/DEPLOY_TOKEN`, {
+          token: alice.token,
+          body: { data: 'second-value' },
+        });
         assert.equal(raw.status, 204);
         assert.equal(raw.text, '');
         assert.equal(await readValue(key, 'Deploy_Token'), 'second-value', 'names are case-insensitive');
 
-        const rows = await db().selectFrom('secret').selectAll().where('name', '=', 'DEPLOY_TOKEN').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
+        const rows = await db()
+          .selectFrom('secret')
+          .selectAll()
+          .where('name', '=', 'DEPLOY_TOKEN')
+          .where('owner_id', '=', key.ownerId)
+          .where('repo_id', '=', key.repoId)
+          .execute();
         assert.equal(rows.length, 1);
         assert.match(rows[0]!.data, /^v1:[0-9a-f]{8}:/);
         assert.ok(!rows[0]!.data.includes('second-value'));
@@ -65,19 +80,30 @@ for (const dialect of testDialects()) {
         assert.equal(rows[0]!.owner_id, label === 'repo' ? 0 : key.ownerId);
         assert.equal(rows[0]!.repo_id, label === 'repo' ? key.repoId : 0);
         // A ciphertext is bound to its place: moved to another name it does not decrypt.
-        assert.throws(() => s.server.deps.services.keys.decrypt(rows[0]!.data, secretAssociatedData(key.ownerId, key.repoId, 'OTHER')));
+        assert.throws(() =>
+          s.server.deps.services.keys.decrypt(rows[0]!.data, secretAssociatedData(key.ownerId, key.repoId, 'OTHER')),
+        );
       });
 
       test(`[${label}] data: required and non-empty (422 [Data]: Required); whitespace passes; CRLF becomes LF, nothing else changes`, async () => {
         const { api, key } = scope(label);
         for (const body of [undefined, {}, { data: '' }, { data: null }]) {
-          const res = await s.api('PUT', `${api.base}/secrets/EMPTY`, { token: alice.token, ...(body === undefined ? {} : { body }) });
+          const res = await s.api('PUT', `${api.base}/secrets/EMPTY`, {
+            token: alice.token,
+            ...(body === undefined ? {} : { body }),
+          });
           assert.equal(res.status, 422, JSON.stringify(body));
           assert.deepEqual(res.json, errorBody(s.rootUrl, '[Data]: Required'));
         }
-        assert.equal((await s.api('PUT', `${api.base}/secrets/WRONG_TYPE`, { token: alice.token, body: { data: 42 } })).status, 422);
+        assert.equal(
+          (await s.api('PUT', `${api.base}/secrets/WRONG_TYPE`, { token: alice.token, body: { data: 42 } })).status,
+          422,
+        );
         // Validation (422) comes before the name check (400), as Forgejo binds before its handler runs.
-        assert.deepEqual((await s.api('PUT', `${api.base}/secrets/bad-name`, { token: alice.token, body: {} })).json, errorBody(s.rootUrl, '[Data]: Required'));
+        assert.deepEqual(
+          (await s.api('PUT', `${api.base}/secrets/bad-name`, { token: alice.token, body: {} })).json,
+          errorBody(s.rootUrl, '[Data]: Required'),
+        );
         assert.equal((await api.putSecret(alice.client, 'SPACES', '   ')).status, 201);
         assert.equal(await readValue(key, 'SPACES'), '   ');
         assert.equal((await api.putSecret(alice.client, 'CRLF', '   \r\ndàtä\t   \r\n  ')).status, 201);
@@ -85,7 +111,11 @@ for (const dialect of testDialects()) {
         assert.equal((await api.putSecret(alice.client, 'LONE_CR', 'a\rb')).status, 201);
         assert.equal(await readValue(key, 'LONE_CR'), 'a\rb');
         // Form-encoded bodies bind too.
-        const form = await s.api('PUT', `${api.base}/secrets/FORM`, { token: alice.token, rawBody: 'data=from+a+form', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+        const form = await s.api('PUT', `${api.base}/secrets/FORM`, {
+          token: alice.token,
+          rawBody: 'data=from+a+form',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        });
         assert.equal(form.status, 201);
         assert.equal(await readValue(key, 'FORM'), 'from a form');
       });
@@ -102,13 +132,29 @@ for (const dialect of testDialects()) {
 
       test(`[${label}] names: Forgejo's rules, 400 invalid secret name; CI allowed for secrets; stored upper-case`, async () => {
         const { api, key } = scope(label);
-        for (const ok of ['_', 'ci', 'lower_case_1']) assert.equal((await api.putSecret(alice.client, ok, 'v')).status, 201, ok);
-        for (const bad of ['-', '2secret', 'FORGEJO_secret', 'GITEA_secret', 'GITHUB_secret', 'github_x', 'var@test', 'a b', 'dä', 'A'.repeat(256)]) {
+        for (const ok of ['_', 'ci', 'lower_case_1'])
+          assert.equal((await api.putSecret(alice.client, ok, 'v')).status, 201, ok);
+        for (const bad of [
+          '-',
+          '2secret',
+          'FORGEJO_secret',
+          'GITEA_secret',
+          'GITHUB_secret',
+          'github_x',
+          'var@test',
+          'a b',
+          'dä',
+          'A'.repeat(256),
+        ]) {
           const res = await api.putSecret(alice.client, bad, 'v');
           assert.equal(res.status, 400, bad);
           assert.deepEqual(res.error, errorBody(s.rootUrl, 'invalid secret name'));
         }
-        assert.equal((await api.putSecret(alice.client, 'B'.repeat(255), 'v')).status, 201, '255 bytes is the longest name');
+        assert.equal(
+          (await api.putSecret(alice.client, 'B'.repeat(255), 'v')).status,
+          201,
+          '255 bytes is the longest name',
+        );
         const names = await listed(scope(label));
         for (const n of ['_', 'CI', 'LOWER_CASE_1', 'B'.repeat(255)]) assert.ok(names.includes(n), n);
         assert.ok(!names.some((n) => /[a-z]/.test(n)), 'no lower-case name is stored');
@@ -124,8 +170,21 @@ for (const dialect of testDialects()) {
         assert.deepEqual(again.json, errorBody(s.rootUrl, 'secret was not found [name: ]'));
         assert.equal((await api.deleteSecret(alice.client, 'never-existed!')).status, 404);
         // A stored name that today's rules refuse (e.g. from an older version) can still be deleted.
-        const stored = s.server.deps.services.keys.encrypt('legacy', secretAssociatedData(key.ownerId, key.repoId, 'FORGEJO_OLD'));
-        await db().insertInto('secret').values({ owner_id: key.ownerId, repo_id: key.repoId, name: 'FORGEJO_OLD', data: stored, created_unix: 1, updated_unix: 1 }).execute();
+        const stored = s.server.deps.services.keys.encrypt(
+          'legacy',
+          secretAssociatedData(key.ownerId, key.repoId, 'FORGEJO_OLD'),
+        );
+        await db()
+          .insertInto('secret')
+          .values({
+            owner_id: key.ownerId,
+            repo_id: key.repoId,
+            name: 'FORGEJO_OLD',
+            data: stored,
+            created_unix: 1,
+            updated_unix: 1,
+          })
+          .execute();
         assert.equal((await api.deleteSecret(alice.client, 'forgejo_old')).status, 204);
         assert.equal(await readValue(key, 'FORGEJO_OLD'), null);
       });
@@ -136,8 +195,15 @@ for (const dialect of testDialects()) {
         const { api, key } = scope(label);
         // A scope of its own, so the count is known.
         await db().deleteFrom('secret').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
-        for (const name of ['zeta', 'alpha', 'Mid']) assert.equal((await api.putSecret(alice.client, name, `value-of-${name}`)).status, 201);
-        await db().updateTable('secret').set({ created_unix: 1_600_000_000 }).where('name', '=', 'ZETA').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
+        for (const name of ['zeta', 'alpha', 'Mid'])
+          assert.equal((await api.putSecret(alice.client, name, `value-of-${name}`)).status, 201);
+        await db()
+          .updateTable('secret')
+          .set({ created_unix: 1_600_000_000 })
+          .where('name', '=', 'ZETA')
+          .where('owner_id', '=', key.ownerId)
+          .where('repo_id', '=', key.repoId)
+          .execute();
         assert.equal((await api.putSecret(alice.client, 'ZETA', 'changed')).status, 204);
 
         const list = await api.listSecrets!(alice.client);
@@ -167,20 +233,29 @@ for (const dialect of testDialects()) {
       test(`[${label}] pages: default 30, at most 50, a missing page is page 1`, async () => {
         const { api, key } = scope(label);
         await db().deleteFrom('secret').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
-        for (let i = 0; i < 55; i += 1) await s.server.deps.services.secrets.createOrUpdate(key, `S_${String(i).padStart(2, '0')}`, 'v');
-        const names = async (query: string) => ((await s.api('GET', `${api.base}/secrets${query}`, { token: alice.token })).json as { name: string }[]).map((x) => x.name);
+        for (let i = 0; i < 55; i += 1)
+          await s.server.deps.services.secrets.createOrUpdate(key, `S_${String(i).padStart(2, '0')}`, 'v');
+        const names = async (query: string) =>
+          ((await s.api('GET', `${api.base}/secrets${query}`, { token: alice.token })).json as { name: string }[]).map(
+            (x) => x.name,
+          );
         assert.equal((await names('')).length, 30);
         assert.equal((await names('?limit=100')).length, 50);
         assert.deepEqual(await names('?limit=abc&page=-1'), await names(''), 'nonsense is the default');
         const second = await names('?page=2');
         assert.equal(second.length, 25);
         assert.equal(second[0], 'S_30');
-        assert.equal((await s.api('GET', `${api.base}/secrets?limit=5`, { token: alice.token })).headers.get('x-total-count'), '55');
+        assert.equal(
+          (await s.api('GET', `${api.base}/secrets?limit=5`, { token: alice.token })).headers.get('x-total-count'),
+          '55',
+        );
       });
     }
 
     test("the OpenAPI document names the 23 operations as Forgejo's swagger (and the forgejo-ts client) do", async () => {
-      const spec = (await (await fetch(`${s.url}/swagger.v1.json`)).json()) as { paths: Record<string, Record<string, { operationId?: string }>> };
+      const spec = (await (await fetch(`${s.url}/swagger.v1.json`)).json()) as {
+        paths: Record<string, Record<string, { operationId?: string }>>;
+      };
       const expected: [string, string, string][] = [];
       for (const [prefix, cap, list] of [
         ['/user/actions', 'User', null],
@@ -188,7 +263,10 @@ for (const dialect of testDialects()) {
         ['/repos/{owner}/{repo}/actions', 'Repo', 'repoListActionsSecrets'],
       ] as const) {
         if (list) expected.push([`${prefix}/secrets`, 'get', list]);
-        expected.push([`${prefix}/secrets/{secretname}`, 'put', `update${cap}Secret`], [`${prefix}/secrets/{secretname}`, 'delete', `delete${cap}Secret`]);
+        expected.push(
+          [`${prefix}/secrets/{secretname}`, 'put', `update${cap}Secret`],
+          [`${prefix}/secrets/{secretname}`, 'delete', `delete${cap}Secret`],
+        );
         expected.push([`${prefix}/variables`, 'get', `get${cap}VariablesList`]);
         for (const [method, op] of [
           ['get', 'get'],
@@ -200,7 +278,8 @@ for (const dialect of testDialects()) {
         }
       }
       assert.equal(expected.length, 23);
-      for (const [p, method, operationId] of expected) assert.equal(spec.paths[p]?.[method]?.operationId, operationId, `${method} ${p}`);
+      for (const [p, method, operationId] of expected)
+        assert.equal(spec.paths[p]?.[method]?.operationId, operationId, `${method} ${p}`);
       assert.equal(spec.paths['/user/actions/secrets'], undefined);
     });
 
@@ -210,13 +289,16 @@ for (const dialect of testDialects()) {
       assert.equal((await s.api('GET', '/orgs/acme/actions/secrets/ANY', { token: alice.token })).status, 404);
     });
 
-    test('an empty secret name (PUT or DELETE …/actions/secrets/): 405 with an empty body for repo and org, 404 for user, as Forgejo\'s router answers; nothing is stored', async () => {
+    test("an empty secret name (PUT or DELETE …/actions/secrets/): 405 with an empty body for repo and org, 404 for user, as Forgejo's router answers; nothing is stored", async () => {
       // Forgejo strips the trailing slash before routing: …/actions/secrets only has GET
       // (repo, org: 405, Allow: GET), and /user/actions/secrets is no route (404).
       for (const label of ['repo', 'org'] as const) {
         const { api } = scope(label);
         for (const method of ['PUT', 'DELETE']) {
-          const res = await s.api(method, `${api.base}/secrets/`, { token: alice.token, ...(method === 'PUT' ? { body: { data: 'v' } } : {}) });
+          const res = await s.api(method, `${api.base}/secrets/`, {
+            token: alice.token,
+            ...(method === 'PUT' ? { body: { data: 'v' } } : {}),
+          });
           assert.equal(res.status, 405, `${method} ${label}`);
           assert.equal(res.text, '', `${method} ${label}`);
           assert.equal(res.headers.get('allow'), 'GET', `${method} ${label}`);
@@ -225,7 +307,10 @@ for (const dialect of testDialects()) {
         assert.equal((await s.api('PUT', `${api.base}/secrets/`, { body: { data: 'v' } })).status, 405, label);
       }
       for (const method of ['PUT', 'DELETE']) {
-        const res = await s.api(method, '/user/actions/secrets/', { token: alice.token, ...(method === 'PUT' ? { body: { data: 'v' } } : {}) });
+        const res = await s.api(method, '/user/actions/secrets/', {
+          token: alice.token,
+          ...(method === 'PUT' ? { body: { data: 'v' } } : {}),
+        });
         assert.equal(res.status, 404, method);
         assert.deepEqual(res.json, { ...errorBody(s.rootUrl, "The target couldn't be found."), errors: [] });
       }
@@ -234,7 +319,10 @@ for (const dialect of testDialects()) {
     });
 
     test('scopes are separate: one name in three scopes is three secrets', async () => {
-      for (const label of LABELS) assert.ok([201, 204].includes((await scope(label).api.putSecret(alice.client, 'SHARED_NAME', `in-${label}`)).status));
+      for (const label of LABELS)
+        assert.ok(
+          [201, 204].includes((await scope(label).api.putSecret(alice.client, 'SHARED_NAME', `in-${label}`)).status),
+        );
       for (const label of LABELS) assert.equal(await readValue(scope(label).key, 'SHARED_NAME'), `in-${label}`);
       assert.equal((await scope('repo').api.deleteSecret(alice.client, 'SHARED_NAME')).status, 204);
       assert.equal(await readValue(scope('org').key, 'SHARED_NAME'), 'in-org');
@@ -263,10 +351,20 @@ for (const dialect of testDialects()) {
       for (const label of LABELS) {
         const { api, key } = scope(label);
         const values = Array.from({ length: 20 }, (_, i) => `concurrent-${label}-${i}`);
-        const statuses = await Promise.all(values.map((v) => s.api('PUT', `${api.base}/secrets/RACE`, { token: alice.token, body: { data: v } }).then((r) => r.status)));
+        const statuses = await Promise.all(
+          values.map((v) =>
+            s.api('PUT', `${api.base}/secrets/RACE`, { token: alice.token, body: { data: v } }).then((r) => r.status),
+          ),
+        );
         assert.equal(statuses.filter((x) => x === 201).length, 1, `${label}: ${statuses.join(',')}`);
         assert.equal(statuses.filter((x) => x === 204).length, 19, `${label}: ${statuses.join(',')}`);
-        const rows = await db().selectFrom('secret').select('id').where('name', '=', 'RACE').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
+        const rows = await db()
+          .selectFrom('secret')
+          .select('id')
+          .where('name', '=', 'RACE')
+          .where('owner_id', '=', key.ownerId)
+          .where('repo_id', '=', key.repoId)
+          .execute();
         assert.equal(rows.length, 1);
         assert.ok(values.includes((await readValue(key, 'RACE')) as string));
       }
@@ -274,10 +372,18 @@ for (const dialect of testDialects()) {
       const { api } = scope('org');
       const mixed = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          s.api(i % 3 === 0 ? 'DELETE' : 'PUT', `${api.base}/secrets/RACE2`, { token: alice.token, ...(i % 3 === 0 ? {} : { body: { data: `v${i}` } }) }).then((r) => r.status),
+          s
+            .api(i % 3 === 0 ? 'DELETE' : 'PUT', `${api.base}/secrets/RACE2`, {
+              token: alice.token,
+              ...(i % 3 === 0 ? {} : { body: { data: `v${i}` } }),
+            })
+            .then((r) => r.status),
         ),
       );
-      assert.ok(mixed.every((x) => [201, 204, 404].includes(x)), mixed.join(','));
+      assert.ok(
+        mixed.every((x) => [201, 204, 404].includes(x)),
+        mixed.join(','),
+      );
     });
 
     test('deleting a repository or an organization deletes its secrets', async () => {
@@ -289,15 +395,28 @@ for (const dialect of testDialects()) {
       assert.equal((await userApi().putSecret(bob.client, 'X', 'v')).status, 201);
       const tempco = await s.server.deps.services.accounts.findByName('tempco');
       assert.equal((await repoDelete({ client: bob.client, path: { owner: 'bob', repo: 'tmp' } })).status, 204);
-      assert.equal((await db().selectFrom('secret').select('id').where('repo_id', '=', repo.data!.id!).execute()).length, 0);
+      assert.equal(
+        (await db().selectFrom('secret').select('id').where('repo_id', '=', repo.data!.id!).execute()).length,
+        0,
+      );
       assert.equal((await orgDelete({ client: bob.client, path: { org: 'tempco' } })).status, 204);
-      assert.equal((await db().selectFrom('secret').select('id').where('owner_id', '=', tempco!.id).execute()).length, 0);
-      assert.equal(await readValue({ kind: 'user', ownerId: bob.user.id, repoId: 0 }, 'X'), 'v', 'other scopes keep theirs');
+      assert.equal(
+        (await db().selectFrom('secret').select('id').where('owner_id', '=', tempco!.id).execute()).length,
+        0,
+      );
+      assert.equal(
+        await readValue({ kind: 'user', ownerId: bob.user.id, repoId: 0 }, 'X'),
+        'v',
+        'other scopes keep theirs',
+      );
     });
 
     test('no value is readable from the database (PostgreSQL too)', async () => {
       const marker = `marker-${Math.random().toString(36).slice(2)}`;
-      for (const label of LABELS) assert.ok([201, 204].includes((await scope(label).api.putSecret(alice.client, 'MARKED', `${marker}-${label}`)).status));
+      for (const label of LABELS)
+        assert.ok(
+          [201, 204].includes((await scope(label).api.putSecret(alice.client, 'MARKED', `${marker}-${label}`)).status),
+        );
       const rows = await db().selectFrom('secret').selectAll().execute();
       assert.ok(rows.length > 0);
       assert.ok(!JSON.stringify(rows).includes(marker));

@@ -30,7 +30,12 @@ for (const dialect of testDialects()) {
     const scopes = new Map<ScopeLabel, Scope>();
     const scope = (label: ScopeLabel): Scope => scopes.get(label) as Scope;
     const db = () => s.server.deps.database.db;
-    const clear = (key: ActionsScope) => db().deleteFrom('action_variable').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
+    const clear = (key: ActionsScope) =>
+      db()
+        .deleteFrom('action_variable')
+        .where('owner_id', '=', key.ownerId)
+        .where('repo_id', '=', key.repoId)
+        .execute();
 
     before(async () => {
       s = await startTestServer(dialect);
@@ -57,14 +62,21 @@ for (const dialect of testDialects()) {
         const expectedOwner = label === 'repo' ? 0 : key.ownerId;
         const expectedRepo = label === 'repo' ? key.repoId : 0;
         assert.deepEqual(got.json, { owner_id: expectedOwner, repo_id: expectedRepo, name: 'MY_VAR', data: 'hello' });
-        assert.deepEqual(Object.keys(got.json as object), ['owner_id', 'repo_id', 'name', 'data'], "Forgejo's field order");
+        assert.deepEqual(
+          Object.keys(got.json as object),
+          ['owner_id', 'repo_id', 'name', 'data'],
+          "Forgejo's field order",
+        );
         assert.equal(got.headers.get('content-type'), 'application/json;charset=utf-8');
         assert.ok(expectedOwner > 0 || expectedRepo > 0);
 
         assert.equal((await api.updateVariable(alice.client, 'My_Var', { value: 'changed' })).status, 204);
         assert.equal(((await api.getVariable(alice.client, 'my_var')).data as VariableJson).data, 'changed');
         assert.equal((await api.deleteVariable(alice.client, 'mY_vAr')).status, 204);
-        for (const res of [await s.api('GET', `${api.base}/variables/MY_VAR`, { token: alice.token }), await s.api('DELETE', `${api.base}/variables/MY_VAR`, { token: alice.token })]) {
+        for (const res of [
+          await s.api('GET', `${api.base}/variables/MY_VAR`, { token: alice.token }),
+          await s.api('DELETE', `${api.base}/variables/MY_VAR`, { token: alice.token }),
+        ]) {
           assert.equal(res.status, 404);
           assert.deepEqual(res.json, errorBody(s.rootUrl, 'variable not found'), 'handler-level 404: no errors key');
         }
@@ -92,20 +104,40 @@ for (const dialect of testDialects()) {
         await expect('V'.repeat(256), 400, 'invalid secret name');
         await expect('V'.repeat(255), 204);
         // An existing name is reported before the name is judged (a legacy row Forgejo would also refuse to create).
-        await db().insertInto('action_variable').values({ owner_id: key.ownerId, repo_id: key.repoId, name: 'GITHUB_LEGACY', data: 'x', created_unix: 1, updated_unix: 1 }).execute();
+        await db()
+          .insertInto('action_variable')
+          .values({
+            owner_id: key.ownerId,
+            repo_id: key.repoId,
+            name: 'GITHUB_LEGACY',
+            data: 'x',
+            created_unix: 1,
+            updated_unix: 1,
+          })
+          .execute();
         await expect('github_legacy', 409, 'variable name github_legacy already exists');
-        assert.equal((await api.deleteVariable(alice.client, 'github_legacy')).status, 204, 'DELETE does not validate names');
+        assert.equal(
+          (await api.deleteVariable(alice.client, 'github_legacy')).status,
+          204,
+          'DELETE does not validate names',
+        );
       });
 
       test(`[${label}] value: 422 [Value]: Required; whitespace passes; only CRLF is normalised; 64 KiB limit`, async () => {
         const { api, key } = scope(label);
         await clear(key);
         for (const body of [undefined, {}, { value: '' }, { value: null }]) {
-          const res = await s.api('POST', `${api.base}/variables/EMPTY`, { token: alice.token, ...(body === undefined ? {} : { body }) });
+          const res = await s.api('POST', `${api.base}/variables/EMPTY`, {
+            token: alice.token,
+            ...(body === undefined ? {} : { body }),
+          });
           assert.equal(res.status, 422, JSON.stringify(body));
           assert.deepEqual(res.json, errorBody(s.rootUrl, '[Value]: Required'));
         }
-        assert.equal((await s.api('POST', `${api.base}/variables/NUM`, { token: alice.token, body: { value: 7 } })).status, 422);
+        assert.equal(
+          (await s.api('POST', `${api.base}/variables/NUM`, { token: alice.token, body: { value: 7 } })).status,
+          422,
+        );
         const cases: [string, string][] = [
           ['   \r\ndàtä\t   \r\n  ', '   \ndàtä\t   \n  '],
           ['  \tvalüé\r\nX  \r\n', '  \tvalüé\nX  \n'],
@@ -115,16 +147,26 @@ for (const dialect of testDialects()) {
         ];
         for (const [i, [sent, stored]] of cases.entries()) {
           assert.equal((await api.createVariable(alice.client, `V${i}`, sent)).status, 204);
-          assert.equal(((await api.getVariable(alice.client, `V${i}`)).data as VariableJson).data, stored, JSON.stringify(sent));
+          assert.equal(
+            ((await api.getVariable(alice.client, `V${i}`)).data as VariableJson).data,
+            stored,
+            JSON.stringify(sent),
+          );
         }
         assert.equal((await api.updateVariable(alice.client, 'V0', { value: 'x\r\ny' })).status, 204);
         assert.equal(((await api.getVariable(alice.client, 'V0')).data as VariableJson).data, 'x\ny');
         assert.equal((await api.createVariable(alice.client, 'BIG', 'x'.repeat(65_536))).status, 204);
         const tooBig = await api.createVariable(alice.client, 'BIGGER', 'x'.repeat(65_537));
-        assert.deepEqual([tooBig.status, tooBig.error], [422, errorBody(s.rootUrl, '[Value]: MaxSize (at most 65536 bytes)')]);
+        assert.deepEqual(
+          [tooBig.status, tooBig.error],
+          [422, errorBody(s.rootUrl, '[Value]: MaxSize (at most 65536 bytes)')],
+        );
         const tooBigUpdate = await api.updateVariable(alice.client, 'BIG', { value: 'é'.repeat(40_000) });
         assert.equal(tooBigUpdate.status, 422);
-        const missing = await s.api('PUT', `${api.base}/variables/BIG`, { token: alice.token, body: { name: 'OTHER' } });
+        const missing = await s.api('PUT', `${api.base}/variables/BIG`, {
+          token: alice.token,
+          body: { name: 'OTHER' },
+        });
         assert.deepEqual(missing.json, errorBody(s.rootUrl, '[Value]: Required'));
       });
 
@@ -169,32 +211,49 @@ for (const dialect of testDialects()) {
       test(`[${label}] list: ordered by name, X-Total-Count, bounded pages`, async () => {
         const { api, key } = scope(label);
         await clear(key);
-        for (const name of ['b_two', 'A_ONE', 'c', 'AB', 'A_A', '_Z']) assert.equal((await api.createVariable(alice.client, name, `v-${name}`)).status, 204);
+        for (const name of ['b_two', 'A_ONE', 'c', 'AB', 'A_A', '_Z'])
+          assert.equal((await api.createVariable(alice.client, name, `v-${name}`)).status, 204);
         const list = await api.listVariables(alice.client);
         assert.equal(list.status, 200);
         const names = (list.data as VariableJson[]).map((v) => v.name);
-        assert.deepEqual(names, ['AB', 'A_A', 'A_ONE', 'B_TWO', 'C', '_Z'], 'byte order of upper-case names, on both databases');
+        assert.deepEqual(
+          names,
+          ['AB', 'A_A', 'A_ONE', 'B_TWO', 'C', '_Z'],
+          'byte order of upper-case names, on both databases',
+        );
         assert.equal(list.headers['x-total-count'], '6');
         assert.match(list.headers['access-control-expose-headers'] ?? '', /X-Total-Count/);
-        assert.deepEqual((list.data as VariableJson[])[0], { owner_id: label === 'repo' ? 0 : key.ownerId, repo_id: label === 'repo' ? key.repoId : 0, name: 'AB', data: 'v-AB' });
+        assert.deepEqual((list.data as VariableJson[])[0], {
+          owner_id: label === 'repo' ? 0 : key.ownerId,
+          repo_id: label === 'repo' ? key.repoId : 0,
+          name: 'AB',
+          data: 'v-AB',
+        });
         const page = await api.listVariables(alice.client, { page: 2, limit: 4 });
         assert.deepEqual(
           (page.data as VariableJson[]).map((v) => v.name),
           ['C', '_Z'],
         );
         assert.equal(page.headers['x-total-count'], '6');
-        for (let i = 0; i < 50; i += 1) await s.server.deps.services.variables.create(key, `BULK_${String(i).padStart(2, '0')}`, 'v');
+        for (let i = 0; i < 50; i += 1)
+          await s.server.deps.services.variables.create(key, `BULK_${String(i).padStart(2, '0')}`, 'v');
         const capped = await s.api('GET', `${api.base}/variables?limit=1000`, { token: alice.token });
         assert.equal((capped.json as unknown[]).length, 50);
         assert.equal(capped.headers.get('x-total-count'), '56');
-        assert.equal(((await s.api('GET', `${api.base}/variables`, { token: alice.token })).json as unknown[]).length, 30, 'a missing page is page 1 of 30');
+        assert.equal(
+          ((await s.api('GET', `${api.base}/variables`, { token: alice.token })).json as unknown[]).length,
+          30,
+          'a missing page is page 1 of 30',
+        );
       });
     }
 
     test('scopes are separate; a repository job sees owner variables overridden by its own', async () => {
       for (const label of LABELS) await clear(scope(label).key);
-      for (const label of LABELS) assert.equal((await scope(label).api.createVariable(alice.client, 'SAME', label)).status, 204);
-      for (const label of LABELS) assert.equal(((await scope(label).api.getVariable(alice.client, 'SAME')).data as VariableJson).data, label);
+      for (const label of LABELS)
+        assert.equal((await scope(label).api.createVariable(alice.client, 'SAME', label)).status, 204);
+      for (const label of LABELS)
+        assert.equal(((await scope(label).api.getVariable(alice.client, 'SAME')).data as VariableJson).data, label);
       const userRepo = await s.server.deps.services.repos.findById(scope('repo').key.repoId);
       assert.equal((await s.server.deps.services.variables.variablesForRepo(userRepo!)).get('SAME'), 'repo');
       const orgRepo = await createOrgRepo({ client: alice.client, path: { org: 'acme' }, body: { name: 'svc' } });
@@ -206,11 +265,23 @@ for (const dialect of testDialects()) {
     test('concurrent POSTs of one name: one 204, the others 409, one row', async () => {
       const { api, key } = scope('org');
       const statuses = await Promise.all(
-        Array.from({ length: 12 }, (_, i) => s.api('POST', `${api.base}/variables/${i % 2 ? 'racer' : 'RACER'}`, { token: alice.token, body: { value: `v${i}` } }).then((r) => r.status)),
+        Array.from({ length: 12 }, (_, i) =>
+          s
+            .api('POST', `${api.base}/variables/${i % 2 ? 'racer' : 'RACER'}`, {
+              token: alice.token,
+              body: { value: `v${i}` },
+            })
+            .then((r) => r.status),
+        ),
       );
       assert.equal(statuses.filter((x) => x === 204).length, 1, statuses.join(','));
       assert.equal(statuses.filter((x) => x === 409).length, 11, statuses.join(','));
-      const rows = await db().selectFrom('action_variable').select('id').where('name', '=', 'RACER').where('owner_id', '=', key.ownerId).execute();
+      const rows = await db()
+        .selectFrom('action_variable')
+        .select('id')
+        .where('name', '=', 'RACER')
+        .where('owner_id', '=', key.ownerId)
+        .execute();
       assert.equal(rows.length, 1);
     });
 
@@ -218,7 +289,10 @@ for (const dialect of testDialects()) {
       const repo = await createCurrentUserRepo({ client: alice.client, body: { name: 'tmp' } });
       assert.equal((await repoApi('alice', 'tmp').createVariable(alice.client, 'GONE', 'v')).status, 204);
       assert.equal((await repoDelete({ client: alice.client, path: { owner: 'alice', repo: 'tmp' } })).status, 204);
-      assert.equal((await db().selectFrom('action_variable').select('id').where('repo_id', '=', repo.data!.id!).execute()).length, 0);
+      assert.equal(
+        (await db().selectFrom('action_variable').select('id').where('repo_id', '=', repo.data!.id!).execute()).length,
+        0,
+      );
     });
   });
 }

@@ -73,8 +73,12 @@ for (const dialect of testDialects()) {
     let authorTime: string;
 
     /** `token` null: anonymous. */
-    const api = async (method: string, path: string, token: string | null = alice.token) => s.api(method, `/repos/alice/app/actions${path}`, token === null ? {} : { token });
-    const runsOf = async (workflow: string, query = ''): Promise<{ workflow_runs: WorkflowRunJson[]; total_count: number }> => {
+    const api = async (method: string, path: string, token: string | null = alice.token) =>
+      s.api(method, `/repos/alice/app/actions${path}`, token === null ? {} : { token });
+    const runsOf = async (
+      workflow: string,
+      query = '',
+    ): Promise<{ workflow_runs: WorkflowRunJson[]; total_count: number }> => {
       const res = await api('GET', `/workflows/${workflow}/runs${query}`);
       assert.equal(res.status, 200, res.text);
       return res.json as { workflow_runs: WorkflowRunJson[]; total_count: number };
@@ -91,9 +95,25 @@ for (const dialect of testDialects()) {
       alice = await s.createUser('alice');
       bob = await s.createUser('bob');
       assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app' } })).status, 201);
-      assert.equal((await repoAddCollaborator({ client: alice.client, path: { owner: 'alice', repo: 'app', collaborator: 'bob' }, body: { permission: 'read' } })).status, 204);
+      assert.equal(
+        (
+          await repoAddCollaborator({
+            client: alice.client,
+            path: { owner: 'alice', repo: 'app', collaborator: 'bob' },
+            body: { permission: 'read' },
+          })
+        ).status,
+        204,
+      );
       work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
-      await work.commit({ '.forgejo/workflows/ci.yml': CI, '.forgejo/workflows/lint.yaml': LINT, '.github/workflows/hidden.yml': HIDDEN }, 'Add workflows');
+      await work.commit(
+        {
+          '.forgejo/workflows/ci.yml': CI,
+          '.forgejo/workflows/lint.yaml': LINT,
+          '.github/workflows/hidden.yml': HIDDEN,
+        },
+        'Add workflows',
+      );
       await work.git(['commit', '-q', '--amend', '--no-edit', '--date=2026-01-02T03:04:05Z']);
       const pushed = await work.push('main');
       assert.equal(pushed.code, 0, pushed.stderr);
@@ -144,7 +164,10 @@ for (const dialect of testDialects()) {
       assert.equal((res.json as WorkflowJson).name, 'CI');
       for (const id of ['nope.yml', 'hidden.yml', '1']) {
         const missing = await api('GET', `/workflows/${id}`);
-        assert.deepEqual([missing.status, (missing.json as { message: string }).message], [404, `workflow "${id}" not found`]);
+        assert.deepEqual(
+          [missing.status, (missing.json as { message: string }).message],
+          [404, `workflow "${id}" not found`],
+        );
       }
     });
 
@@ -152,9 +175,15 @@ for (const dialect of testDialects()) {
       assert.equal((await api('GET', '/workflows', null)).status, 401);
       assert.equal((await api('GET', '/workflows', bob.token)).status, 200);
       const refused = await api('PUT', '/workflows/ci.yml/disable', bob.token);
-      assert.deepEqual([refused.status, (refused.json as { message: string }).message], [403, 'user should have a permission to write to a repo']);
+      assert.deepEqual(
+        [refused.status, (refused.json as { message: string }).message],
+        [403, 'user should have a permission to write to a repo'],
+      );
       const carol = await s.createUser('carol');
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'secret', private: true } })).status, 201);
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'secret', private: true } })).status,
+        201,
+      );
       assert.equal((await s.api('GET', '/repos/alice/secret/actions/workflows', { token: carol.token })).status, 404);
       assert.equal((await api('PUT', '/workflows/nope.yml/disable')).status, 404);
     });
@@ -170,7 +199,11 @@ for (const dialect of testDialects()) {
       assert.equal((await runsOf('ci.yml')).total_count, before, 'no run of the disabled workflow');
       assert.equal((await runsOf('lint.yaml')).total_count, lintBefore + 1, 'the other workflow still runs');
 
-      const dispatched = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'app', workflowfilename: 'ci.yml' }, body: { ref: 'main' } });
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: 'ci.yml' },
+        body: { ref: 'main' },
+      });
       assert.equal(dispatched.status, 403);
       assert.equal((dispatched.error as { message: string }).message, 'workflow is disabled');
 
@@ -184,7 +217,11 @@ for (const dialect of testDialects()) {
     });
 
     test('runs of one workflow: Gitea’s ActionWorkflowRun, newest first, with its filters and X-Total-Count', async () => {
-      const dispatched = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'app', workflowfilename: 'ci.yml' }, body: { ref: 'main' } });
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: 'ci.yml' },
+        body: { ref: 'main' },
+      });
       assert.equal(dispatched.status, 204);
       const res = await api('GET', '/workflows/ci.yml/runs');
       assert.equal(res.status, 200, res.text);
@@ -192,7 +229,14 @@ for (const dialect of testDialects()) {
       const list = res.json as { workflow_runs: WorkflowRunJson[]; total_count: number };
       assert.equal(list.total_count, 3);
       assert.deepEqual(
-        list.workflow_runs.map((run) => [run.path, run.event, run.head_branch, run.status, run.conclusion, run.actor.login]),
+        list.workflow_runs.map((run) => [
+          run.path,
+          run.event,
+          run.head_branch,
+          run.status,
+          run.conclusion,
+          run.actor.login,
+        ]),
         [
           ['ci.yml@refs/heads/main', 'workflow_dispatch', 'main', 'queued', '', 'alice'],
           ['ci.yml@refs/heads/main', 'push', 'main', 'queued', '', 'alice'],
@@ -215,7 +259,10 @@ for (const dialect of testDialects()) {
       const bad = await api('GET', '/workflows/ci.yml/runs?status=done');
       assert.deepEqual([bad.status, (bad.json as { message: string }).message], [400, 'Invalid status done']);
       const unknown = await api('GET', '/workflows/nope.yml/runs');
-      assert.deepEqual([unknown.status, (unknown.json as { message: string }).message], [404, 'workflow "nope.yml" not found']);
+      assert.deepEqual(
+        [unknown.status, (unknown.json as { message: string }).message],
+        [404, 'workflow "nope.yml" not found'],
+      );
     });
 
     test('a workflow deleted from the default branch keeps its runs list; without runs it is 404', async () => {
@@ -223,7 +270,10 @@ for (const dialect of testDialects()) {
       assert.equal((await work.push('main')).code, 0);
       assert.equal((await api('GET', '/workflows/lint.yaml')).status, 404);
       assert.ok((await runsOf('lint.yaml')).total_count >= 2);
-      assert.deepEqual(((await api('GET', '/workflows')).json as { workflows: WorkflowJson[] }).workflows.map((w) => w.id), ['ci.yml']);
+      assert.deepEqual(
+        ((await api('GET', '/workflows')).json as { workflows: WorkflowJson[] }).workflows.map((w) => w.id),
+        ['ci.yml'],
+      );
     });
   });
 }

@@ -1,7 +1,13 @@
 // Authentication methods, account checks, scopes and the token API.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { adminCreateUser, userCreateToken, userDeleteAccessToken, userGetCurrent, userGetTokens } from '@llamaduck/forgejo-ts';
+import {
+  adminCreateUser,
+  userCreateToken,
+  userDeleteAccessToken,
+  userGetCurrent,
+  userGetTokens,
+} from '@llamaduck/forgejo-ts';
 import { basicAuth, startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 
@@ -37,11 +43,19 @@ for (const dialect of testDialects()) {
     });
 
     test('a credential that does not verify is 401 on every route, anonymous ones included', async () => {
-      for (const authorization of [`token ${'0'.repeat(40)}`, 'token not-a-token', basicAuth('alice', 'wrong-password'), basicAuth('nobody', 'whatever1')]) {
+      for (const authorization of [
+        `token ${'0'.repeat(40)}`,
+        'token not-a-token',
+        basicAuth('alice', 'wrong-password'),
+        basicAuth('nobody', 'whatever1'),
+      ]) {
         for (const path of ['/user', '/version']) {
           const res = await s.api('GET', path, { authorization });
           assert.equal(res.status, 401, `${authorization} ${path}`);
-          assert.deepEqual(res.json, { message: 'invalid username, password or token', url: `${s.rootUrl}api/swagger` });
+          assert.deepEqual(res.json, {
+            message: 'invalid username, password or token',
+            url: `${s.rootUrl}api/swagger`,
+          });
         }
       }
     });
@@ -58,22 +72,33 @@ for (const dialect of testDialects()) {
       const readRepo = await s.tokenFor(alice, ['read:repository']);
       const res = await s.api('GET', '/user', { token: readRepo });
       assert.equal(res.status, 403);
-      assert.equal((res.json as { message: string }).message, 'token does not have at least one of required scope(s): [read:user]');
+      assert.equal(
+        (res.json as { message: string }).message,
+        'token does not have at least one of required scope(s): [read:user]',
+      );
       const readUser = await s.tokenFor(alice, ['read:user']);
       assert.equal((await s.api('GET', '/user', { token: readUser })).status, 200);
       const create = await s.api('POST', '/user/repos', { token: readUser, body: { name: 'nope' } });
       assert.equal(create.status, 403);
-      assert.equal((create.json as { message: string }).message, 'token does not have at least one of required scope(s): [write:user write:repository]');
+      assert.equal(
+        (create.json as { message: string }).message,
+        'token does not have at least one of required scope(s): [write:user write:repository]',
+      );
       const writeUser = await s.tokenFor(alice, ['write:user']);
       assert.equal((await s.api('GET', '/user', { token: writeUser })).status, 200, 'write implies read');
     });
 
     test('an admin-created user must change the password first (403 without url)', async () => {
-      const created = await adminCreateUser({ client: s.admin.client, body: { username: 'newbie', email: 'newbie@example.com', password: 'long-enough-1' } });
+      const created = await adminCreateUser({
+        client: s.admin.client,
+        body: { username: 'newbie', email: 'newbie@example.com', password: 'long-enough-1' },
+      });
       assert.equal(created.status, 201);
       const res = await s.api('GET', '/user', { authorization: basicAuth('newbie', 'long-enough-1') });
       assert.equal(res.status, 403);
-      assert.deepEqual(res.json, { message: `You must change your password. Change it at: ${s.rootUrl}user/change_password` });
+      assert.deepEqual(res.json, {
+        message: `You must change your password. Change it at: ${s.rootUrl}user/change_password`,
+      });
     });
 
     test('sudo: admins act as another user, others are refused', async () => {
@@ -87,7 +112,11 @@ for (const dialect of testDialects()) {
 
     test('token API: created with basic auth, shown once, scopes normalised, listed, deleted by id and name', async () => {
       const basic = s.clientWith(basicAuth('bob', bob.password));
-      const created = await userCreateToken({ client: basic, path: { username: 'bob' }, body: { name: 'ci', scopes: ['read:repository', 'write:repository', 'read:user'] } });
+      const created = await userCreateToken({
+        client: basic,
+        path: { username: 'bob' },
+        body: { name: 'ci', scopes: ['read:repository', 'write:repository', 'read:user'] },
+      });
       assert.equal(created.status, 201);
       const token = created.data!;
       assert.match(token.sha1 ?? '', /^[0-9a-f]{40}$/);
@@ -103,16 +132,32 @@ for (const dialect of testDialects()) {
       const ci = listed.data?.find((t) => t.name === 'ci');
       assert.equal(ci?.sha1, '', 'the token is never shown again');
 
-      const again = await userCreateToken({ client: basic, path: { username: 'bob' }, body: { name: 'ci', scopes: ['all'] } });
+      const again = await userCreateToken({
+        client: basic,
+        path: { username: 'bob' },
+        body: { name: 'ci', scopes: ['all'] },
+      });
       assert.equal(again.status, 400);
       assert.equal((again.error as { message: string }).message, 'access token name has been used already');
-      const badScope = await s.api('POST', '/users/bob/tokens', { authorization: basicAuth('bob', bob.password), body: { name: 'x', scopes: ['write:everything'] } });
+      const badScope = await s.api('POST', '/users/bob/tokens', {
+        authorization: basicAuth('bob', bob.password),
+        body: { name: 'x', scopes: ['write:everything'] },
+      });
       assert.equal(badScope.status, 400);
-      assert.equal((badScope.json as { message: string }).message, 'invalid access token scope provided: invalid access token scope: write:everything');
-      const noScope = await s.api('POST', '/users/bob/tokens', { authorization: basicAuth('bob', bob.password), body: { name: 'y' } });
+      assert.equal(
+        (badScope.json as { message: string }).message,
+        'invalid access token scope provided: invalid access token scope: write:everything',
+      );
+      const noScope = await s.api('POST', '/users/bob/tokens', {
+        authorization: basicAuth('bob', bob.password),
+        body: { name: 'y' },
+      });
       assert.equal(noScope.status, 400);
       assert.equal((noScope.json as { message: string }).message, 'access token must have a scope');
-      const noName = await s.api('POST', '/users/bob/tokens', { authorization: basicAuth('bob', bob.password), body: { scopes: ['all'] } });
+      const noName = await s.api('POST', '/users/bob/tokens', {
+        authorization: basicAuth('bob', bob.password),
+        body: { scopes: ['all'] },
+      });
       assert.equal(noName.status, 422);
       assert.equal((noName.json as { message: string }).message, '[Name]: Required');
 
@@ -120,22 +165,36 @@ for (const dialect of testDialects()) {
       assert.equal(byId.status, 204);
       assert.equal((await s.api('GET', '/user', { token: token.sha1 })).status, 401, 'a deleted token stops working');
       await userCreateToken({ client: basic, path: { username: 'bob' }, body: { name: 'named', scopes: ['all'] } });
-      assert.equal((await s.api('DELETE', '/users/bob/tokens/named', { authorization: basicAuth('bob', bob.password) })).status, 204);
-      assert.equal((await s.api('DELETE', '/users/bob/tokens/named', { authorization: basicAuth('bob', bob.password) })).status, 404);
+      assert.equal(
+        (await s.api('DELETE', '/users/bob/tokens/named', { authorization: basicAuth('bob', bob.password) })).status,
+        204,
+      );
+      assert.equal(
+        (await s.api('DELETE', '/users/bob/tokens/named', { authorization: basicAuth('bob', bob.password) })).status,
+        404,
+      );
     });
 
     test('token API guards: password (basic auth) required, self or admin only, unknown user 404', async () => {
-      const withToken = await s.api('POST', '/users/bob/tokens', { token: bob.token, body: { name: 'z', scopes: ['all'] } });
+      const withToken = await s.api('POST', '/users/bob/tokens', {
+        token: bob.token,
+        body: { name: 'z', scopes: ['all'] },
+      });
       assert.equal(withToken.status, 401);
       assert.equal((withToken.json as { message: string }).message, 'auth method not allowed');
       const anonymous = await s.api('GET', '/users/bob/tokens');
       assert.equal(anonymous.status, 403);
       const other = await s.api('GET', '/users/bob/tokens', { authorization: basicAuth('alice', alice.password) });
       assert.equal(other.status, 403);
-      assert.equal((other.json as { message: string }).message, 'doer should be the site admin or be same as the contextUser');
+      assert.equal(
+        (other.json as { message: string }).message,
+        'doer should be the site admin or be same as the contextUser',
+      );
       const admin = await s.api('GET', '/users/bob/tokens', { authorization: basicAuth('root', s.admin.password) });
       assert.equal(admin.status, 200);
-      const missing = await s.api('GET', '/users/ghost-user/tokens', { authorization: basicAuth('root', s.admin.password) });
+      const missing = await s.api('GET', '/users/ghost-user/tokens', {
+        authorization: basicAuth('root', s.admin.password),
+      });
       assert.equal(missing.status, 404);
       assert.equal((missing.json as { message: string }).message, 'user does not exist [uid: 0, name: ghost-user]');
     });

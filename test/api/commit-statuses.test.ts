@@ -5,7 +5,12 @@
 // jobs move; and the `status` webhook. forgejo-ts has every status call.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { repoCreateStatus, repoGetCombinedStatusByRef, repoListStatuses, repoListStatusesByRef } from '@llamaduck/forgejo-ts';
+import {
+  repoCreateStatus,
+  repoGetCombinedStatusByRef,
+  repoListStatuses,
+  repoListStatusesByRef,
+} from '@llamaduck/forgejo-ts';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { answer } from '../support/actions.ts';
@@ -50,7 +55,8 @@ const CI = [
   '      - run: echo test',
   '',
 ].join('\n');
-const MANUAL = 'name: Manual\non: workflow_dispatch\njobs:\n  once:\n    runs-on: cs-manual\n    steps:\n      - run: echo once\n';
+const MANUAL =
+  'name: Manual\non: workflow_dispatch\njobs:\n  once:\n    runs-on: cs-manual\n    steps:\n      - run: echo once\n';
 
 const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
 
@@ -72,15 +78,23 @@ for (const dialect of testDialects()) {
       repoCreateStatus({ client: user.client, path: { owner: 'owner', repo: 'pub', sha: ref }, body });
 
     const ciStatuses = async (): Promise<StatusJson[]> => {
-      const res = await repoListStatuses({ client: owner.client, path: { owner: 'owner', repo: 'ci', sha: pushed }, query: { sort: 'highestindex', limit: 50 } });
+      const res = await repoListStatuses({
+        client: owner.client,
+        path: { owner: 'owner', repo: 'ci', sha: pushed },
+        query: { sort: 'highestindex', limit: 50 },
+      });
       assert.equal(res.status, 200);
       return res.data as unknown as StatusJson[];
     };
 
-    const latest = (list: StatusJson[], context: string): StatusJson | undefined => list.filter((st) => st.context === context).at(-1);
+    const latest = (list: StatusJson[], context: string): StatusJson | undefined =>
+      list.filter((st) => st.context === context).at(-1);
 
     const combinedCi = async (): Promise<CombinedJson> => {
-      const res = await repoGetCombinedStatusByRef({ client: owner.client, path: { owner: 'owner', repo: 'ci', ref: 'main' } });
+      const res = await repoGetCombinedStatusByRef({
+        client: owner.client,
+        path: { owner: 'owner', repo: 'ci', ref: 'main' },
+      });
       assert.equal(res.status, 200);
       return res.data as unknown as CombinedJson;
     };
@@ -92,7 +106,9 @@ for (const dialect of testDialects()) {
     };
 
     const update = async (taskId: number, result: Result, done: boolean) =>
-      runner.runner.updateTask({ state: { id: BigInt(taskId), result, startedAt: now(), ...(done ? { stoppedAt: now() } : {}), steps: [] } });
+      runner.runner.updateTask({
+        state: { id: BigInt(taskId), result, startedAt: now(), ...(done ? { stoppedAt: now() } : {}), steps: [] },
+      });
 
     before(async () => {
       s = await startTestServer(dialect, { GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' });
@@ -110,7 +126,12 @@ for (const dialect of testDialects()) {
       for (const repo of ['pub', 'ci']) {
         const hook = await s.api('POST', `/repos/owner/${repo}/hooks`, {
           token: owner.token,
-          body: { type: 'forgejo', config: { url: `${receiver.url}/${repo}`, content_type: 'json' }, events: ['status'], active: true },
+          body: {
+            type: 'forgejo',
+            config: { url: `${receiver.url}/${repo}`, content_type: 'json' },
+            events: ['status'],
+            active: true,
+          },
         });
         assert.equal(hook.status, 201, hook.text);
       }
@@ -122,11 +143,19 @@ for (const dialect of testDialects()) {
       const token = await s.api('GET', '/repos/owner/ci/actions/runners/registration-token', { token: owner.token });
       assert.equal(token.status, 200, token.text);
       runner = createRunnerClient(s.url);
-      const reg = await runner.runner.register({ name: 'cs-runner', token: (token.json as { token: string }).token, version: 'v12.0.0', labels: ['cs-build', 'cs-test', 'cs-manual'] });
+      const reg = await runner.runner.register({
+        name: 'cs-runner',
+        token: (token.json as { token: string }).token,
+        version: 'v12.0.0',
+        labels: ['cs-build', 'cs-test', 'cs-manual'],
+      });
       assert.ok(reg.runner);
       runner.credentials = { id: Number(reg.runner.id), uuid: reg.runner.uuid, token: reg.runner.token };
       ciWork = await createWorkDir(remoteUrl(s.url, 'owner', 'ci', credentials));
-      pushed = await ciWork.commit({ '.forgejo/workflows/ci.yml': CI, '.forgejo/workflows/manual.yml': MANUAL }, 'Workflows');
+      pushed = await ciWork.commit(
+        { '.forgejo/workflows/ci.yml': CI, '.forgejo/workflows/manual.yml': MANUAL },
+        'Workflows',
+      );
       assert.equal((await ciWork.push('main')).code, 0);
     });
 
@@ -138,7 +167,12 @@ for (const dialect of testDialects()) {
     });
 
     test('POST answers 201 with Forgejo keys: id is the per-commit index, the state is `status`, a short sha is expanded, values trimmed', async () => {
-      const first = await create(owner, sha.slice(0, 7), { state: 'pending', context: ' ci/lint ', description: ' linting ', target_url: 'https://ci.example/1' });
+      const first = await create(owner, sha.slice(0, 7), {
+        state: 'pending',
+        context: ' ci/lint ',
+        description: ' linting ',
+        target_url: 'https://ci.example/1',
+      });
       assert.equal(first.status, 201);
       const body = first.data as unknown as StatusJson;
       assert.equal(body.id, 1);
@@ -156,7 +190,9 @@ for (const dialect of testDialects()) {
 
     test('lists sort (newest first, oldest, leastindex = index desc, highestindex = index asc), filter by state, page with X-Total-Count and Link', async () => {
       const ids = async (query: Record<string, unknown>) => {
-        const res = await answer(repoListStatuses({ client: owner.client, path: { owner: 'owner', repo: 'pub', sha }, query }));
+        const res = await answer(
+          repoListStatuses({ client: owner.client, path: { owner: 'owner', repo: 'pub', sha }, query }),
+        );
         assert.equal(res.status, 200);
         return { ids: (res.data as StatusJson[]).map((st) => st.id), headers: res.headers };
       };
@@ -177,34 +213,61 @@ for (const dialect of testDialects()) {
         assert.equal(res.status, 200);
         assert.equal((res.data as unknown as StatusJson[]).length, 3, ref);
       }
-      const combined = await repoGetCombinedStatusByRef({ client: s.anonymous, path: { owner: 'owner', repo: 'pub', ref: 'v1' } });
+      const combined = await repoGetCombinedStatusByRef({
+        client: s.anonymous,
+        path: { owner: 'owner', repo: 'pub', ref: 'v1' },
+      });
       assert.equal(combined.status, 200);
       const c = combined.data as unknown as CombinedJson;
       // Latest per context: ci/lint success and ci/test failure → failure.
       assert.equal(c.state, 'failure');
       assert.equal(c.sha, sha);
       assert.equal(c.total_count, 2);
-      assert.deepEqual(c.statuses?.map((st) => [st.context, st.status]), [
-        ['ci/test', 'failure'],
-        ['ci/lint', 'success'],
-      ]);
+      assert.deepEqual(
+        c.statuses?.map((st) => [st.context, st.status]),
+        [
+          ['ci/test', 'failure'],
+          ['ci/lint', 'success'],
+        ],
+      );
       assert.equal(c.repository?.full_name, 'owner/pub');
 
-      const unknown = await repoListStatusesByRef({ client: owner.client, path: { owner: 'owner', repo: 'pub', ref: 'no-such-branch' } });
+      const unknown = await repoListStatusesByRef({
+        client: owner.client,
+        path: { owner: 'owner', repo: 'pub', ref: 'no-such-branch' },
+      });
       assert.equal(unknown.status, 200);
       assert.deepEqual(unknown.data, []);
       const empty = await s.api('GET', '/repos/owner/pub/commits/no-such-branch/status', { token: owner.token });
       assert.equal(empty.status, 200);
-      assert.deepEqual(empty.json, { state: '', sha: '', total_count: 0, statuses: null, repository: null, commit_url: '', url: '' });
+      assert.deepEqual(empty.json, {
+        state: '',
+        sha: '',
+        total_count: 0,
+        statuses: null,
+        repository: null,
+        commit_url: '',
+        url: '',
+      });
     });
 
     test('guards: anonymous reads a public repository; a private one is 404 to strangers; POST needs a token and write access; an unknown commit is 404', async () => {
-      assert.equal((await repoListStatuses({ client: s.anonymous, path: { owner: 'owner', repo: 'pub', sha } })).status, 200);
+      assert.equal(
+        (await repoListStatuses({ client: s.anonymous, path: { owner: 'owner', repo: 'pub', sha } })).status,
+        200,
+      );
       for (const client of [s.anonymous, stranger.client]) {
         assert.equal((await repoListStatuses({ client, path: { owner: 'owner', repo: 'secret', sha } })).status, 404);
-        assert.equal((await repoGetCombinedStatusByRef({ client, path: { owner: 'owner', repo: 'secret', ref: 'main' } })).status, 404);
+        assert.equal(
+          (await repoGetCombinedStatusByRef({ client, path: { owner: 'owner', repo: 'secret', ref: 'main' } })).status,
+          404,
+        );
       }
-      const anonymous = await repoCreateStatus({ client: s.anonymous, path: { owner: 'owner', repo: 'pub', sha }, body: { state: 'success' } });
+      const anonymous = await repoCreateStatus({
+        client: s.anonymous,
+        path: { owner: 'owner', repo: 'pub', sha },
+        body: { state: 'success' },
+      });
       assert.equal(anonymous.status, 401);
       assert.equal((await create(stranger, sha, { state: 'success' })).status, 403);
       assert.equal((await create(owner, 'f'.repeat(40), { state: 'success' })).status, 404);
@@ -218,13 +281,10 @@ for (const dialect of testDialects()) {
       const build = 'CI / build (push)';
       const testCtx = 'CI / test (push)';
       let list = await ciStatuses();
-      assert.deepEqual(
-        list.map((st) => [st.context, st.status, st.description]).sort(),
-        [
-          [build, 'pending', 'Waiting to run'],
-          [testCtx, 'pending', 'Waiting to run'],
-        ],
-      );
+      assert.deepEqual(list.map((st) => [st.context, st.status, st.description]).sort(), [
+        [build, 'pending', 'Waiting to run'],
+        [testCtx, 'pending', 'Waiting to run'],
+      ]);
       const first = latest(list, build);
       assert.match(first?.target_url ?? '', new RegExp(`^${s.rootUrl}owner/ci/actions/runs/1/jobs/[01]$`));
       assert.equal(first?.creator?.login, 'forgejo-actions');
@@ -254,21 +314,37 @@ for (const dialect of testDialects()) {
       assert.equal(combined.state, 'failure');
       assert.equal(combined.total_count, 2);
       // The two job pages of run 1.
-      assert.deepEqual(list.map((st) => st.target_url.replace(/.*\/jobs\//, '')).sort().filter((v, i, a) => a.indexOf(v) === i), ['0', '1']);
+      assert.deepEqual(
+        list
+          .map((st) => st.target_url.replace(/.*\/jobs\//, ''))
+          .sort()
+          .filter((v, i, a) => a.indexOf(v) === i),
+        ['0', '1'],
+      );
     });
 
     test('a dispatch run writes no status; its job token may write one on its own repository only', async () => {
       const before = (await ciStatuses()).length;
-      const res = await s.api('POST', '/repos/owner/ci/actions/workflows/manual.yml/dispatches', { token: owner.token, body: { ref: 'main' } });
+      const res = await s.api('POST', '/repos/owner/ci/actions/workflows/manual.yml/dispatches', {
+        token: owner.token,
+        body: { ref: 'main' },
+      });
       assert.equal(res.status, 204, res.text);
       const task = await fetchOne();
       // The job's token (GITHUB_TOKEN) may write statuses on its own repository while it runs, not on another.
       const jobToken = String(task.context.token ?? task.secrets.GITHUB_TOKEN ?? '');
       assert.notEqual(jobToken, '');
-      const own = await s.api('POST', `/repos/owner/ci/statuses/${pushed}`, { token: jobToken, body: { state: 'success', context: 'deploy' } });
+      const own = await s.api('POST', `/repos/owner/ci/statuses/${pushed}`, {
+        token: jobToken,
+        body: { state: 'success', context: 'deploy' },
+      });
       assert.equal(own.status, 201, own.text);
       assert.equal((own.json as StatusJson).creator?.login, 'forgejo-actions');
-      assert.equal((await s.api('POST', `/repos/owner/pub/statuses/${sha}`, { token: jobToken, body: { state: 'success' } })).status, 403);
+      assert.equal(
+        (await s.api('POST', `/repos/owner/pub/statuses/${sha}`, { token: jobToken, body: { state: 'success' } }))
+          .status,
+        403,
+      );
       await update(task.id, Result.SUCCESS, true);
       const after = await ciStatuses();
       // Only the job's own `deploy` status was added.
@@ -277,7 +353,8 @@ for (const dialect of testDialects()) {
     });
 
     test('each status of the push run is delivered as a `status` webhook to the repository hook', async () => {
-      const ofCi = (received: ReceivedDelivery[]) => received.filter((d) => d.path === '/ci' && d.headers['x-forgejo-event'] === 'status');
+      const ofCi = (received: ReceivedDelivery[]) =>
+        received.filter((d) => d.path === '/ci' && d.headers['x-forgejo-event'] === 'status');
       await receiver.waitFor((received) => ofCi(received).length >= 6);
       const deliveries = ofCi(receiver.received);
       const payload = deliveries.map((d) => d.json as Record<string, unknown>).find((p) => p.state === 'failure');
@@ -292,7 +369,8 @@ for (const dialect of testDialects()) {
     });
 
     test('a status created through the API is delivered as a `status` webhook with the commit read from git and the creator as sender', async () => {
-      const ofPub = (received: ReceivedDelivery[]) => received.filter((d) => d.path === '/pub' && d.headers['x-forgejo-event'] === 'status');
+      const ofPub = (received: ReceivedDelivery[]) =>
+        received.filter((d) => d.path === '/pub' && d.headers['x-forgejo-event'] === 'status');
       await receiver.waitFor((received) => ofPub(received).length >= 3);
       const payload = ofPub(receiver.received)
         .map((d) => d.json as Record<string, unknown>)
@@ -312,11 +390,22 @@ for (const dialect of testDialects()) {
       const runs = await s.api('GET', `/repos/owner/ci/actions/runs?head_sha=${next}`, { token: owner.token });
       const runId = (runs.json as { workflow_runs: Array<{ id: number }> }).workflow_runs[0]?.id;
       assert.ok(runId, runs.text);
-      assert.equal((await s.api('POST', `/repos/owner/ci/actions/runs/${runId}/cancel`, { token: owner.token })).status, 204);
-      const res = await repoListStatusesByRef({ client: owner.client, path: { owner: 'owner', repo: 'ci', ref: 'main' }, query: { sort: 'highestindex' } });
+      assert.equal(
+        (await s.api('POST', `/repos/owner/ci/actions/runs/${runId}/cancel`, { token: owner.token })).status,
+        204,
+      );
+      const res = await repoListStatusesByRef({
+        client: owner.client,
+        path: { owner: 'owner', repo: 'ci', ref: 'main' },
+        query: { sort: 'highestindex' },
+      });
       const list = res.data as unknown as StatusJson[];
       for (const context of ['CI / build (push)', 'CI / test (push)']) {
-        assert.deepEqual([latest(list, context)?.status, latest(list, context)?.description], ['failure', 'Has been cancelled'], context);
+        assert.deepEqual(
+          [latest(list, context)?.status, latest(list, context)?.description],
+          ['failure', 'Has been cancelled'],
+          context,
+        );
       }
       assert.match(latest(list, 'CI / build (push)')?.target_url ?? '', /\/actions\/runs\/3\/jobs\/[01]$/);
       assert.equal((await combinedCi()).state, 'failure');
@@ -325,10 +414,21 @@ for (const dialect of testDialects()) {
     test('concurrent POSTs on one commit get the numbers 1…n, each once', async () => {
       const fresh = await apiWork.commit({ 'notes.txt': 'n\n' }, 'Notes');
       assert.equal((await apiWork.push('main')).code, 0);
-      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => create(owner, fresh, { state: 'success', context: `ci/${i % 3}` })));
-      assert.deepEqual(answers.map((a) => a.status), Array(12).fill(201));
-      assert.deepEqual(answers.map((a) => (a.data as unknown as StatusJson).id).sort((x, y) => x - y), Array.from({ length: 12 }, (_, i) => i + 1));
-      const combined = await repoGetCombinedStatusByRef({ client: owner.client, path: { owner: 'owner', repo: 'pub', ref: fresh } });
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => create(owner, fresh, { state: 'success', context: `ci/${i % 3}` })),
+      );
+      assert.deepEqual(
+        answers.map((a) => a.status),
+        Array(12).fill(201),
+      );
+      assert.deepEqual(
+        answers.map((a) => (a.data as unknown as StatusJson).id).sort((x, y) => x - y),
+        Array.from({ length: 12 }, (_, i) => i + 1),
+      );
+      const combined = await repoGetCombinedStatusByRef({
+        client: owner.client,
+        path: { owner: 'owner', repo: 'pub', ref: fresh },
+      });
       assert.equal((combined.data as unknown as CombinedJson).total_count, 3);
     });
   });

@@ -2,7 +2,16 @@
 // raw requests, on every database.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { orgAddTeamMember, orgCreate, orgCreateHook, orgCreateTeam, orgDeleteHook, orgEditHook, orgGetHook, orgListHooks } from '@llamaduck/forgejo-ts';
+import {
+  orgAddTeamMember,
+  orgCreate,
+  orgCreateHook,
+  orgCreateTeam,
+  orgDeleteHook,
+  orgEditHook,
+  orgGetHook,
+  orgListHooks,
+} from '@llamaduck/forgejo-ts';
 import type { CreateHookOption, Hook } from '@llamaduck/forgejo-ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
@@ -15,9 +24,23 @@ const SECRET = 'hmac-s3cr3t-value-7f2a';
 const AUTH = 'Bearer s3cr3t-token-91bc';
 
 /** A header of a forgejo-ts (axios) answer, success or failure. */
-const headerOf = (res: unknown, name: string): unknown => (res as { headers?: Record<string, unknown> }).headers?.[name];
+const headerOf = (res: unknown, name: string): unknown =>
+  (res as { headers?: Record<string, unknown> }).headers?.[name];
 
-const HOOK_KEYS = ['id', 'type', 'branch_filter', 'url', 'config', 'events', 'authorization_header', 'content_type', 'metadata', 'active', 'updated_at', 'created_at'];
+const HOOK_KEYS = [
+  'id',
+  'type',
+  'branch_filter',
+  'url',
+  'config',
+  'events',
+  'authorization_header',
+  'content_type',
+  'metadata',
+  'active',
+  'updated_at',
+  'created_at',
+];
 
 describe('branch filter globs and event matching (no I/O)', () => {
   test('gobwas syntax without separators; errors carry gobwas texts', () => {
@@ -41,8 +64,18 @@ describe('branch filter globs and event matching (no I/O)', () => {
   });
 
   test('hookWantsEvent maps delivered types to subscriptions; hookWantsRef filters push/create/delete only', () => {
-    const hook = { events: internalEventsFromApi(['push', 'pull_request_review', 'pull_request_comment', 'workflow_run']), branchFilter: 'main' };
-    for (const e of ['push', 'pull_request_review_approved', 'pull_request_review_rejected', 'pull_request_review_comment', 'workflow_run']) assert.ok(hookWantsEvent(hook, e), e);
+    const hook = {
+      events: internalEventsFromApi(['push', 'pull_request_review', 'pull_request_comment', 'workflow_run']),
+      branchFilter: 'main',
+    };
+    for (const e of [
+      'push',
+      'pull_request_review_approved',
+      'pull_request_review_rejected',
+      'pull_request_review_comment',
+      'workflow_run',
+    ])
+      assert.ok(hookWantsEvent(hook, e), e);
     for (const e of ['create', 'workflow_job', 'action_run_success', 'status']) assert.ok(!hookWantsEvent(hook, e), e);
     assert.ok(hookWantsRef(hook, 'push', 'refs/heads/main'));
     assert.ok(!hookWantsRef(hook, 'push', 'refs/heads/dev'));
@@ -62,7 +95,11 @@ for (const dialect of testDialects()) {
     const notFound = () => ({ ...errorBody(s.rootUrl, "The target couldn't be found."), errors: [] });
     const clearHooks = () => db().deleteFrom('webhook').execute();
     const create = (body: unknown) => s.api('POST', '/orgs/acme/hooks', { token: alice.token, body });
-    const basic = (extra: Record<string, unknown> = {}) => ({ type: 'forgejo', config: { url: 'http://example.com/hook', content_type: 'json' }, ...extra });
+    const basic = (extra: Record<string, unknown> = {}) => ({
+      type: 'forgejo',
+      config: { url: 'http://example.com/hook', content_type: 'json' },
+      ...extra,
+    });
 
     before(async () => {
       s = await startTestServer(dialect);
@@ -70,8 +107,15 @@ for (const dialect of testDialects()) {
       bob = await s.createUser('bob');
       assert.equal((await orgCreate({ client: alice.client, body: { username: 'acme' } })).status, 201);
       assert.equal((await orgCreate({ client: bob.client, body: { username: 'other' } })).status, 201);
-      const team = await orgCreateTeam({ client: alice.client, path: { org: 'acme' }, body: { name: 'devs', permission: 'write', includes_all_repositories: true } });
-      assert.equal((await orgAddTeamMember({ client: alice.client, path: { id: team.data!.id!, username: 'bob' } })).status, 204);
+      const team = await orgCreateTeam({
+        client: alice.client,
+        path: { org: 'acme' },
+        body: { name: 'devs', permission: 'write', includes_all_repositories: true },
+      });
+      assert.equal(
+        (await orgAddTeamMember({ client: alice.client, path: { id: team.data!.id!, username: 'bob' } })).status,
+        204,
+      );
       orgId = (await s.server.deps.services.accounts.findByName('acme'))!.id;
     });
     after(async () => {
@@ -112,7 +156,10 @@ for (const dialect of testDialects()) {
       assert.equal(headerOf(listed, 'x-total-count'), '1');
 
       // The secret is in no answer and not in plain in the database; the header is encrypted at rest.
-      for (const res of [await s.api('GET', `/orgs/acme/hooks/${hook.id}`, { token: alice.token }), await s.api('GET', '/orgs/acme/hooks', { token: alice.token })]) {
+      for (const res of [
+        await s.api('GET', `/orgs/acme/hooks/${hook.id}`, { token: alice.token }),
+        await s.api('GET', '/orgs/acme/hooks', { token: alice.token }),
+      ]) {
         assert.ok(!res.text.includes(SECRET));
       }
       const row = await db().selectFrom('webhook').selectAll().where('id', '=', hook.id!).executeTakeFirstOrThrow();
@@ -126,7 +173,10 @@ for (const dialect of testDialects()) {
       for (const column of columns) {
         assert.equal(await column.count(db(), 'v1:none:'), 1, column.label);
         const [value] = await column.batch(db(), 'v1:none:', 0, 10);
-        assert.equal(s.server.deps.services.keys.decrypt(value!.stored, value!.associatedData), column.label.endsWith('secret_encrypted') ? SECRET : AUTH);
+        assert.equal(
+          s.server.deps.services.keys.decrypt(value!.stored, value!.associatedData),
+          column.label.endsWith('secret_encrypted') ? SECRET : AUTH,
+        );
         assert.equal((await column.prefixesInUse(db())).length, 1);
       }
 
@@ -134,7 +184,10 @@ for (const dialect of testDialects()) {
       assert.equal(deleted.status, 204);
       assert.equal(headerOf(deleted, 'content-type'), undefined);
       for (const method of ['GET', 'PATCH', 'DELETE']) {
-        const res = await s.api(method, `/orgs/acme/hooks/${hook.id}`, { token: alice.token, ...(method === 'PATCH' ? { body: {} } : {}) });
+        const res = await s.api(method, `/orgs/acme/hooks/${hook.id}`, {
+          token: alice.token,
+          ...(method === 'PATCH' ? { body: {} } : {}),
+        });
         assert.deepEqual([res.status, res.json], [404, notFound()], method);
       }
     });
@@ -167,10 +220,33 @@ for (const dialect of testDialects()) {
         assert.equal(res.status, 201, type);
         assert.deepEqual((res.json as Hook).metadata, metadata, type);
       }
-      const slack = await create(basic({ type: 'slack', config: { url: 'http://x.test/s', content_type: 'json', channel: '  #builds ', username: 'ci', color: 'good' } }));
+      const slack = await create(
+        basic({
+          type: 'slack',
+          config: {
+            url: 'http://x.test/s',
+            content_type: 'json',
+            channel: '  #builds ',
+            username: 'ci',
+            color: 'good',
+          },
+        }),
+      );
       assert.equal(slack.status, 201);
-      assert.deepEqual((slack.json as Hook).metadata, { channel: '#builds', username: 'ci', icon_url: '', color: 'good' });
-      assert.deepEqual((slack.json as Hook).config, { channel: '#builds', color: 'good', content_type: 'json', icon_url: '', url: 'http://x.test/s', username: 'ci' });
+      assert.deepEqual((slack.json as Hook).metadata, {
+        channel: '#builds',
+        username: 'ci',
+        icon_url: '',
+        color: 'good',
+      });
+      assert.deepEqual((slack.json as Hook).config, {
+        channel: '#builds',
+        color: 'good',
+        content_type: 'json',
+        icon_url: '',
+        url: 'http://x.test/s',
+        username: 'ci',
+      });
     });
 
     test('validation table, in order, with statuses and messages', async () => {
@@ -179,7 +255,11 @@ for (const dialect of testDialects()) {
         [{ type: '', config: null, branch_filter: '[' }, 422, '[Type]: Required'],
         [{ type: 'nope', branch_filter: '[' }, 422, '[Config]: Required'],
         [{ type: 'nope', config: {}, branch_filter: '[' }, 422, '[BranchFilter]: unexpected end of input'],
-        [{ type: 'nope', config: {}, branch_filter: '[z-a]' }, 422, "[BranchFilter]: hi character 'a' should be greater than lo 'z'"],
+        [
+          { type: 'nope', config: {}, branch_filter: '[z-a]' },
+          422,
+          "[BranchFilter]: hi character 'a' should be greater than lo 'z'",
+        ],
         [{ type: 'nope', config: {} }, 422, 'Invalid hook type: nope'],
         [{ type: ' gitea', config: {} }, 422, 'Invalid hook type:  gitea'],
         [{ type: 'gitea', config: { content_type: 'xml' } }, 422, 'Missing config option: url'],
@@ -188,11 +268,27 @@ for (const dialect of testDialects()) {
         [{ type: 'gitea', config: { url: 'ftp://x', content_type: 'json' } }, 422, 'Invalid url'],
         [{ type: 'gitea', config: { url: 'http://x:port/', content_type: 'json' } }, 422, 'Invalid url'],
         [{ type: 'gitea', config: { url: '', content_type: 'json' } }, 422, 'Invalid url'],
-        [{ type: 'gitea', config: { url: 'http://x', content_type: 'json', is_system_webhook: 'yes' } }, 422, 'Invalid is_system_webhook value'],
-        [{ type: 'slack', config: { url: 'http://x', content_type: 'json', is_system_webhook: 'maybe' } }, 422, 'Invalid is_system_webhook value'],
+        [
+          { type: 'gitea', config: { url: 'http://x', content_type: 'json', is_system_webhook: 'yes' } },
+          422,
+          'Invalid is_system_webhook value',
+        ],
+        [
+          { type: 'slack', config: { url: 'http://x', content_type: 'json', is_system_webhook: 'maybe' } },
+          422,
+          'Invalid is_system_webhook value',
+        ],
         [{ type: 'slack', config: { url: 'http://x', content_type: 'json' } }, 422, 'Missing config option: channel'],
-        [{ type: 'slack', config: { url: 'http://x', content_type: 'json', channel: 'Bad Channel' } }, 400, 'Invalid slack channel name'],
-        [{ type: 'slack', config: { url: 'http://x', content_type: 'json', channel: '#' } }, 400, 'Invalid slack channel name'],
+        [
+          { type: 'slack', config: { url: 'http://x', content_type: 'json', channel: 'Bad Channel' } },
+          400,
+          'Invalid slack channel name',
+        ],
+        [
+          { type: 'slack', config: { url: 'http://x', content_type: 'json', channel: '#' } },
+          400,
+          'Invalid slack channel name',
+        ],
       ];
       await clearHooks();
       for (const [body, status, message] of cases) {
@@ -200,9 +296,19 @@ for (const dialect of testDialects()) {
         assert.deepEqual([res.status, res.json], [status, errorBody(s.rootUrl, message)], JSON.stringify(body));
       }
       assert.equal((await create(undefined)).status, 422, 'no body');
-      const count = await db().selectFrom('webhook').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const count = await db()
+        .selectFrom('webhook')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       assert.equal(Number(count.n), 0, 'nothing stored');
-      assert.equal((await create(basic({ config: { url: 'HTTPS://x.test:8443/p?q=1', content_type: 'json', is_system_webhook: 'false' } }))).status, 201);
+      assert.equal(
+        (
+          await create(
+            basic({ config: { url: 'HTTPS://x.test:8443/p?q=1', content_type: 'json', is_system_webhook: 'false' } }),
+          )
+        ).status,
+        201,
+      );
     });
 
     test('branch_filter on create and PATCH: every glob Forgejo accepts is accepted (`release-*`); `{unclosed`, over 1,000 characters or 64 wildcards is a 422', async () => {
@@ -227,11 +333,21 @@ for (const dialect of testDialects()) {
       }
       const id = ((await create(basic({ branch_filter: 'main' }))).json as Hook).id!;
       for (const [filter, message] of refused) {
-        const res = await s.api('PATCH', `/orgs/acme/hooks/${id}`, { token: alice.token, body: { branch_filter: filter } });
+        const res = await s.api('PATCH', `/orgs/acme/hooks/${id}`, {
+          token: alice.token,
+          body: { branch_filter: filter },
+        });
         assert.deepEqual([res.status, res.json], [422, errorBody(s.rootUrl, message)], filter.slice(0, 30));
       }
-      assert.equal((await orgGetHook({ client: alice.client, path: { org: 'acme', id } })).data?.branch_filter, 'main', 'refused PATCHes change nothing');
-      const edited = await s.api('PATCH', `/orgs/acme/hooks/${id}`, { token: alice.token, body: { branch_filter: 'release-*' } });
+      assert.equal(
+        (await orgGetHook({ client: alice.client, path: { org: 'acme', id } })).data?.branch_filter,
+        'main',
+        'refused PATCHes change nothing',
+      );
+      const edited = await s.api('PATCH', `/orgs/acme/hooks/${id}`, {
+        token: alice.token,
+        body: { branch_filter: 'release-*' },
+      });
       assert.equal(edited.status, 200, edited.text);
       assert.equal((edited.json as Hook).branch_filter, 'release-*');
     });
@@ -245,9 +361,19 @@ for (const dialect of testDialects()) {
       };
       assert.deepEqual(await eventsOf([]), ['push']);
       assert.deepEqual(await eventsOf(['bogus']), [], 'unknown names are ignored');
-      assert.deepEqual(await eventsOf(['status', 'package', 'push']), ['push', 'package', 'status'], 'commit statuses are an event, after package');
+      assert.deepEqual(
+        await eventsOf(['status', 'package', 'push']),
+        ['push', 'package', 'status'],
+        'commit statuses are an event, after package',
+      );
       assert.deepEqual(await eventsOf(['PUSH', 'Release']), ['push', 'release']);
-      assert.deepEqual(await eventsOf(['issues']), ['issues', 'issue_assign', 'issue_label', 'issue_milestone', 'issue_comment']);
+      assert.deepEqual(await eventsOf(['issues']), [
+        'issues',
+        'issue_assign',
+        'issue_label',
+        'issue_milestone',
+        'issue_comment',
+      ]);
       assert.deepEqual(await eventsOf(['issues_only', 'issue_label']), ['issues', 'issue_label']);
       assert.deepEqual(await eventsOf(['pull_request']), [
         'pull_request',
@@ -261,10 +387,37 @@ for (const dialect of testDialects()) {
         'pull_request_sync',
         'pull_request_review_request',
       ]);
-      assert.deepEqual(await eventsOf(['pull_request_review']), ['pull_request_review_approved', 'pull_request_review_rejected']);
+      assert.deepEqual(await eventsOf(['pull_request_review']), [
+        'pull_request_review_approved',
+        'pull_request_review_rejected',
+      ]);
       assert.deepEqual(
-        await eventsOf(['workflow_job', 'workflow_run', 'action_run_success', 'action_run_recover', 'action_run_failure', 'package', 'repository', 'wiki', 'fork', 'delete', 'create']),
-        ['create', 'delete', 'fork', 'wiki', 'repository', 'package', 'action_run_failure', 'action_run_recover', 'action_run_success', 'workflow_run', 'workflow_job'],
+        await eventsOf([
+          'workflow_job',
+          'workflow_run',
+          'action_run_success',
+          'action_run_recover',
+          'action_run_failure',
+          'package',
+          'repository',
+          'wiki',
+          'fork',
+          'delete',
+          'create',
+        ]),
+        [
+          'create',
+          'delete',
+          'fork',
+          'wiki',
+          'repository',
+          'package',
+          'action_run_failure',
+          'action_run_recover',
+          'action_run_success',
+          'workflow_run',
+          'workflow_job',
+        ],
       );
     });
 
@@ -280,10 +433,18 @@ for (const dialect of testDialects()) {
       });
       assert.equal(created.status, 201);
       const id = (created.json as Hook).id!;
-      const edited = await orgEditHook({ client: alice.client, path: { org: 'acme', id }, body: { config: { secret: 'other' } } });
+      const edited = await orgEditHook({
+        client: alice.client,
+        path: { org: 'acme', id },
+        body: { config: { secret: 'other' } },
+      });
       assert.equal(edited.status, 200);
       const h = edited.data as Hook;
-      assert.deepEqual(h.events, ['push', 'package', 'action_run_failure'], 'reset to push; package/action_run_* untouched');
+      assert.deepEqual(
+        h.events,
+        ['push', 'package', 'action_run_failure'],
+        'reset to push; package/action_run_* untouched',
+      );
       assert.equal(h.branch_filter, '');
       assert.equal(h.authorization_header, '');
       assert.equal(h.active, true, 'active omitted: unchanged');
@@ -293,18 +454,32 @@ for (const dialect of testDialects()) {
 
       const second = await s.api('PATCH', `/orgs/acme/hooks/${id}`, {
         token: alice.token,
-        body: { config: { url: 'https://y.test/b', content_type: 'form', channel: 'Not Validated' }, events: ['issues_only', 'action_run_success'], branch_filter: 'release/*', authorization_header: 'Basic abc', active: false },
+        body: {
+          config: { url: 'https://y.test/b', content_type: 'form', channel: 'Not Validated' },
+          events: ['issues_only', 'action_run_success'],
+          branch_filter: 'release/*',
+          authorization_header: 'Basic abc',
+          active: false,
+        },
       });
       assert.equal(second.status, 200);
       const h2 = second.json as Hook;
-      assert.deepEqual(h2.events, ['issues', 'package', 'action_run_failure'], 'action_run_success cannot be added by PATCH');
+      assert.deepEqual(
+        h2.events,
+        ['issues', 'package', 'action_run_failure'],
+        'action_run_success cannot be added by PATCH',
+      );
       assert.equal(h2.url, 'https://y.test/b');
       assert.equal(h2.content_type, 'form');
       assert.equal(h2.branch_filter, 'release/*');
       assert.equal(h2.authorization_header, 'Basic abc');
       assert.equal(h2.active, false);
       assert.deepEqual(h2.metadata, { channel: 'Not Validated', username: '', icon_url: '', color: '' });
-      assert.deepEqual((await orgGetHook({ client: alice.client, path: { org: 'acme', id } })).data, h2, 'answer re-read after save');
+      assert.deepEqual(
+        (await orgGetHook({ client: alice.client, path: { org: 'acme', id } })).data,
+        h2,
+        'answer re-read after save',
+      );
 
       const failures: [unknown, string][] = [
         [{ config: { url: 'ftp://x' } }, 'Invalid url'],
@@ -317,7 +492,11 @@ for (const dialect of testDialects()) {
       }
       const bad = await s.api('PATCH', '/orgs/acme/hooks/999999', { token: alice.token, body: { branch_filter: '[' } });
       assert.equal(bad.status, 422, 'binding comes before the lookup');
-      assert.deepEqual((await orgGetHook({ client: alice.client, path: { org: 'acme', id } })).data, h2, 'failed PATCHes change nothing');
+      assert.deepEqual(
+        (await orgGetHook({ client: alice.client, path: { org: 'acme', id } })).data,
+        h2,
+        'failed PATCHes change nothing',
+      );
     });
 
     test('404s: unknown id, non-numeric id, another org’s hook; list pagination id ascending with X-Total-Count', async () => {
@@ -327,14 +506,22 @@ for (const dialect of testDialects()) {
       const foreign = await s.api('POST', '/orgs/other/hooks', { token: bob.token, body: basic() });
       assert.equal(foreign.status, 201);
       const foreignId = (foreign.json as Hook).id!;
-      for (const path of [`/orgs/acme/hooks/${foreignId}`, '/orgs/acme/hooks/abc', '/orgs/acme/hooks/0', '/orgs/acme/hooks/99999']) {
+      for (const path of [
+        `/orgs/acme/hooks/${foreignId}`,
+        '/orgs/acme/hooks/abc',
+        '/orgs/acme/hooks/0',
+        '/orgs/acme/hooks/99999',
+      ]) {
         for (const method of ['GET', 'DELETE']) {
           const res = await s.api(method, path, { token: alice.token });
           assert.deepEqual([res.status, res.json], [404, notFound()], `${method} ${path}`);
         }
       }
       const missingOrg = await s.api('GET', '/orgs/nope/hooks', { token: alice.token });
-      assert.deepEqual([missingOrg.status, missingOrg.json], [404, { ...errorBody(s.rootUrl, 'GetOrgByName'), errors: ['org does not exist [id: 0, name: nope]'] }]);
+      assert.deepEqual(
+        [missingOrg.status, missingOrg.json],
+        [404, { ...errorBody(s.rootUrl, 'GetOrgByName'), errors: ['org does not exist [id: 0, name: nope]'] }],
+      );
 
       const page2 = await orgListHooks({ client: alice.client, path: { org: 'acme' }, query: { page: 2, limit: 2 } });
       assert.deepEqual(
@@ -366,14 +553,28 @@ for (const dialect of testDialects()) {
       ];
       for (const [method, path] of routes) {
         const anon = await s.api(method, path, { body: method === 'POST' || method === 'PATCH' ? {} : undefined });
-        assert.deepEqual([anon.status, anon.json], [401, errorBody(s.rootUrl, 'token is required')], `anonymous ${method} ${path}`);
-        const member = await s.api(method, path, { token: bob.token, body: method === 'POST' || method === 'PATCH' ? {} : undefined });
-        assert.deepEqual([member.status, member.json], [403, errorBody(s.rootUrl, 'Must be an organization owner')], `member ${method} ${path}`);
+        assert.deepEqual(
+          [anon.status, anon.json],
+          [401, errorBody(s.rootUrl, 'token is required')],
+          `anonymous ${method} ${path}`,
+        );
+        const member = await s.api(method, path, {
+          token: bob.token,
+          body: method === 'POST' || method === 'PATCH' ? {} : undefined,
+        });
+        assert.deepEqual(
+          [member.status, member.json],
+          [403, errorBody(s.rootUrl, 'Must be an organization owner')],
+          `member ${method} ${path}`,
+        );
       }
       const readOnly = await s.tokenFor(alice, ['read:organization']);
       assert.equal((await s.api('GET', '/orgs/acme/hooks', { token: readOnly })).status, 200);
       const denied = await s.api('POST', '/orgs/acme/hooks', { token: readOnly, body: basic() });
-      assert.deepEqual([denied.status, denied.json], [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:organization]')]);
+      assert.deepEqual(
+        [denied.status, denied.json],
+        [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:organization]')],
+      );
       const repoOnly = await s.tokenFor(alice, ['read:repository']);
       assert.equal((await s.api('GET', '/orgs/acme/hooks', { token: repoOnly })).status, 403);
       assert.equal((await s.api('GET', '/orgs/acme/hooks', { token: s.admin.token })).status, 200, 'site admin');

@@ -69,14 +69,21 @@ function shorten(value: string, max = 240): string {
 }
 
 function describeRequest(request: FuzzRequest): string {
-  const headers = Object.entries(request.headers).map(([k, v]) => `${k}: ${shorten(Array.isArray(v) ? v.join(' | ') : v, 120)}`);
+  const headers = Object.entries(request.headers).map(
+    ([k, v]) => `${k}: ${shorten(Array.isArray(v) ? v.join(' | ') : v, 120)}`,
+  );
   const body = request.body === null ? '(no body)' : shorten(JSON.stringify(request.body.toString('latin1')), 300);
-  return [`${request.method} ${shorten(request.path, 400)}   [route ${request.route}, as ${request.auth}]`, ...headers.map((h) => `  ${h}`), `  body: ${body}`].join('\n');
+  return [
+    `${request.method} ${shorten(request.path, 400)}   [route ${request.route}, as ${request.auth}]`,
+    ...headers.map((h) => `  ${h}`),
+    `  body: ${body}`,
+  ].join('\n');
 }
 
 const isScratchTarget = (request: FuzzRequest): boolean =>
   (request.method === 'DELETE' || request.method === 'PATCH') &&
-  (SCRATCH_REPOS.some((name) => request.path.startsWith(`/api/v1/repos/alice/${name}`)) || request.path.startsWith(`/api/v1/orgs/${SCRATCH_ORG}`));
+  (SCRATCH_REPOS.some((name) => request.path.startsWith(`/api/v1/repos/alice/${name}`)) ||
+    request.path.startsWith(`/api/v1/orgs/${SCRATCH_ORG}`));
 
 for (const dialect of testDialects()) {
   describe(`fuzz: bad input on every route [${dialect}]`, () => {
@@ -104,7 +111,10 @@ for (const dialect of testDialects()) {
 
     test('the route table covers the API, git over HTTP and the runner protocol', () => {
       const templates = new Set(routes.map((r) => r.template));
-      assert.ok(routes.length >= MIN_ROUTES, `only ${routes.length} method/route pairs found: the route table was not read right`);
+      assert.ok(
+        routes.length >= MIN_ROUTES,
+        `only ${routes.length} method/route pairs found: the route table was not read right`,
+      );
       for (const expected of [
         '/api/healthz',
         '/api/v1/version',
@@ -123,11 +133,20 @@ for (const dialect of testDialects()) {
     });
 
     test('random and malformed requests never get a 5xx or hang', { timeout: (SECONDS + 600) * 1000 }, async (t) => {
-      const stats: Stats = { requests: 0, byStatus: new Map(), routesReached: new Set(), slowestMs: 0, msByRoute: new Map() };
+      const stats: Stats = {
+        requests: 0,
+        byStatus: new Map(),
+        routesReached: new Set(),
+        slowestMs: 0,
+        msByRoute: new Map(),
+      };
       let lastFailures: Failure[] = [];
       const surveyed = new Map<string, Failure>();
       // Routes that read a body have more to get wrong: they are drawn twice as often.
-      const weighted = routes.map((route) => ({ weight: route.body !== null || route.kind === 'rpc' || route.kind === 'git' ? 2 : 1, arbitrary: requestArbitrary(route, fixture.world) }));
+      const weighted = routes.map((route) => ({
+        weight: route.body !== null || route.kind === 'rpc' || route.kind === 'git' ? 2 : 1,
+        arbitrary: requestArbitrary(route, fixture.world),
+      }));
       const batch = fc.array(fc.oneof(...weighted), { minLength: 1, maxLength: BATCH });
       const property = fc.asyncProperty(batch, async (requests) => {
         const answers = await Promise.all(requests.map((request) => send(agent, s.url, request)));
@@ -144,10 +163,16 @@ for (const dialect of testDialects()) {
           const problem = judge(request, answer);
           if (problem !== null) failures.push({ request, problem });
         });
-        if (requests.some((r, i) => isScratchTarget(r) && typeof answers[i] !== 'string' && (answers[i] as FuzzAnswer).status < 300)) await fixture.replenish();
+        if (
+          requests.some(
+            (r, i) => isScratchTarget(r) && typeof answers[i] !== 'string' && (answers[i] as FuzzAnswer).status < 300,
+          )
+        )
+          await fixture.replenish();
         if (failures.length === 0) return true;
         if (SURVEY) {
-          for (const f of failures) surveyed.set(`${f.request.route} ${f.problem.replace(/\d+/g, '#').slice(0, 60)}`, f);
+          for (const f of failures)
+            surveyed.set(`${f.request.route} ${f.problem.replace(/\d+/g, '#').slice(0, 60)}`, f);
           return true;
         }
         lastFailures = failures;
@@ -162,7 +187,10 @@ for (const dialect of testDialects()) {
         ...(REPLAY_PATH !== undefined ? { path: REPLAY_PATH } : {}),
       });
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
-      const statuses = [...stats.byStatus.entries()].sort(([a], [b]) => a - b).map(([k, v]) => `${k}×${v}`).join(' ');
+      const statuses = [...stats.byStatus.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([k, v]) => `${k}×${v}`)
+        .join(' ');
       t.diagnostic(
         `${stats.requests} requests in ${seconds} s (${details.numRuns} of ${RUNS} batches${details.interrupted ? `, stopped by the ${SECONDS} s cap` : ''}, seed ${SEED}); ` +
           `2xx/3xx on ${stats.routesReached.size} of ${routes.length} routes; slowest ${stats.slowestMs} ms`,
@@ -171,8 +199,11 @@ for (const dialect of testDialects()) {
       const unreached = routes.map((r) => `${r.method} ${r.template}`).filter((r) => !stats.routesReached.has(r));
       t.diagnostic(`never answered below 400: ${unreached.join(', ')}`);
       const costliest = [...stats.msByRoute.entries()].sort(([, a], [, b]) => b - a).slice(0, 6);
-      t.diagnostic(`most time spent on: ${costliest.map(([route, ms]) => `${route} ${(ms / 1000).toFixed(1)} s`).join(', ')}`);
-      if (surveyed.size > 0) assert.fail([...surveyed.values()].map((f) => `${describeRequest(f.request)}\n  → ${f.problem}`).join('\n\n'));
+      t.diagnostic(
+        `most time spent on: ${costliest.map(([route, ms]) => `${route} ${(ms / 1000).toFixed(1)} s`).join(', ')}`,
+      );
+      if (surveyed.size > 0)
+        assert.fail([...surveyed.values()].map((f) => `${describeRequest(f.request)}\n  → ${f.problem}`).join('\n\n'));
       if (details.failed) {
         const report = [
           `fuzz failure [${dialect}] — replay with GANTRY_FUZZ_SEED=${SEED} GANTRY_FUZZ_PATH='${details.counterexamplePath ?? ''}' (shrunk ${details.numShrinks} times):`,
@@ -181,7 +212,8 @@ for (const dialect of testDialects()) {
         ].join('\n\n');
         assert.fail(report);
       }
-      if (REPLAY_PATH === undefined) assert.ok(stats.requests >= Math.min(MIN_REQUESTS, RUNS), `only ${stats.requests} requests were sent`);
+      if (REPLAY_PATH === undefined)
+        assert.ok(stats.requests >= Math.min(MIN_REQUESTS, RUNS), `only ${stats.requests} requests were sent`);
     });
 
     test('afterwards the server is healthy and still serves normal requests', async () => {
@@ -195,17 +227,30 @@ for (const dialect of testDialects()) {
       assert.equal(created.status, 201, created.text);
       const read = await s.api('GET', '/repos/alice/after-the-fuzz', { token });
       assert.equal(read.status, 200, read.text);
-      const refs = await fetch(`${s.url}/alice/after-the-fuzz.git/info/refs?service=git-upload-pack`, { headers: { authorization: `token ${token}` } });
+      const refs = await fetch(`${s.url}/alice/after-the-fuzz.git/info/refs?service=git-upload-pack`, {
+        headers: { authorization: `token ${token}` },
+      });
       assert.equal(refs.status, 200);
       assert.match(await refs.text(), /refs\/heads\//);
     });
 
     test('the server logged no error while being fuzzed', async () => {
       const lines = (await fs.readFile(logFile, 'utf8')).split('\n').filter(Boolean);
-      const errors = lines.map((line) => JSON.parse(line) as { level: number; msg?: string; err?: { message?: string; stack?: string } }).filter((entry) => entry.level >= 50);
+      const errors = lines
+        .map((line) => JSON.parse(line) as { level: number; msg?: string; err?: { message?: string; stack?: string } })
+        .filter((entry) => entry.level >= 50);
       // Each distinct cause once, with the frames that locate it.
-      const causes = new Map(errors.map((e) => [`${e.msg ?? ''}: ${e.err?.message ?? ''}`, (e.err?.stack ?? '').split('\n').slice(0, 6).join('\n')]));
-      assert.deepEqual([...causes.entries()].map(([cause, stack]) => `${cause}\n${stack}`), [], `${errors.length} error lines in the server log`);
+      const causes = new Map(
+        errors.map((e) => [
+          `${e.msg ?? ''}: ${e.err?.message ?? ''}`,
+          (e.err?.stack ?? '').split('\n').slice(0, 6).join('\n'),
+        ]),
+      );
+      assert.deepEqual(
+        [...causes.entries()].map(([cause, stack]) => `${cause}\n${stack}`),
+        [],
+        `${errors.length} error lines in the server log`,
+      );
     });
   });
 }

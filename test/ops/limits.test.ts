@@ -51,7 +51,11 @@ interface ClockedServer {
 }
 
 /** Like startTestServer, with an injected clock (startTestServer has no such option). */
-async function startClockedServer(dialect: TestDialect, env: Record<string, string>, clock: Clock): Promise<ClockedServer> {
+async function startClockedServer(
+  dialect: TestDialect,
+  env: Record<string, string>,
+  clock: Clock,
+): Promise<ClockedServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-limits-'));
   const scratch = dialect === 'postgres' ? await createScratchPgDatabase(process.env.GANTRY_TEST_PG_URL ?? '') : null;
   const port = await freePort();
@@ -74,7 +78,13 @@ async function startClockedServer(dialect: TestDialect, env: Record<string, stri
     async tokenOf(name) {
       const user =
         (await services.accounts.findByName(name)) ??
-        (await services.accounts.createUser({ username: name, email: `${name}@example.com`, password: `pw-${name}-12345`, isAdmin: false, mustChangePassword: false }));
+        (await services.accounts.createUser({
+          username: name,
+          email: `${name}@example.com`,
+          password: `pw-${name}-12345`,
+          isAdmin: false,
+          mustChangePassword: false,
+        }));
       return (await services.accessTokens.create(user, `t-${Math.random().toString(36).slice(2)}`, ['all'])).secret;
     },
     async stop() {
@@ -121,11 +131,17 @@ async function expectResourceExhausted(call: Promise<unknown>, setting: string):
 function assertRateLimited(answer: Answer, rootUrl: string, setting: string, limit: number): number {
   assert.equal(answer.status, 429, answer.text);
   const retryAfter = Number(answer.headers.get('retry-after'));
-  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= Math.ceil(60 / limit), `Retry-After ${answer.headers.get('retry-after')}`);
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= Math.ceil(60 / limit),
+    `Retry-After ${answer.headers.get('retry-after')}`,
+  );
   const body = JSON.parse(answer.text) as { message: string; url: string };
   assert.deepEqual(Object.keys(body).sort(), ['message', 'url']);
   assert.equal(body.url, `${rootUrl}api/swagger`);
-  assert.match(body.message, new RegExp(`at most ${limit} requests per minute .*\\(${setting}\\); retry in ${retryAfter} s`));
+  assert.match(
+    body.message,
+    new RegExp(`at most ${limit} requests per minute .*\\(${setting}\\); retry in ${retryAfter} s`),
+  );
   assert.equal(answer.headers.get('x-ratelimit-limit'), String(limit));
   assert.equal(answer.headers.get('x-ratelimit-remaining'), '0');
   return retryAfter;
@@ -141,7 +157,11 @@ for (const dialect of testDialects()) {
     let api: string;
 
     before(async () => {
-      s = await startClockedServer(dialect, { GANTRY_RATE_LIMIT_PER_IP: String(PER_IP), GANTRY_RATE_LIMIT_PER_TOKEN: String(PER_TOKEN) }, clock);
+      s = await startClockedServer(
+        dialect,
+        { GANTRY_RATE_LIMIT_PER_IP: String(PER_IP), GANTRY_RATE_LIMIT_PER_TOKEN: String(PER_TOKEN) },
+        clock,
+      );
       api = `${s.url}/api/v1`;
     });
     after(() => s.stop());
@@ -154,7 +174,10 @@ for (const dialect of testDialects()) {
         assert.equal(ok.headers.get('x-ratelimit-limit'), String(PER_IP));
         assert.equal(ok.headers.get('x-ratelimit-remaining'), String(PER_IP - 1 - i));
         const reset = Number(ok.headers.get('x-ratelimit-reset'));
-        assert.ok(reset * 1000 >= clock.nowMs() && reset * 1000 <= clock.nowMs() + 61_000, `X-RateLimit-Reset ${reset} is Unix seconds within the window`);
+        assert.ok(
+          reset * 1000 >= clock.nowMs() && reset * 1000 <= clock.nowMs() + 61_000,
+          `X-RateLimit-Reset ${reset} is Unix seconds within the window`,
+        );
       }
       const refused = await get(`${api}/version`);
       const retryAfter = assertRateLimited(refused, s.rootUrl, 'GANTRY_RATE_LIMIT_PER_IP', PER_IP);
@@ -173,7 +196,8 @@ for (const dialect of testDialects()) {
       assert.equal((await get(`${api}/version`)).status, 200);
       assert.equal((await get(`${api}/version`)).status, 429);
       clock.advance(60_000);
-      for (let i = 0; i < PER_IP; i += 1) assert.equal((await get(`${api}/version`)).status, 200, `after the window, request ${i + 1}`);
+      for (let i = 0; i < PER_IP; i += 1)
+        assert.equal((await get(`${api}/version`)).status, 200, `after the window, request ${i + 1}`);
     });
 
     test(`per token: ${PER_TOKEN} requests a minute for each token, however it is sent; each token and runner has its own budget`, async () => {
@@ -185,12 +209,22 @@ for (const dialect of testDialects()) {
         assert.equal(ok.status, 200, ok.text);
         assert.equal(ok.headers.get('x-ratelimit-limit'), String(PER_TOKEN), 'the closer limit is the one reported');
       }
-      assertRateLimited(await get(`${api}/user`, { authorization: `Bearer ${alice}` }), s.rootUrl, 'GANTRY_RATE_LIMIT_PER_TOKEN', PER_TOKEN);
+      assertRateLimited(
+        await get(`${api}/user`, { authorization: `Bearer ${alice}` }),
+        s.rootUrl,
+        'GANTRY_RATE_LIMIT_PER_TOKEN',
+        PER_TOKEN,
+      );
       // The same token as a basic-auth password, under any user name, is the same budget.
       assert.equal((await get(`${api}/user`, { authorization: basicAuth('anyone', alice) })).status, 429);
       assert.equal((await get(`${api}/user`, { authorization: basicAuth(alice, 'x-oauth-basic') })).status, 429);
 
-      for (let i = 0; i < PER_TOKEN; i += 1) assert.equal((await get(`${api}/user`, { authorization: `token ${bob}` })).status, 200, 'another token is not affected');
+      for (let i = 0; i < PER_TOKEN; i += 1)
+        assert.equal(
+          (await get(`${api}/user`, { authorization: `token ${bob}` })).status,
+          200,
+          'another token is not affected',
+        );
       assert.equal((await get(`${api}/user`, { authorization: `token ${bob}` })).status, 429);
       assert.equal((await get(`${api}/version`)).status, 200, 'anonymous requests only count per IP');
 
@@ -203,12 +237,17 @@ for (const dialect of testDialects()) {
         body: JSON.stringify({ name: 'ci' }),
       });
       assert.equal(created.status, 201);
-      const registration = await get(`${api}/repos/carol/ci/actions/runners/registration-token`, { authorization: `token ${owner}` });
+      const registration = await get(`${api}/repos/carol/ci/actions/runners/registration-token`, {
+        authorization: `token ${owner}`,
+      });
       const token = (JSON.parse(registration.text) as { token: string }).token;
       const first = await registerRunner(s.url, token, { labels: ['limits'] });
       const second = await registerRunner(s.url, token, { labels: ['limits'] });
       for (let i = 0; i < PER_TOKEN; i += 1) await first.runner.declare({ version: 'v12.0.0', labels: ['limits'] });
-      await expectResourceExhausted(first.runner.declare({ version: 'v12.0.0', labels: ['limits'] }), 'GANTRY_RATE_LIMIT_PER_TOKEN');
+      await expectResourceExhausted(
+        first.runner.declare({ version: 'v12.0.0', labels: ['limits'] }),
+        'GANTRY_RATE_LIMIT_PER_TOKEN',
+      );
       await second.runner.declare({ version: 'v12.0.0', labels: ['limits'] });
     });
   });
@@ -218,7 +257,11 @@ for (const dialect of testDialects()) {
     let s: ClockedServer;
 
     before(async () => {
-      s = await startClockedServer(dialect, { GANTRY_RATE_LIMIT_PER_IP: '2', GANTRY_TRUSTED_PROXIES: '127.0.0.1' }, clock);
+      s = await startClockedServer(
+        dialect,
+        { GANTRY_RATE_LIMIT_PER_IP: '2', GANTRY_TRUSTED_PROXIES: '127.0.0.1' },
+        clock,
+      );
     });
     after(() => s.stop());
 
@@ -255,21 +298,45 @@ for (const dialect of testDialects()) {
     after(() => s.stop());
 
     test('a body over GANTRY_BODY_LIMIT: 413 with the limit and the setting, nothing created', async () => {
-      const res = await s.api('POST', '/user/repos', { token: alice.token, body: { name: 'huge', description: 'x'.repeat(BODY_LIMIT) } });
+      const res = await s.api('POST', '/user/repos', {
+        token: alice.token,
+        body: { name: 'huge', description: 'x'.repeat(BODY_LIMIT) },
+      });
       assert.equal(res.status, 413, res.text);
-      assert.deepEqual(res.json, { message: `request body is larger than ${BODY_LIMIT} bytes (GANTRY_BODY_LIMIT); send a smaller body`, url: `${s.rootUrl}api/swagger` });
+      assert.deepEqual(res.json, {
+        message: `request body is larger than ${BODY_LIMIT} bytes (GANTRY_BODY_LIMIT); send a smaller body`,
+        url: `${s.rootUrl}api/swagger`,
+      });
       assert.equal((await s.api('GET', '/repos/alice/huge', { token: alice.token })).status, 404);
-      assert.equal((await s.api('POST', '/user/repos', { token: alice.token, body: { name: 'huge', description: 'x'.repeat(BODY_LIMIT / 2) } })).status, 201);
+      assert.equal(
+        (
+          await s.api('POST', '/user/repos', {
+            token: alice.token,
+            body: { name: 'huge', description: 'x'.repeat(BODY_LIMIT / 2) },
+          })
+        ).status,
+        201,
+      );
     });
 
     test('a request head over GANTRY_HEADER_LIMIT: 431 from the HTTP parser, before any route, every time', async () => {
       // Repeated: a connection closed before the client's bytes are read resets, and the client then loses the answer.
-      for (const padding of [HEADER_LIMIT, HEADER_LIMIT, 64 * 1024, 256 * 1024].flatMap((n) => Array<number>(5).fill(n))) {
+      for (const padding of [HEADER_LIMIT, HEADER_LIMIT, 64 * 1024, 256 * 1024].flatMap((n) =>
+        Array<number>(5).fill(n),
+      )) {
         const big = await rawRequest(`${s.apiUrl}/version`, { 'x-padding': 'p'.repeat(padding) });
         assert.equal(big.status, 431);
-        assert.deepEqual(JSON.parse(big.body), { error: 'Request Header Fields Too Large', message: 'Exceeded maximum allowed HTTP header size', statusCode: 431 });
+        assert.deepEqual(JSON.parse(big.body), {
+          error: 'Request Header Fields Too Large',
+          message: 'Exceeded maximum allowed HTTP header size',
+          statusCode: 431,
+        });
       }
-      assert.equal((await rawRequest(`${s.apiUrl}/version`, { 'x-padding': 'p'.repeat(HEADER_LIMIT - 1024) })).status, 200, 'a head within the limit is served');
+      assert.equal(
+        (await rawRequest(`${s.apiUrl}/version`, { 'x-padding': 'p'.repeat(HEADER_LIMIT - 1024) })).status,
+        200,
+        'a head within the limit is served',
+      );
     });
 
     describe('git push size', () => {
@@ -277,7 +344,8 @@ for (const dialect of testDialects()) {
       let gitDir: string;
       let pushed: string;
 
-      const remoteHead = async (): Promise<string> => (await work.git(['ls-remote', 'origin', 'refs/heads/main'])).stdout.split('\t')[0] ?? '';
+      const remoteHead = async (): Promise<string> =>
+        (await work.git(['ls-remote', 'origin', 'refs/heads/main'])).stdout.split('\t')[0] ?? '';
       /** git removes its quarantine folder as it exits, a moment after the client has its answer. */
       const quarantines = async (): Promise<string[]> => {
         const deadline = Date.now() + 20_000;
@@ -289,7 +357,9 @@ for (const dialect of testDialects()) {
       };
       /** Incompressible content, so the pack is as large as the files. */
       const randomFiles = (count: number, bytes: number, prefix: string): Record<string, string> =>
-        Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}/${i}.bin`, randomBytes(bytes / 2).toString('hex')]));
+        Object.fromEntries(
+          Array.from({ length: count }, (_, i) => [`${prefix}/${i}.bin`, randomBytes(bytes / 2).toString('hex')]),
+        );
 
       before(async () => {
         assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'pushy' } })).status, 201);
@@ -314,18 +384,27 @@ for (const dialect of testDialects()) {
         const before = (await fs.readdir(path.join(gitDir, 'objects'))).sort();
         await work.commit(randomFiles(150, 4096, 'many'), '150 files');
         // A post buffer below the pack size makes git stream the push without Content-Length.
-        const result = await work.git(['-c', 'http.postBuffer=65536', 'push', '-q', 'origin', 'main'], { allowFailure: true });
+        const result = await work.git(['-c', 'http.postBuffer=65536', 'push', '-q', 'origin', 'main'], {
+          allowFailure: true,
+        });
         assert.notEqual(result.code, 0);
         assert.match(result.stderr, /HTTP 413/);
         assert.equal(await remoteHead(), pushed);
         assert.deepEqual(await quarantines(), []);
-        assert.deepEqual((await fs.readdir(path.join(gitDir, 'objects'))).sort(), before, 'no loose object or pack was added');
+        assert.deepEqual(
+          (await fs.readdir(path.join(gitDir, 'objects'))).sort(),
+          before,
+          'no loose object or pack was added',
+        );
       });
 
       test('the 413 says why in plain text, and a push within the limit still works', async () => {
         const res = await fetch(`${s.url}/alice/pushy.git/git-receive-pack`, {
           method: 'POST',
-          headers: { authorization: basicAuth('alice', alice.token), 'content-type': 'application/x-git-receive-pack-request' },
+          headers: {
+            authorization: basicAuth('alice', alice.token),
+            'content-type': 'application/x-git-receive-pack-request',
+          },
           body: Buffer.alloc(PUSH_LIMIT + 1),
         });
         assert.equal(res.status, 413);
@@ -343,18 +422,33 @@ for (const dialect of testDialects()) {
       });
     });
 
-    test('a task log over GANTRY_ACTIONS_LOG_MAX_SIZE is cut with a notice; the runner\'s lines are still acknowledged', async () => {
+    test("a task log over GANTRY_ACTIONS_LOG_MAX_SIZE is cut with a notice; the runner's lines are still acknowledged", async () => {
       assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'logs' } })).status, 201);
       const work = await createWorkDir(remoteUrl(s.url, 'alice', 'logs', { user: 'alice', password: alice.token }));
       try {
-        await work.commit({ '.forgejo/workflows/ci.yml': 'on: workflow_dispatch\njobs:\n  chatty:\n    runs-on: limits-log\n    steps:\n      - run: yes\n' }, 'ci');
+        await work.commit(
+          {
+            '.forgejo/workflows/ci.yml':
+              'on: workflow_dispatch\njobs:\n  chatty:\n    runs-on: limits-log\n    steps:\n      - run: yes\n',
+          },
+          'ci',
+        );
         assert.equal((await work.push('main')).code, 0);
       } finally {
         await work.remove();
       }
-      const registration = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'logs' } });
-      const runner = await registerRunner(s.url, (registration.data as { token: string }).token, { labels: ['limits-log'] });
-      const dispatched = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'logs', workflowfilename: 'ci.yml' }, body: { ref: 'main', inputs: {} } });
+      const registration = await repoGetRunnerRegistrationToken({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'logs' },
+      });
+      const runner = await registerRunner(s.url, (registration.data as { token: string }).token, {
+        labels: ['limits-log'],
+      });
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'logs', workflowfilename: 'ci.yml' },
+        body: { ref: 'main', inputs: {} },
+      });
       assert.equal(dispatched.status, 204, JSON.stringify(dispatched.error));
       const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
       assert.ok(fetched.task, 'a task');
@@ -364,7 +458,9 @@ for (const dialect of testDialects()) {
       const line = (i: number) => `line ${i} ${'.'.repeat(90)}`;
       const send = async (from: number, count: number, noMore = false): Promise<number> => {
         const rows = Array.from({ length: count }, (_, k) => ({ time, content: line(from + k) }));
-        return Number((await runner.runner.updateLog({ taskId: BigInt(task.id), index: BigInt(from), rows, noMore })).ackIndex);
+        return Number(
+          (await runner.runner.updateLog({ taskId: BigInt(task.id), index: BigInt(from), rows, noMore })).ackIndex,
+        );
       };
       // ~125 bytes a line: the limit falls inside the first batch.
       assert.equal(await send(0, 60), 60, 'every row is acknowledged, stored or not');
@@ -374,10 +470,19 @@ for (const dialect of testDialects()) {
       const lines: string[] = [];
       for await (const stored of s.server.deps.services.taskReports.readLog(task.id)) lines.push(stored);
       const notice = lines.pop() ?? '';
-      assert.match(notice, new RegExp(`^\\S+Z Gantry: the rest of this log was dropped: a task's log is limited to ${LOG_LIMIT} bytes \\(GANTRY_ACTIONS_LOG_MAX_SIZE\\)\\.$`));
+      assert.match(
+        notice,
+        new RegExp(
+          `^\\S+Z Gantry: the rest of this log was dropped: a task's log is limited to ${LOG_LIMIT} bytes \\(GANTRY_ACTIONS_LOG_MAX_SIZE\\)\\.$`,
+        ),
+      );
       assert.ok(lines.length > 20 && lines.length < 40, `${lines.length} lines kept`);
       lines.forEach((stored, i) => assert.equal(stored.slice(stored.indexOf(' ') + 1), line(i)));
-      const row = await s.server.deps.database.db.selectFrom('action_task').select(['log_length', 'log_size', 'log_in_storage']).where('id', '=', task.id).executeTakeFirstOrThrow();
+      const row = await s.server.deps.database.db
+        .selectFrom('action_task')
+        .select(['log_length', 'log_size', 'log_in_storage'])
+        .where('id', '=', task.id)
+        .executeTakeFirstOrThrow();
       assert.equal(Number(row.log_length), 100, 'the ack index the runner saw');
       assert.ok(Number(row.log_size) <= LOG_LIMIT, `${row.log_size} bytes stored`);
       assert.equal(Number(row.log_in_storage), 1, 'archived on "no more" as usual');

@@ -36,7 +36,11 @@ for (const dialect of testDialects()) {
   describe(`request logs [${dialect}]`, () => {
     test('carry request ids and no password, token, secret or credential of any kind', async () => {
       const logFile = path.join(os.tmpdir(), `gantry-log-${randomBytes(6).toString('hex')}.jsonl`);
-      const s = await startTestServer(dialect, { GANTRY_LOG_LEVEL: 'trace', GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' }, { logFile });
+      const s = await startTestServer(
+        dialect,
+        { GANTRY_LOG_LEVEL: 'trace', GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' },
+        { logFile },
+      );
       const receiver = await startWebhookReceiver();
       const secrets = new Map<string, string>();
       const keep = (what: string, value: string): string => {
@@ -63,7 +67,10 @@ for (const dialect of testDialects()) {
         assert.equal((await call('GET', '/user', { authorization: basicAuth('alice', alice.token) })).status, 200);
         assert.equal((await call('GET', '/user', { authorization: `token ${alice.token}` })).status, 200);
         assert.equal((await call('GET', '/user', { authorization: `Bearer ${scoped}` })).status, 200);
-        assert.equal((await call('GET', '/user', { authorization: 'token wrong-token-in-header-0123456789' })).status, 401);
+        assert.equal(
+          (await call('GET', '/user', { authorization: 'token wrong-token-in-header-0123456789' })).status,
+          401,
+        );
         keep('wrong token', 'wrong-token-in-header-0123456789');
         for (const parameter of ['token', 'access_token', 'Access_Token']) {
           await call('GET', `/user?${parameter}=${alice.token}&page=1`);
@@ -72,19 +79,52 @@ for (const dialect of testDialects()) {
         await call('GET', `/user?%74oken=${alice.token}`);
 
         // Secrets set through the API.
-        assert.equal((await call('POST', '/user/repos', { token: alice.token, body: { name: 'app', auto_init: true, default_branch: 'main' } })).status, 201);
+        assert.equal(
+          (
+            await call('POST', '/user/repos', {
+              token: alice.token,
+              body: { name: 'app', auto_init: true, default_branch: 'main' },
+            })
+          ).status,
+          201,
+        );
         const secretValue = keep('actions secret', `secret-value-${randomBytes(8).toString('hex')}`);
-        assert.equal((await call('PUT', '/repos/alice/app/actions/secrets/DEPLOY_KEY', { token: alice.token, body: { data: secretValue } })).status, 201);
+        assert.equal(
+          (
+            await call('PUT', '/repos/alice/app/actions/secrets/DEPLOY_KEY', {
+              token: alice.token,
+              body: { data: secretValue },
+            })
+          ).status,
+          201,
+        );
         assert.equal((await call('POST', '/orgs', { token: alice.token, body: { username: 'acme' } })).status, 201);
         const hookSecret = keep('webhook secret', `hook-secret-${randomBytes(8).toString('hex')}`);
-        const hookAuthorization = keep('webhook authorization header', `Bearer hook-auth-${randomBytes(8).toString('hex')}`);
+        const hookAuthorization = keep(
+          'webhook authorization header',
+          `Bearer hook-auth-${randomBytes(8).toString('hex')}`,
+        );
         const hook = await call('POST', '/orgs/acme/hooks', {
           token: alice.token,
-          body: { type: 'forgejo', config: { url: `${receiver.url}/hook`, content_type: 'json', secret: hookSecret }, authorization_header: hookAuthorization, events: ['push'], active: true },
+          body: {
+            type: 'forgejo',
+            config: { url: `${receiver.url}/hook`, content_type: 'json', secret: hookSecret },
+            authorization_header: hookAuthorization,
+            events: ['push'],
+            active: true,
+          },
         });
         assert.equal(hook.status, 201, hook.text);
         const hookId = (hook.json as { id: number }).id;
-        assert.equal((await call('PATCH', `/orgs/acme/hooks/${hookId}`, { token: alice.token, body: { config: { secret: `${hookSecret}-2` }, authorization_header: hookAuthorization } })).status, 200);
+        assert.equal(
+          (
+            await call('PATCH', `/orgs/acme/hooks/${hookId}`, {
+              token: alice.token,
+              body: { config: { secret: `${hookSecret}-2` }, authorization_header: hookAuthorization },
+            })
+          ).status,
+          200,
+        );
         assert.equal((await call('POST', `/orgs/acme/hooks/${hookId}/pings`, { token: alice.token })).status, 202);
         // Delivered: the worker used the secret (signature) and the authorization header.
         await receiver.waitFor((r) => r.length >= 1, 60_000);
@@ -107,7 +147,9 @@ for (const dialect of testDialects()) {
         }
 
         // A runner: registration token, runner token, and the task token it is handed.
-        const registration = await call('GET', '/repos/alice/app/actions/runners/registration-token', { token: alice.token });
+        const registration = await call('GET', '/repos/alice/app/actions/runners/registration-token', {
+          token: alice.token,
+        });
         assert.equal(registration.status, 200);
         const registrationToken = keep('registration token', (registration.json as { token: string }).token);
         const runner = await registerRunner(s.url, registrationToken, { name: 'logger', labels: ['logging-test'] });
@@ -151,7 +193,8 @@ for (const dialect of testDialects()) {
         assert.ok(urls.includes('/api/v1/user?page=1&access_token=[redacted]'));
         assert.ok(urls.some((u) => u.startsWith('/alice/app.git/info/refs')));
         assert.ok(urls.includes('/api/actions/runner.v1.RunnerService/Register'));
-        for (const line of requestLines) assert.ok(line.reqId, `a request line without its request id: ${JSON.stringify(line)}`);
+        for (const line of requestLines)
+          assert.ok(line.reqId, `a request line without its request id: ${JSON.stringify(line)}`);
         const loggedIds = new Set(requestLines.map((l) => l.reqId));
         for (const id of returnedIds) assert.ok(loggedIds.has(id), `request id ${id} is in the log`);
       } finally {

@@ -57,7 +57,13 @@ function parseExposition(text: string): Exposition {
       labels[pair[1] ?? ''] = (pair[2] ?? '').replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
     }
     // Prometheus reads values with Go's ParseFloat: NaN and Inf in any case.
-    const value = /^[+-]?inf$/i.test(rawValue) ? (rawValue.startsWith('-') ? -Infinity : Infinity) : /^nan$/i.test(rawValue) ? NaN : Number(rawValue);
+    const value = /^[+-]?inf$/i.test(rawValue)
+      ? rawValue.startsWith('-')
+        ? -Infinity
+        : Infinity
+      : /^nan$/i.test(rawValue)
+        ? NaN
+        : Number(rawValue);
     assert.ok(/^nan$/i.test(rawValue) || !Number.isNaN(value), `bad value: ${line}`);
     const family = [name, name.replace(/_(bucket|sum|count|total|created)$/, '')].find((n) => types.has(n));
     assert.ok(family, `sample without a TYPE: ${line}`);
@@ -69,14 +75,18 @@ function parseExposition(text: string): Exposition {
 /** The value of the one sample with this name and these labels (exactly), or undefined. */
 function valueOf(exposition: Exposition, name: string, labels: Record<string, string> = {}): number | undefined {
   const wanted = JSON.stringify(Object.entries(labels).sort());
-  return exposition.samples.find((s) => s.name === name && JSON.stringify(Object.entries(s.labels).sort()) === wanted)?.value;
+  return exposition.samples.find((s) => s.name === name && JSON.stringify(Object.entries(s.labels).sort()) === wanted)
+    ?.value;
 }
 
 function seriesOf(exposition: Exposition, name: string): Sample[] {
   return exposition.samples.filter((s) => s.name === name);
 }
 
-async function scrape(s: TestServer, authorization = `Bearer ${METRICS_TOKEN}`): Promise<{ status: number; headers: Headers; text: string }> {
+async function scrape(
+  s: TestServer,
+  authorization = `Bearer ${METRICS_TOKEN}`,
+): Promise<{ status: number; headers: Headers; text: string }> {
   const res = await fetch(`${s.url}/metrics`, { headers: authorization ? { authorization } : {} });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
@@ -148,7 +158,15 @@ for (const dialect of testDialects()) {
           GANTRY_WEBHOOK_DELIVER_TIMEOUT: '300',
         });
         alice = await s.createUser('alice');
-        assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app', auto_init: true, default_branch: 'main' } })).status, 201);
+        assert.equal(
+          (
+            await createCurrentUserRepo({
+              client: alice.client,
+              body: { name: 'app', auto_init: true, default_branch: 'main' },
+            })
+          ).status,
+          201,
+        );
       });
 
       after(async () => {
@@ -178,19 +196,26 @@ for (const dialect of testDialects()) {
 
       test('the exposition parses; requests are counted and timed by route template, never by raw URL', async () => {
         const before = await metrics(s);
-        for (const type of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
+        for (const type of [
+          'process_cpu_user_seconds_total',
+          'process_resident_memory_bytes',
+          'nodejs_heap_size_used_bytes',
+        ]) {
           assert.ok(seriesOf(before, type).length > 0, `default metric ${type}`);
         }
         assert.equal(before.types.get('gantry_http_requests_total'), 'counter');
         assert.equal(before.types.get('gantry_http_request_duration_seconds'), 'histogram');
         const route = '/api/v1/repos/:owner/:repo';
-        const count = (m: Exposition, labels: Record<string, string>) => valueOf(m, 'gantry_http_requests_total', labels) ?? 0;
+        const count = (m: Exposition, labels: Record<string, string>) =>
+          valueOf(m, 'gantry_http_requests_total', labels) ?? 0;
         const okBefore = count(before, { method: 'GET', route, status: '200' });
         const missingBefore = count(before, { method: 'GET', route, status: '404' });
         const unmatchedBefore = count(before, { method: 'GET', route: 'unmatched', status: '404' });
-        const timedBefore = valueOf(before, 'gantry_http_request_duration_seconds_count', { method: 'GET', route }) ?? 0;
+        const timedBefore =
+          valueOf(before, 'gantry_http_request_duration_seconds_count', { method: 'GET', route }) ?? 0;
 
-        for (let i = 0; i < 3; i += 1) assert.equal((await s.api('GET', '/repos/alice/app', { token: alice.token })).status, 200);
+        for (let i = 0; i < 3; i += 1)
+          assert.equal((await s.api('GET', '/repos/alice/app', { token: alice.token })).status, 200);
         assert.equal((await s.api('GET', '/repos/alice/repo-name-in-url', { token: alice.token })).status, 404);
         assert.equal((await fetch(`${s.url}/no-such-path-7b1e/x?token=query-token-7b1e`)).status, 404);
 
@@ -198,16 +223,25 @@ for (const dialect of testDialects()) {
         assert.equal(count(after, { method: 'GET', route, status: '200' }) - okBefore, 3);
         assert.equal(count(after, { method: 'GET', route, status: '404' }) - missingBefore, 1);
         assert.equal(count(after, { method: 'GET', route: 'unmatched', status: '404' }) - unmatchedBefore, 1);
-        assert.equal((valueOf(after, 'gantry_http_request_duration_seconds_count', { method: 'GET', route }) ?? 0) - timedBefore, 4);
+        assert.equal(
+          (valueOf(after, 'gantry_http_request_duration_seconds_count', { method: 'GET', route }) ?? 0) - timedBefore,
+          4,
+        );
         const text = (await scrape(s)).text;
-        for (const raw of ['repo-name-in-url', 'no-such-path-7b1e', 'query-token-7b1e', alice.token]) assert.ok(!text.includes(raw), `${raw} is not in the metrics`);
+        for (const raw of ['repo-name-in-url', 'no-such-path-7b1e', 'query-token-7b1e', alice.token])
+          assert.ok(!text.includes(raw), `${raw} is not in the metrics`);
 
         // A histogram's buckets are cumulative and end at +Inf = _count.
-        const buckets = seriesOf(after, 'gantry_http_request_duration_seconds_bucket').filter((b) => b.labels.route === route && b.labels.method === 'GET');
+        const buckets = seriesOf(after, 'gantry_http_request_duration_seconds_bucket').filter(
+          (b) => b.labels.route === route && b.labels.method === 'GET',
+        );
         assert.ok(buckets.length > 5);
         for (let i = 1; i < buckets.length; i += 1) assert.ok((buckets[i]?.value ?? 0) >= (buckets[i - 1]?.value ?? 0));
         assert.equal(buckets.at(-1)?.labels.le, '+Inf');
-        assert.equal(buckets.at(-1)?.value, valueOf(after, 'gantry_http_request_duration_seconds_count', { method: 'GET', route }));
+        assert.equal(
+          buckets.at(-1)?.value,
+          valueOf(after, 'gantry_http_request_duration_seconds_count', { method: 'GET', route }),
+        );
         assert.equal(valueOf(after, 'gantry_metrics_database_up'), 1);
       });
 
@@ -222,11 +256,19 @@ for (const dialect of testDialects()) {
         } finally {
           await work.remove();
         }
-        const dispatched = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'app', workflowfilename: 'metrics.yml' }, body: { ref: 'main', inputs: {} } });
+        const dispatched = await dispatchWorkflow({
+          client: alice.client,
+          path: { owner: 'alice', repo: 'app', workflowfilename: 'metrics.yml' },
+          body: { ref: 'main', inputs: {} },
+        });
         assert.equal(dispatched.status, 204, JSON.stringify(dispatched.error));
 
         await eventually(s, (m) => {
-          assert.equal(valueOf(m, 'gantry_actions_jobs_waiting', { labels: 'metrics-a,metrics-b' }), 1, 'runs-on sorted and joined');
+          assert.equal(
+            valueOf(m, 'gantry_actions_jobs_waiting', { labels: 'metrics-a,metrics-b' }),
+            1,
+            'runs-on sorted and joined',
+          );
           assert.equal(valueOf(m, 'gantry_actions_jobs_waiting', { labels: 'metrics-solo' }), 1);
           assert.deepEqual(
             ['waiting', 'running', 'blocked'].map((status) => valueOf(m, 'gantry_actions_jobs', { status })),
@@ -238,7 +280,10 @@ for (const dialect of testDialects()) {
           );
         });
 
-        const tokenRes = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'app' } });
+        const tokenRes = await repoGetRunnerRegistrationToken({
+          client: alice.client,
+          path: { owner: 'alice', repo: 'app' },
+        });
         assert.equal(tokenRes.status, 200);
         const registrationToken = (tokenRes.data as { token: string }).token;
         // Registered and never heard from since: offline.
@@ -255,9 +300,20 @@ for (const dialect of testDialects()) {
         const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
         assert.ok(fetched.task, 'the runner got the solo job');
         // A report makes the runner active.
-        await runner.runner.updateTask({ state: { id: fetched.task.id, result: 0, startedAt: { seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 }, steps: [] } });
+        await runner.runner.updateTask({
+          state: {
+            id: fetched.task.id,
+            result: 0,
+            startedAt: { seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 },
+            steps: [],
+          },
+        });
         await eventually(s, (m) => {
-          assert.equal(valueOf(m, 'gantry_actions_jobs_waiting', { labels: 'metrics-solo' }), undefined, 'a label set with no waiting job is gone');
+          assert.equal(
+            valueOf(m, 'gantry_actions_jobs_waiting', { labels: 'metrics-solo' }),
+            undefined,
+            'a label set with no waiting job is gone',
+          );
           assert.equal(valueOf(m, 'gantry_actions_jobs_waiting', { labels: 'metrics-a,metrics-b' }), 1);
           assert.deepEqual(
             ['waiting', 'running', 'blocked'].map((status) => valueOf(m, 'gantry_actions_jobs', { status })),
@@ -276,15 +332,30 @@ for (const dialect of testDialects()) {
         const held = new Promise<number>((resolve) => (release = resolve));
         receiver.respond = (delivery) => (delivery.path === '/bad' ? 500 : delivery.path === '/hold' ? held : 200);
         try {
-          assert.equal((await s.api('POST', '/orgs', { token: alice.token, body: { username: 'metrics-org' } })).status, 201);
+          assert.equal(
+            (await s.api('POST', '/orgs', { token: alice.token, body: { username: 'metrics-org' } })).status,
+            201,
+          );
           const createHook = async (type: string, config: Record<string, string>): Promise<number> => {
-            const res = await s.api('POST', '/orgs/metrics-org/hooks', { token: alice.token, body: { type, config: { content_type: 'json', ...config }, events: ['push'], active: true } });
+            const res = await s.api('POST', '/orgs/metrics-org/hooks', {
+              token: alice.token,
+              body: { type, config: { content_type: 'json', ...config }, events: ['push'], active: true },
+            });
             assert.equal(res.status, 201, res.text);
             return (res.json as { id: number }).id;
           };
-          const ping = async (hookId: number) => assert.equal((await s.api('POST', `/orgs/metrics-org/hooks/${hookId}/pings`, { token: alice.token })).status, 202);
+          const ping = async (hookId: number) =>
+            assert.equal(
+              (await s.api('POST', `/orgs/metrics-org/hooks/${hookId}/pings`, { token: alice.token })).status,
+              202,
+            );
           const states = (m: Exposition) =>
-            Object.fromEntries(['pending', 'retrying', 'delivering', 'delivered', 'failed'].map((state) => [state, valueOf(m, 'gantry_webhook_deliveries', { state })]));
+            Object.fromEntries(
+              ['pending', 'retrying', 'delivering', 'delivered', 'failed'].map((state) => [
+                state,
+                valueOf(m, 'gantry_webhook_deliveries', { state }),
+              ]),
+            );
 
           const ok = await createHook('forgejo', { url: `${receiver.url}/ok` });
           const bad = await createHook('forgejo', { url: `${receiver.url}/bad` });
@@ -296,7 +367,9 @@ for (const dialect of testDialects()) {
           await ping(bad);
           await receiver.waitFor((r) => r.some((d) => d.path === '/bad'), DEADLINE_MS);
           await ping(slack);
-          await eventually(s, (m) => assert.deepEqual(states(m), { pending: 0, retrying: 1, delivering: 0, delivered: 1, failed: 1 }));
+          await eventually(s, (m) =>
+            assert.deepEqual(states(m), { pending: 0, retrying: 1, delivering: 0, delivered: 1, failed: 1 }),
+          );
 
           // The one delivery slot is held by a slow receiver: what the worker
           // claimed behind it is delivering (leased), the rest waits pending.
@@ -312,7 +385,9 @@ for (const dialect of testDialects()) {
           });
 
           release(200);
-          await eventually(s, (m) => assert.deepEqual(states(m), { pending: 0, retrying: 1, delivering: 0, delivered: 22, failed: 1 }));
+          await eventually(s, (m) =>
+            assert.deepEqual(states(m), { pending: 0, retrying: 1, delivering: 0, delivered: 22, failed: 1 }),
+          );
         } finally {
           release(200);
           await receiver.close();

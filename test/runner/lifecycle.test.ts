@@ -118,7 +118,10 @@ async function fetchOne(client: RunnerClient): Promise<DecodedTask> {
 }
 
 function finish(client: RunnerClient, taskId: number, result: Result, outputs: Record<string, string> = {}) {
-  return client.runner.updateTask({ state: { id: BigInt(taskId), result, startedAt: now(), stoppedAt: now(), steps: [] }, outputs });
+  return client.runner.updateTask({
+    state: { id: BigInt(taskId), result, startedAt: now(), stoppedAt: now(), steps: [] },
+    outputs,
+  });
 }
 
 for (const dialect of testDialects()) {
@@ -149,29 +152,47 @@ for (const dialect of testDialects()) {
     };
 
     const tasks = async (): Promise<TaskJson[]> => {
-      const res = await listActionTasks({ client: alice.client, path: { owner: 'alice', repo: 'app' }, query: { limit: 50 } });
+      const res = await listActionTasks({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app' },
+        query: { limit: 50 },
+      });
       assert.equal(res.status, 200);
       return (res.data?.workflow_runs ?? []) as unknown as TaskJson[];
     };
 
     /** The jobs search answers null, not [], when nothing matches (Forgejo's nil slice). */
     const searchJobs = async (labels?: string): Promise<JobJson[] | null> => {
-      const res = await s.api('GET', `/repos/alice/app/actions/runners/jobs${labels === undefined ? '' : `?labels=${encodeURIComponent(labels)}`}`, { token: alice.token });
+      const res = await s.api(
+        'GET',
+        `/repos/alice/app/actions/runners/jobs${labels === undefined ? '' : `?labels=${encodeURIComponent(labels)}`}`,
+        { token: alice.token },
+      );
       assert.equal(res.status, 200, res.text);
       return res.json as JobJson[] | null;
     };
 
     const runnerStatus = async (id: number): Promise<number> =>
-      (await answer(getRepoRunner({ client: alice.client, path: { owner: 'alice', repo: 'app', runner_id: String(id) } }))).status;
+      (
+        await answer(
+          getRepoRunner({ client: alice.client, path: { owner: 'alice', repo: 'app', runner_id: String(id) } }),
+        )
+      ).status;
 
     before(async () => {
       s = await startTestServer(dialect);
       alice = await s.createUser('alice');
       for (const name of ['app', 'vault']) {
-        assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name, private: true } })).status, 201);
+        assert.equal(
+          (await createCurrentUserRepo({ client: alice.client, body: { name, private: true } })).status,
+          201,
+        );
       }
       work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
-      mainSha = await work.commit(Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])), 'Add workflows');
+      mainSha = await work.commit(
+        Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])),
+        'Add workflows',
+      );
       const pushed = await work.push('main');
       assert.equal(pushed.code, 0, pushed.stderr);
       const res = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'app' } });
@@ -187,9 +208,18 @@ for (const dialect of testDialects()) {
 
     test('register, declare, fetch, 10,000 log lines with a lost ack, finish: run, tasks list and stored log agree', async () => {
       const client = createRunnerClient(s.url);
-      const registered = await client.runner.register({ name: 'lifecycle-log', token: registrationToken, version: 'v12.0.0', labels: [] });
+      const registered = await client.runner.register({
+        name: 'lifecycle-log',
+        token: registrationToken,
+        version: 'v12.0.0',
+        labels: [],
+      });
       assert.ok(registered.runner);
-      client.credentials = { id: Number(registered.runner.id), uuid: registered.runner.uuid, token: registered.runner.token };
+      client.credentials = {
+        id: Number(registered.runner.id),
+        uuid: registered.runner.uuid,
+        token: registered.runner.token,
+      };
       // Registered without labels: nothing matches until Declare names them.
       const { id: runId, runNumber } = await dispatch('log.yml');
       await fetchNothing(client, 'a runner without labels runs nothing');
@@ -203,15 +233,32 @@ for (const dialect of testDialects()) {
       assert.equal((await getRun(runId)).status, 'running');
 
       const heartbeat = await client.runner.updateTask({
-        state: { id: BigInt(task.id), result: Result.UNSPECIFIED, startedAt: now(), steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 0n }] },
+        state: {
+          id: BigInt(task.id),
+          result: Result.UNSPECIFIED,
+          startedAt: now(),
+          steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 0n }],
+        },
       });
       assert.equal(heartbeat.state?.result, Result.UNSPECIFIED);
 
       const base = Math.floor(Date.now() / 1000);
-      const row = (i: number) => ({ time: { seconds: BigInt(base + Math.floor(i / 1000)), nanos: (i % 1000) * 1_000_000 }, content: `line ${i}` });
+      const row = (i: number) => ({
+        time: { seconds: BigInt(base + Math.floor(i / 1000)), nanos: (i % 1000) * 1_000_000 },
+        content: `line ${i}`,
+      });
       const rows = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => row(from + k));
       const send = async (index: number, to: number, noMore = false) =>
-        Number((await client.runner.updateLog({ taskId: BigInt(task.id), index: BigInt(index), rows: rows(index, to), noMore })).ackIndex);
+        Number(
+          (
+            await client.runner.updateLog({
+              taskId: BigInt(task.id),
+              index: BigInt(index),
+              rows: rows(index, to),
+              noMore,
+            })
+          ).ackIndex,
+        );
 
       let acked = 0;
       while (acked < LOG_LINES) {
@@ -232,7 +279,13 @@ for (const dialect of testDialects()) {
         acked = to;
       }
       // A repeated final call (its answer lost too) gets the same ack.
-      assert.equal(Number((await client.runner.updateLog({ taskId: BigInt(task.id), index: BigInt(LOG_LINES), rows: [], noMore: true })).ackIndex), LOG_LINES);
+      assert.equal(
+        Number(
+          (await client.runner.updateLog({ taskId: BigInt(task.id), index: BigInt(LOG_LINES), rows: [], noMore: true }))
+            .ackIndex,
+        ),
+        LOG_LINES,
+      );
 
       const done = await client.runner.updateTask({
         state: {
@@ -259,7 +312,11 @@ for (const dialect of testDialects()) {
         [listed.status, listed.name, listed.run_number, listed.head_sha, listed.workflow_id, listed.event],
         ['success', 'log-job', runNumber, mainSha, 'log.yml', 'workflow_dispatch'],
       );
-      const succeeded = await listActionTasks({ client: alice.client, path: { owner: 'alice', repo: 'app' }, query: { status: ['success'] } });
+      const succeeded = await listActionTasks({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app' },
+        query: { status: ['success'] },
+      });
       assert.ok((succeeded.data?.workflow_runs ?? []).some((t) => t.id === task.id));
 
       const lines: string[] = [];
@@ -272,8 +329,16 @@ for (const dialect of testDialects()) {
       }
       // The runner's time stamps, to the millisecond sent (Forgejo's seven-digit layout).
       assert.equal(lines[1234]?.slice(0, 28), new Date((base + 1) * 1000 + 234).toISOString().replace(/Z$/, '0000Z'));
-      const stored = await db().selectFrom('action_task').select(['log_length', 'log_in_storage']).where('id', '=', task.id).executeTakeFirstOrThrow();
-      assert.deepEqual([Number(stored.log_length), Number(stored.log_in_storage)], [LOG_LINES, 1], 'archived on "no more"');
+      const stored = await db()
+        .selectFrom('action_task')
+        .select(['log_length', 'log_in_storage'])
+        .where('id', '=', task.id)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(
+        [Number(stored.log_length), Number(stored.log_in_storage)],
+        [LOG_LINES, 1],
+        'archived on "no more"',
+      );
     });
 
     test('needs chain a → b → c: each dependant waits for success and receives the outputs and results it needs', async () => {
@@ -285,9 +350,16 @@ for (const dialect of testDialects()) {
       assert.deepEqual(Object.keys(a.workflow.jobs), ['a']);
       assert.deepEqual(a.needs, {});
       await fetchNothing(other, 'b waits while a runs');
-      assert.deepEqual((await searchJobs('lifecycle-chain'))?.map((j) => [j.name, j.status]), [['a', 'running']], 'b and c are blocked, not waiting');
+      assert.deepEqual(
+        (await searchJobs('lifecycle-chain'))?.map((j) => [j.name, j.status]),
+        [['a', 'running']],
+        'b and c are blocked, not waiting',
+      );
       // A heartbeat is no result: b still waits.
-      await client.runner.updateTask({ state: { id: BigInt(a.id), result: Result.UNSPECIFIED, steps: [] }, outputs: { early: 'yes' } });
+      await client.runner.updateTask({
+        state: { id: BigInt(a.id), result: Result.UNSPECIFIED, steps: [] },
+        outputs: { early: 'yes' },
+      });
       await fetchNothing(other, 'b waits for a result, not a heartbeat');
 
       assert.equal((await finish(client, a.id, Result.SUCCESS, { artifact: 'a.tgz' })).state?.result, Result.SUCCESS);
@@ -308,7 +380,11 @@ for (const dialect of testDialects()) {
       await finish(client, c.id, Result.SUCCESS);
       assert.equal((await getRun(runId)).status, 'success');
       const listed = (await tasks()).filter((t) => [a.id, b.id, c.id].includes(t.id));
-      assert.deepEqual(listed.map((t) => [t.name, t.status]).sort(), [['a', 'success'], ['b', 'success'], ['c', 'success']]);
+      assert.deepEqual(listed.map((t) => [t.name, t.status]).sort(), [
+        ['a', 'success'],
+        ['b', 'success'],
+        ['c', 'success'],
+      ]);
     });
 
     test('a failing job skips its dependants: the run fails and they are never handed out', async () => {
@@ -331,8 +407,16 @@ for (const dialect of testDialects()) {
       const names = ((await searchJobs()) ?? []).map((j) => j.name);
       assert.ok(!names.includes('fail-test') && !names.includes('fail-deploy'), names.join(', '));
       const listed = (await tasks()).filter((t) => t.name.startsWith('fail-'));
-      assert.deepEqual(listed.map((t) => [t.name, t.status]), [['fail-build', 'failure']]);
-      const jobs = await db().selectFrom('action_run_job').select(['job_id', 'status', 'task_id']).where('run_id', '=', runId).orderBy('id').execute();
+      assert.deepEqual(
+        listed.map((t) => [t.name, t.status]),
+        [['fail-build', 'failure']],
+      );
+      const jobs = await db()
+        .selectFrom('action_run_job')
+        .select(['job_id', 'status', 'task_id'])
+        .where('run_id', '=', runId)
+        .orderBy('id')
+        .execute();
       assert.deepEqual(
         jobs.map((j) => [j.job_id, j.status, j.task_id === 0]),
         [
@@ -353,7 +437,10 @@ for (const dialect of testDialects()) {
         found?.map((j) => [j.name, j.runs_on, j.needs, j.task_id, j.status]),
         [['train', ['lifecycle-gpu', 'cuda'], null, 0, 'waiting']],
       );
-      assert.ok(!((await searchJobs('lifecycle-gpu,linux')) ?? []).some((j) => j.name === 'train'), "the runner's labels do not cover the job");
+      assert.ok(
+        !((await searchJobs('lifecycle-gpu,linux')) ?? []).some((j) => j.name === 'train'),
+        "the runner's labels do not cover the job",
+      );
     });
 
     test('an ephemeral runner disappears once its task is done', async () => {
@@ -373,12 +460,16 @@ for (const dialect of testDialects()) {
       const client = await registerRunner(s.url, registrationToken, { labels: ['lifecycle-del'] });
       const id = client.credentials?.id ?? 0;
       const task = await fetchOne(client);
-      const deleted = await answer(deleteRepoRunner({ client: alice.client, path: { owner: 'alice', repo: 'app', runner_id: String(id) } }));
+      const deleted = await answer(
+        deleteRepoRunner({ client: alice.client, path: { owner: 'alice', repo: 'app', runner_id: String(id) } }),
+      );
       assert.equal(deleted.status, 204);
       assert.equal(await runnerStatus(id), 404);
       await expectUnauthenticated(client.runner.fetchTask({ tasksVersion: 0n }));
       await expectUnauthenticated(finish(client, task.id, Result.SUCCESS));
-      await expectUnauthenticated(client.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ content: 'late' }] }));
+      await expectUnauthenticated(
+        client.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ content: 'late' }] }),
+      );
     });
 
     test('a job cancelled server-side: the next UpdateTask answers RESULT_CANCELLED', async () => {
@@ -387,13 +478,23 @@ for (const dialect of testDialects()) {
       const task = await fetchOne(client);
       const token = task.secrets.GITEA_TOKEN ?? '';
       const running = await client.runner.updateTask({
-        state: { id: BigInt(task.id), result: Result.UNSPECIFIED, startedAt: now(), steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 0n }] },
+        state: {
+          id: BigInt(task.id),
+          result: Result.UNSPECIFIED,
+          startedAt: now(),
+          steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 0n }],
+        },
       });
       assert.equal(running.state?.result, Result.UNSPECIFIED);
       assert.equal((await s.api('GET', '/repos/alice/app', { token })).status, 200);
 
       // What Forgejo's CancelRun does to a running job (StopTask): there is no cancel endpoint in v15.
-      const job = await db().selectFrom('action_run_job').select(['id', 'task_id']).where('run_id', '=', runId).where('job_id', '=', 'cancel-job').executeTakeFirstOrThrow();
+      const job = await db()
+        .selectFrom('action_run_job')
+        .select(['id', 'task_id'])
+        .where('run_id', '=', runId)
+        .where('job_id', '=', 'cancel-job')
+        .executeTakeFirstOrThrow();
       assert.equal(job.task_id, task.id);
       await db()
         .transaction()
@@ -407,11 +508,27 @@ for (const dialect of testDialects()) {
         });
 
       const heard = await client.runner.updateTask({
-        state: { id: BigInt(task.id), result: Result.UNSPECIFIED, steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 3n }] },
+        state: {
+          id: BigInt(task.id),
+          result: Result.UNSPECIFIED,
+          steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now(), logIndex: 0n, logLength: 3n }],
+        },
       });
       assert.equal(heard.state?.result, Result.CANCELLED);
       // The runner winds down: its last lines and its own final report change nothing.
-      assert.equal(Number((await client.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ content: 'killed' }], noMore: true })).ackIndex), 1);
+      assert.equal(
+        Number(
+          (
+            await client.runner.updateLog({
+              taskId: BigInt(task.id),
+              index: 0n,
+              rows: [{ content: 'killed' }],
+              noMore: true,
+            })
+          ).ackIndex,
+        ),
+        1,
+      );
       assert.equal((await finish(client, task.id, Result.FAILURE)).state?.result, Result.CANCELLED);
 
       assert.equal((await getRun(runId)).status, 'cancelled');
@@ -432,8 +549,16 @@ for (const dialect of testDialects()) {
       const own = await s.api('GET', '/repos/alice/app', { token });
       assert.equal(own.status, 200, own.text);
       assert.equal((own.json as { full_name: string; private: boolean }).full_name, 'alice/app');
-      assert.equal((await s.api('GET', '/repos/alice/vault', { token })).status, 404, "another private repository of the owner is invisible");
-      assert.equal((await s.api('GET', '/repos/alice/vault', { token: alice.token })).status, 200, 'while its owner sees it');
+      assert.equal(
+        (await s.api('GET', '/repos/alice/vault', { token })).status,
+        404,
+        'another private repository of the owner is invisible',
+      );
+      assert.equal(
+        (await s.api('GET', '/repos/alice/vault', { token: alice.token })).status,
+        200,
+        'while its owner sees it',
+      );
 
       const cloneUrl = remoteUrl(s.url, 'alice', 'app', { user: 'gantry-ci', password: token });
       const checkout = await createWorkDir(remoteUrl(s.url, 'alice', 'vault', { user: 'gantry-ci', password: token }));

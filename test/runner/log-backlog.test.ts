@@ -75,14 +75,14 @@ function post(url: string, headers: Record<string, string>, body: Readable): Pro
   });
 }
 
-
 // Memory is not a property of the database: one dialect (the first listed) is enough, and keeps the suite fast.
 const dialect = testDialects()[0] ?? 'sqlite';
 
 describe(`a log backlog in one UpdateLog [${dialect}]`, () => {
   test(`${BACKLOG_BYTES / 1e6} MB in one UpdateLog: stored and acknowledged, server peak memory grows by at most ${MAX_PEAK_GROWTH / 1024 / 1024} MB`, async (t) => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-backlog-'));
-    const scratch = dialect === 'postgres' ? await createScratchPgDatabase(process.env.GANTRY_TEST_PG_URL as string) : null;
+    const scratch =
+      dialect === 'postgres' ? await createScratchPgDatabase(process.env.GANTRY_TEST_PG_URL as string) : null;
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const settings: Record<string, string> = {
@@ -103,7 +103,13 @@ describe(`a log backlog in one UpdateLog [${dialect}]`, () => {
       const setup = await createDeps(config, { logger: pino({ level: 'silent' }) });
       let token: string;
       try {
-        const root = await setup.services.accounts.createUser({ username: 'root', email: 'root@example.com', password: 'backlog-password-1', isAdmin: true, mustChangePassword: false });
+        const root = await setup.services.accounts.createUser({
+          username: 'root',
+          email: 'root@example.com',
+          password: 'backlog-password-1',
+          isAdmin: true,
+          mustChangePassword: false,
+        });
         token = (await setup.services.accessTokens.create(root, 'backlog', ['all'])).secret;
       } finally {
         await setup.close();
@@ -112,7 +118,10 @@ describe(`a log backlog in one UpdateLog [${dialect}]`, () => {
       const api = async (method: string, apiPath: string, body?: unknown): Promise<unknown> => {
         const res = await fetch(`${url}/api/v1${apiPath}`, {
           method,
-          headers: { authorization: `token ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: {
+            authorization: `token ${token}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
         });
         const text = await res.text();
@@ -122,12 +131,20 @@ describe(`a log backlog in one UpdateLog [${dialect}]`, () => {
       await api('POST', '/user/repos', { name: 'logs' });
       const work = await createWorkDir(remoteUrl(url, 'root', 'logs', { user: 'root', password: token }));
       try {
-        await work.commit({ '.forgejo/workflows/ci.yml': 'on: workflow_dispatch\njobs:\n  chatty:\n    runs-on: backlog\n    steps:\n      - run: yes\n' }, 'ci');
+        await work.commit(
+          {
+            '.forgejo/workflows/ci.yml':
+              'on: workflow_dispatch\njobs:\n  chatty:\n    runs-on: backlog\n    steps:\n      - run: yes\n',
+          },
+          'ci',
+        );
         assert.equal((await work.push('main')).code, 0);
       } finally {
         await work.remove();
       }
-      const registration = (await api('GET', '/repos/root/logs/actions/runners/registration-token')) as { token: string };
+      const registration = (await api('GET', '/repos/root/logs/actions/runners/registration-token')) as {
+        token: string;
+      };
       const runner = await registerRunner(url, registration.token, { labels: ['backlog'] });
       await api('POST', '/repos/root/logs/actions/workflows/ci.yml/dispatches', { ref: 'main', inputs: {} });
       const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
@@ -141,7 +158,11 @@ describe(`a log backlog in one UpdateLog [${dialect}]`, () => {
       const started = Date.now();
       const answer = await post(
         `${url}/api/actions/runner.v1.RunnerService/UpdateLog`,
-        { 'content-type': 'application/proto', 'x-runner-uuid': runner.credentials?.uuid ?? '', 'x-runner-token': runner.credentials?.token ?? '' },
+        {
+          'content-type': 'application/proto',
+          'x-runner-uuid': runner.credentials?.uuid ?? '',
+          'x-runner-token': runner.credentials?.token ?? '',
+        },
         Readable.from(backlog(taskId, count)),
       );
       const seconds = (Date.now() - started) / 1000;
@@ -161,7 +182,11 @@ describe(`a log backlog in one UpdateLog [${dialect}]`, () => {
       // What was stored: every line, in order (the first and last read back), the committed size is the file's.
       const check = await createDeps(config, { logger: pino({ level: 'silent' }), migrate: false });
       try {
-        const row = await check.database.db.selectFrom('action_task').select(['log_length', 'log_size', 'log_filename']).where('id', '=', taskId).executeTakeFirstOrThrow();
+        const row = await check.database.db
+          .selectFrom('action_task')
+          .select(['log_length', 'log_size', 'log_filename'])
+          .where('id', '=', taskId)
+          .executeTakeFirstOrThrow();
         assert.equal(Number(row.log_length), count);
         const file = check.services.taskReports.logs.resolve(row.log_filename);
         assert.ok((await fs.stat(file)).size >= Number(row.log_size));

@@ -102,7 +102,12 @@ async function expectConnectError(call: Promise<unknown>, code: Code, message: s
  * Polls like act_runner: a 5 s call deadline, and a call that runs out of
  * time counts as "no task" (on a loaded machine a claim can be slow).
  */
-async function pollUntil(client: RunnerClient, done: () => boolean, deadlineMs: number, onTask: (taskId: number) => void): Promise<void> {
+async function pollUntil(
+  client: RunnerClient,
+  done: () => boolean,
+  deadlineMs: number,
+  onTask: (taskId: number) => void,
+): Promise<void> {
   let version = 0n;
   while (!done() && Date.now() < deadlineMs) {
     let res;
@@ -145,7 +150,11 @@ for (const dialect of testDialects()) {
 
     /** The run counts still match the runs: concurrent claims of one run recompute its status one at a time. */
     const assertRunCountsMatch = async (repoId: number): Promise<void> => {
-      const counted = await db().selectFrom('action_run_count').select(['status', 'count']).where('repo_id', '=', repoId).execute();
+      const counted = await db()
+        .selectFrom('action_run_count')
+        .select(['status', 'count'])
+        .where('repo_id', '=', repoId)
+        .execute();
       const actual = await db().selectFrom('action_run').select('status').where('repo_id', '=', repoId).execute();
       for (const status of new Set([...actual.map((r) => r.status), ...counted.map((c) => c.status)])) {
         const sum = counted.filter((c) => c.status === status).reduce((n, c) => n + Number(c.count), 0);
@@ -153,13 +162,15 @@ for (const dialect of testDialects()) {
       }
     };
 
-    const jobsOf = (runId: number) => db().selectFrom('action_run_job').selectAll().where('run_id', '=', runId).orderBy('id').execute();
+    const jobsOf = (runId: number) =>
+      db().selectFrom('action_run_job').selectAll().where('run_id', '=', runId).orderBy('id').execute();
 
     before(async () => {
       // The claim races queue 500 jobs in one run: above the default cap of 256 jobs per run.
       s = await startTestServer(dialect, { GANTRY_SECRET_KEY: SECRET_KEY, GANTRY_ACTIONS_MAX_JOBS_PER_RUN: '1000' });
       alice = await s.createUser('alice');
-      for (const name of ['app', 'other']) assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name } })).status, 201);
+      for (const name of ['app', 'other'])
+        assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name } })).status, 201);
       const found = await Promise.all(['app', 'other'].map((name) => findRepository(db(), alice.user.id, name)));
       assert.ok(found[0] && found[1]);
       [app, other] = [found[0], found[1]];
@@ -202,7 +213,13 @@ for (const dialect of testDialects()) {
 
     test('Register: the runner gets an id, a UUID and a 40-hex token; its scope comes from the token', async () => {
       const client = createRunnerClient(s.url);
-      const res = await client.runner.register({ name: 'reg-1', token: repoToken, version: 'v1.2.3', labels: ['a', 'b'], ephemeral: true });
+      const res = await client.runner.register({
+        name: 'reg-1',
+        token: repoToken,
+        version: 'v1.2.3',
+        labels: ['a', 'b'],
+        ephemeral: true,
+      });
       const runner = res.runner;
       assert.ok(runner);
       assert.match(runner.uuid, /^[0-9a-f-]{36}$/);
@@ -211,25 +228,50 @@ for (const dialect of testDialects()) {
       assert.equal(runner.version, 'v1.2.3');
       assert.deepEqual(runner.labels, ['a', 'b']);
       assert.equal(runner.ephemeral, true);
-      const row = await db().selectFrom('action_runner').selectAll().where('uuid', '=', runner.uuid).executeTakeFirstOrThrow();
+      const row = await db()
+        .selectFrom('action_runner')
+        .selectAll()
+        .where('uuid', '=', runner.uuid)
+        .executeTakeFirstOrThrow();
       assert.equal(row.repo_id, app.id);
       assert.equal(row.owner_id, 0);
       assert.equal(row.token_hash, createHash('sha256').update(runner.token).digest('hex'));
     });
 
     test('Register: old runners that send agent_labels only still get their labels', async () => {
-      const res = await createRunnerClient(s.url).runner.register({ name: 'legacy', token: repoToken, agentLabels: ['old'] });
+      const res = await createRunnerClient(s.url).runner.register({
+        name: 'legacy',
+        token: repoToken,
+        agentLabels: ['old'],
+      });
       assert.deepEqual(res.runner?.labels, ['old']);
     });
 
     test('Register errors: missing fields, unknown token, replaced token', async () => {
       const client = createRunnerClient(s.url);
-      await expectConnectError(client.runner.register({ name: '', token: repoToken }), Code.InvalidArgument, 'missing runner token, name');
-      await expectConnectError(client.runner.register({ name: 'x', token: '' }), Code.InvalidArgument, 'missing runner token, name');
-      await expectConnectError(client.runner.register({ name: 'x', token: 'no-such-token' }), Code.InvalidArgument, 'runner registration token not found');
+      await expectConnectError(
+        client.runner.register({ name: '', token: repoToken }),
+        Code.InvalidArgument,
+        'missing runner token, name',
+      );
+      await expectConnectError(
+        client.runner.register({ name: 'x', token: '' }),
+        Code.InvalidArgument,
+        'missing runner token, name',
+      );
+      await expectConnectError(
+        client.runner.register({ name: 'x', token: 'no-such-token' }),
+        Code.InvalidArgument,
+        'runner registration token not found',
+      );
       const scope = { ownerId: alice.user.id, repoId: 0 };
       const first = await services().runners.registrationToken(scope);
-      await db().updateTable('action_runner_token').set({ is_active: 0 }).where('owner_id', '=', alice.user.id).where('repo_id', '=', 0).execute();
+      await db()
+        .updateTable('action_runner_token')
+        .set({ is_active: 0 })
+        .where('owner_id', '=', alice.user.id)
+        .where('repo_id', '=', 0)
+        .execute();
       const second = await services().runners.registrationToken(scope);
       assert.notEqual(first, second);
       await expectConnectError(
@@ -242,12 +284,26 @@ for (const dialect of testDialects()) {
 
     test('every RPC but Ping and Register needs the runner headers', async () => {
       const anonymous = createRunnerClient(s.url);
-      await expectConnectError(anonymous.runner.declare({ version: 'v1', labels: [] }), Code.Unauthenticated, 'unregistered runner');
-      await expectConnectError(anonymous.runner.fetchTask({ tasksVersion: 0n }), Code.Unauthenticated, 'unregistered runner');
+      await expectConnectError(
+        anonymous.runner.declare({ version: 'v1', labels: [] }),
+        Code.Unauthenticated,
+        'unregistered runner',
+      );
+      await expectConnectError(
+        anonymous.runner.fetchTask({ tasksVersion: 0n }),
+        Code.Unauthenticated,
+        'unregistered runner',
+      );
       await expectConnectError(anonymous.runner.updateLog({ taskId: 1n }), Code.Unauthenticated, 'unregistered runner');
       const real = await registerRunner(s.url, repoToken);
-      const forged = createRunnerClient(s.url, { credentials: { id: 0, uuid: real.credentials?.uuid ?? '', token: '0'.repeat(40) } });
-      await expectConnectError(forged.runner.fetchTask({ tasksVersion: 0n }), Code.Unauthenticated, 'unregistered runner');
+      const forged = createRunnerClient(s.url, {
+        credentials: { id: 0, uuid: real.credentials?.uuid ?? '', token: '0'.repeat(40) },
+      });
+      await expectConnectError(
+        forged.runner.fetchTask({ tasksVersion: 0n }),
+        Code.Unauthenticated,
+        'unregistered runner',
+      );
     });
 
     test('Declare stores labels and version and answers with the runner; calls mark it online', async () => {
@@ -258,7 +314,11 @@ for (const dialect of testDialects()) {
       assert.equal(res.runner.version, 'v9.9.9');
       assert.deepEqual(res.runner.labels, ['linux', 'docker']);
       assert.equal(res.runner.token, '', 'the secret is only shown at registration');
-      const row = await db().selectFrom('action_runner').selectAll().where('uuid', '=', client.credentials?.uuid ?? '').executeTakeFirstOrThrow();
+      const row = await db()
+        .selectFrom('action_runner')
+        .selectAll()
+        .where('uuid', '=', client.credentials?.uuid ?? '')
+        .executeTakeFirstOrThrow();
       assert.deepEqual(JSON.parse(row.agent_labels ?? 'null'), ['linux', 'docker']);
       assert.equal(row.version, 'v9.9.9');
       assert.ok(row.last_online > 0);
@@ -280,7 +340,10 @@ for (const dialect of testDialects()) {
       const held = Date.now() - started;
       assert.equal(second.task, undefined);
       assert.equal(second.tasksVersion, first.tasksVersion);
-      assert.ok(held >= 2000 && held < 4500, `an up-to-date runner is held for the long poll, then answered (${held} ms)`);
+      assert.ok(
+        held >= 2000 && held < 4500,
+        `an up-to-date runner is held for the long poll, then answered (${held} ms)`,
+      );
     });
 
     test('a waiting FetchTask is woken by a new job and gets it', async () => {
@@ -343,7 +406,11 @@ for (const dialect of testDialects()) {
       assert.deepEqual(task.vars, { OWNER_VAR: 'o', SHARED_VAR: 'repo' });
       assert.deepEqual(task.needs, {});
 
-      const taskRow = await db().selectFrom('action_task').selectAll().where('id', '=', task.id).executeTakeFirstOrThrow();
+      const taskRow = await db()
+        .selectFrom('action_task')
+        .selectAll()
+        .where('id', '=', task.id)
+        .executeTakeFirstOrThrow();
       assert.equal(taskRow.status, 6);
       assert.equal(taskRow.job_id, build.id);
       assert.equal(taskRow.runner_id, client.credentials?.id);
@@ -356,7 +423,12 @@ for (const dialect of testDialects()) {
       assert.equal(build.task_id, task.id);
       assert.equal(build.attempt, 1);
       assert.ok(build.started > 0);
-      const steps = await db().selectFrom('action_task_step').selectAll().where('task_id', '=', task.id).orderBy('step_index').execute();
+      const steps = await db()
+        .selectFrom('action_task_step')
+        .selectAll()
+        .where('task_id', '=', task.id)
+        .orderBy('step_index')
+        .execute();
       assert.deepEqual(
         steps.map((step) => [step.step_index, step.name, step.status]),
         [
@@ -372,7 +444,11 @@ for (const dialect of testDialects()) {
 
       // The dependant waits for the result; the finished job's outputs reach it as needs.
       const done = await client.runner.updateTask({
-        state: { id: BigInt(task.id), result: 1, stoppedAt: { seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 } },
+        state: {
+          id: BigInt(task.id),
+          result: 1,
+          stoppedAt: { seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 },
+        },
         outputs: { artifact: 'dist.tgz', empty: '' },
       });
       assert.equal(done.state?.result, 1);
@@ -401,16 +477,29 @@ for (const dialect of testDialects()) {
       assert.equal((await client.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 })).task, undefined);
       assert.equal((await jobsOf(runId))[0]?.task_id, 0);
       // The owner's runners see the repositories of the owner.
-      const ownerRunner = await registerRunner(s.url, await services().runners.registrationToken({ ownerId: alice.user.id, repoId: 0 }), { labels: ['gpu'] });
+      const ownerRunner = await registerRunner(
+        s.url,
+        await services().runners.registrationToken({ ownerId: alice.user.id, repoId: 0 }),
+        { labels: ['gpu'] },
+      );
       assert.ok((await ownerRunner.runner.fetchTask({ tasksVersion: 0n })).task);
     });
 
     test('two runners racing for one job: exactly one gets it', async () => {
       const runId = await dispatch('race.yml');
-      const [a, b] = await Promise.all([registerRunner(s.url, repoToken, { labels: ['race'] }), registerRunner(s.url, repoToken, { labels: ['race'] })]);
-      const results = await Promise.all([a, b].map((c) => c.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1500 })));
+      const [a, b] = await Promise.all([
+        registerRunner(s.url, repoToken, { labels: ['race'] }),
+        registerRunner(s.url, repoToken, { labels: ['race'] }),
+      ]);
+      const results = await Promise.all(
+        [a, b].map((c) => c.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1500 })),
+      );
       assert.equal(results.filter((r) => r.task !== undefined).length, 1);
-      const tasks = await db().selectFrom('action_task').selectAll().where('job_id', '=', (await jobsOf(runId))[0]?.id ?? 0).execute();
+      const tasks = await db()
+        .selectFrom('action_task')
+        .selectAll()
+        .where('job_id', '=', (await jobsOf(runId))[0]?.id ?? 0)
+        .execute();
       assert.equal(tasks.length, 1);
     });
 
@@ -453,13 +542,24 @@ for (const dialect of testDialects()) {
       assert.equal(again.task.id, first.task.id);
       const token = decodeTask(again.task).context.token as string;
       assert.notEqual(token, decodeTask(first.task).context.token);
-      const row = await db().selectFrom('action_task').select(['token_hash', 'runner_request_key', 'runner_request_key_expires']).where('id', '=', Number(first.task.id)).executeTakeFirstOrThrow();
+      const row = await db()
+        .selectFrom('action_task')
+        .select(['token_hash', 'runner_request_key', 'runner_request_key_expires'])
+        .where('id', '=', Number(first.task.id))
+        .executeTakeFirstOrThrow();
       assert.equal(row.token_hash, createHash('sha256').update(token).digest('hex'));
       // Kept with the claim, for 10 minutes (REQUEST_KEY_TTL_SEC): then the retry finds nothing.
       assert.equal(row.runner_request_key, '6f1c1d3e-8a0b-4d3c-9a62-6e9b7f0c2b11');
       const now = Math.floor(Date.now() / 1000);
-      assert.ok(row.runner_request_key_expires > now + 590 && row.runner_request_key_expires <= now + 600, String(row.runner_request_key_expires));
-      await db().updateTable('action_task').set({ runner_request_key_expires: now - 1 }).where('id', '=', Number(first.task.id)).execute();
+      assert.ok(
+        row.runner_request_key_expires > now + 590 && row.runner_request_key_expires <= now + 600,
+        String(row.runner_request_key_expires),
+      );
+      await db()
+        .updateTable('action_task')
+        .set({ runner_request_key_expires: now - 1 })
+        .where('id', '=', Number(first.task.id))
+        .execute();
       assert.equal((await client.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 })).task, undefined);
     });
 
@@ -478,7 +578,10 @@ for (const dialect of testDialects()) {
       });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-encoding'), 'gzip');
-      const body = (await res.json()) as { task?: { id: string; context: { repository: string } }; tasksVersion: string };
+      const body = (await res.json()) as {
+        task?: { id: string; context: { repository: string } };
+        tasksVersion: string;
+      };
       assert.equal(body.task?.context.repository, 'alice/app');
       const small = await fetch(`${s.url}/api/actions/ping.v1.PingService/Ping`, {
         method: 'POST',
@@ -490,12 +593,23 @@ for (const dialect of testDialects()) {
     });
 
     test('20 runners polling concurrently while 500 jobs are queued: every job is claimed exactly once', async () => {
-      const runners = await Promise.all(Array.from({ length: 20 }, () => registerRunner(s.url, repoToken, { labels: ['swarm'] })));
+      const runners = await Promise.all(
+        Array.from({ length: 20 }, () => registerRunner(s.url, repoToken, { labels: ['swarm'] })),
+      );
       const runId = await dispatch('swarm.yml');
       assert.equal((await jobsOf(runId)).length, 500);
       const claimed: number[] = [];
       const deadline = Date.now() + 60_000;
-      await Promise.all(runners.map((client) => pollUntil(client, () => claimed.length >= 500, deadline, (id) => claimed.push(id))));
+      await Promise.all(
+        runners.map((client) =>
+          pollUntil(
+            client,
+            () => claimed.length >= 500,
+            deadline,
+            (id) => claimed.push(id),
+          ),
+        ),
+      );
       assert.equal(claimed.length, 500);
       assert.equal(new Set(claimed).size, 500);
       const jobs = await jobsOf(runId);
@@ -506,7 +620,11 @@ for (const dialect of testDialects()) {
       const tasks = await db()
         .selectFrom('action_task')
         .select('job_id')
-        .where('job_id', 'in', jobs.map((job) => job.id))
+        .where(
+          'job_id',
+          'in',
+          jobs.map((job) => job.id),
+        )
         .execute();
       assert.equal(tasks.length, 500, 'no orphan task rows');
       await assertRunCountsMatch(app.id);
@@ -534,21 +652,40 @@ for (const dialect of testDialects()) {
             Array.from({ length: 40 }, async (_, i) => {
               const registered = await registerRunner(s.url, repoToken, { labels: ['swarm500'] });
               // Half of the runners talk to the other server, with the same credentials.
-              return i % 2 === 0 ? registered : createRunnerClient(secondUrl, { credentials: registered.credentials ?? undefined });
+              return i % 2 === 0
+                ? registered
+                : createRunnerClient(secondUrl, { credentials: registered.credentials ?? undefined });
             }),
           );
           const runIds: number[] = [];
           for (let i = 0; i < 5; i += 1) runIds.push(await dispatch('swarm500.yml'));
           const claimed: number[] = [];
           const deadline = Date.now() + 120_000;
-          await Promise.all(clients.map((client) => pollUntil(client, () => claimed.length >= 500, deadline, (id) => claimed.push(id))));
+          await Promise.all(
+            clients.map((client) =>
+              pollUntil(
+                client,
+                () => claimed.length >= 500,
+                deadline,
+                (id) => claimed.push(id),
+              ),
+            ),
+          );
           assert.equal(claimed.length, 500);
           assert.equal(new Set(claimed).size, 500);
           const jobs = await db().selectFrom('action_run_job').selectAll().where('run_id', 'in', runIds).execute();
           assert.equal(jobs.length, 500);
           assert.ok(jobs.every((job) => job.status === 6 && job.attempt >= 1));
           assert.deepEqual(new Set(jobs.map((job) => job.task_id)), new Set(claimed));
-          const tasks = await db().selectFrom('action_task').select('id').where('job_id', 'in', jobs.map((job) => job.id)).execute();
+          const tasks = await db()
+            .selectFrom('action_task')
+            .select('id')
+            .where(
+              'job_id',
+              'in',
+              jobs.map((job) => job.id),
+            )
+            .execute();
           assert.equal(tasks.length, 500);
           const runs = await db().selectFrom('action_run').select('status').where('id', 'in', runIds).execute();
           assert.ok(runs.every((run) => run.status === 6));

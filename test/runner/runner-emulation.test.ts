@@ -130,19 +130,34 @@ for (const dialect of testDialects()) {
     };
 
     const jobsOf = (runId: number): Promise<JobRow[]> =>
-      db().selectFrom('action_run_job').select(['id', 'job_id', 'status', 'task_id', 'handle']).where('run_id', '=', runId).orderBy('id').execute();
+      db()
+        .selectFrom('action_run_job')
+        .select(['id', 'job_id', 'status', 'task_id', 'handle'])
+        .where('run_id', '=', runId)
+        .orderBy('id')
+        .execute();
 
     const outputsOf = async (taskId: number): Promise<Record<string, string>> => {
-      const rows = await db().selectFrom('action_task_output').select(['output_key', 'output_value']).where('task_id', '=', taskId).execute();
+      const rows = await db()
+        .selectFrom('action_task_output')
+        .select(['output_key', 'output_value'])
+        .where('task_id', '=', taskId)
+        .execute();
       return Object.fromEntries(rows.map((row) => [row.output_key, row.output_value]));
     };
 
     before(async () => {
       s = await startTestServer(dialect);
       alice = await s.createUser('alice');
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: true } })).status, 201);
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: true } })).status,
+        201,
+      );
       work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
-      await work.commit(Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])), 'Add workflows');
+      await work.commit(
+        Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])),
+        'Add workflows',
+      );
       const pushed = await work.push('main');
       assert.equal(pushed.code, 0, pushed.stderr);
       const res = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'app' } });
@@ -178,10 +193,16 @@ for (const dialect of testDialects()) {
         assert.ok(build && deploy);
         assert.equal(Object.keys(build.task.needs).length, 0);
         // The dependant got the outputs through Task.needs, encoded as the runner reads them.
-        assert.deepEqual(deploy.task.needs, { build: { outputs: { artifact: 'app-1.2.3.tgz', digest: 'sha256:0f3c' }, result: Result.success } });
+        assert.deepEqual(deploy.task.needs, {
+          build: { outputs: { artifact: 'app-1.2.3.tgz', digest: 'sha256:0f3c' }, result: Result.success },
+        });
         for (const record of records) {
           assert.equal(record.remoteResult, Result.success, `${runner.flavour.name}: the server agrees on the result`);
-          assert.equal(record.closeAttempts, 1, `${runner.flavour.name}: the closing report is done at its first attempt`);
+          assert.equal(
+            record.closeAttempts,
+            1,
+            `${runner.flavour.name}: the closing report is done at its first attempt`,
+          );
           assert.deepEqual(record.unacknowledgedOutputs, []);
         }
         assert.equal(await runStatus(runId), 'success');
@@ -196,13 +217,20 @@ for (const dialect of testDialects()) {
         assert.deepEqual(await outputsOf(build.task.id), { artifact: 'app-1.2.3.tgz', digest: 'sha256:0f3c' });
         // The stored log holds every line the runner had acknowledged, archived after no_more.
         for (const record of records) {
-          const task = await db().selectFrom('action_task').select(['log_length', 'log_in_storage']).where('id', '=', record.task.id).executeTakeFirstOrThrow();
+          const task = await db()
+            .selectFrom('action_task')
+            .select(['log_length', 'log_in_storage'])
+            .where('id', '=', record.task.id)
+            .executeTakeFirstOrThrow();
           assert.equal(task.log_length, record.logAck);
           assert.equal(task.log_in_storage, 1);
         }
         const lines: string[] = [];
         for await (const line of s.server.deps.services.taskReports.readLog(deploy.task.id)) lines.push(line);
-        assert.ok(lines.some((line) => line.endsWith('deploying app-1.2.3.tgz sha256:0f3c')), lines.join('\n'));
+        assert.ok(
+          lines.some((line) => line.endsWith('deploying app-1.2.3.tgz sha256:0f3c')),
+          lines.join('\n'),
+        );
         // The row sent with no_more is the last one stored (act_runner's is empty).
         assert.match(lines.at(-1) ?? '', runner.flavour.name === 'act_runner' ? /^\S+ $/ : /^\S+ Job succeeded$/);
       } finally {
@@ -225,20 +253,43 @@ for (const dialect of testDialects()) {
     }
 
     test('forgejo-runner v12 (daemon, capacity 2) runs a two-job workflow whose second job uses the outputs of the first', async () => {
-      const runner = new EmulatedRunner({ ...QUICK, urls: [s.url, second.url], name: 'emu-forgejo', labels: ['emu-forgejo:docker://node:20-bookworm'], capacity: 2 });
+      const runner = new EmulatedRunner({
+        ...QUICK,
+        urls: [s.url, second.url],
+        name: 'emu-forgejo',
+        labels: ['emu-forgejo:docker://node:20-bookworm'],
+        capacity: 2,
+      });
       await runPipeline('forgejo.yml', runner);
-      assert.ok(runner.calls.filter((c) => c.procedure === 'FetchTask').every((c) => c.requestKey !== undefined), 'forgejo-runner 2026 sends a request key');
+      assert.ok(
+        runner.calls.filter((c) => c.procedure === 'FetchTask').every((c) => c.requestKey !== undefined),
+        'forgejo-runner 2026 sends a request key',
+      );
     });
 
     test('act_runner runs the same workflow: capabilities declared, outputs sent before the result, an empty last row with no_more', async () => {
-      const runner = createActRunner({ ...QUICK, urls: [s.url, second.url], name: 'emu-act', labels: ['emu-act:host'], capacity: 2 });
+      const runner = createActRunner({
+        ...QUICK,
+        urls: [s.url, second.url],
+        name: 'emu-act',
+        labels: ['emu-act:host'],
+        capacity: 2,
+      });
       await runPipeline('act.yml', runner);
     });
 
     /** What Forgejo's StopTask does to a running job (Gantry has no cancel endpoint yet). */
     const cancelServerSide = async (taskId: number): Promise<void> => {
-      const task = await db().selectFrom('action_task').select(['id', 'job_id']).where('id', '=', taskId).executeTakeFirstOrThrow();
-      const job = await db().selectFrom('action_run_job').select(['id', 'run_id']).where('id', '=', task.job_id).executeTakeFirstOrThrow();
+      const task = await db()
+        .selectFrom('action_task')
+        .select(['id', 'job_id'])
+        .where('id', '=', taskId)
+        .executeTakeFirstOrThrow();
+      const job = await db()
+        .selectFrom('action_run_job')
+        .select(['id', 'run_id'])
+        .where('id', '=', task.job_id)
+        .executeTakeFirstOrThrow();
       const at = Math.floor(Date.now() / 1000);
       await db()
         .transaction()
@@ -254,7 +305,14 @@ for (const dialect of testDialects()) {
     /** Runs `file` (one job with one output) with one forgejo-runner until its reporter closes. */
     async function runOne(file: string, label: string, onJobEnd: EmulatedRunnerOptions['onJobEnd']) {
       const runId = await dispatch(file);
-      const runner = new EmulatedRunner({ ...QUICK, urls: [s.url], name: label, labels: [label], fetchIntervalMs: 200, onJobEnd });
+      const runner = new EmulatedRunner({
+        ...QUICK,
+        urls: [s.url],
+        name: label,
+        labels: [label],
+        fetchIntervalMs: 200,
+        onJobEnd,
+      });
       await runner.register(registrationToken);
       const daemon = runner.daemon();
       try {
@@ -319,7 +377,11 @@ for (const dialect of testDialects()) {
       assert.notEqual(new URL(retry.url).port, new URL(lost.url).port, 'and reached the other process');
       const [job] = await jobsOf(runId);
       assert.equal(job?.status, ActionStatus.success);
-      const tasks = await db().selectFrom('action_task').select('id').where('job_id', '=', job?.id ?? 0).execute();
+      const tasks = await db()
+        .selectFrom('action_task')
+        .select('id')
+        .where('job_id', '=', job?.id ?? 0)
+        .execute();
       assert.deepEqual(
         tasks.map((t) => t.id),
         [runner.records[0]?.task.id],
@@ -332,7 +394,14 @@ for (const dialect of testDialects()) {
       const runId = await dispatch('handle.yml');
       const [job] = await jobsOf(runId);
       assert.ok(job && job.handle !== '');
-      const runner = new EmulatedRunner({ ...QUICK, urls: [s.url], name: 'emu-handle', labels: ['emu-handle'], ephemeral: true, fetchIntervalMs: 200 });
+      const runner = new EmulatedRunner({
+        ...QUICK,
+        urls: [s.url],
+        name: 'emu-handle',
+        labels: ['emu-handle'],
+        ephemeral: true,
+        fetchIntervalMs: 200,
+      });
       await runner.register(registrationToken);
       const record = await runner.runSingle(job.handle, 10_000);
       assert.equal(record.task.workflowPayload.includes('only:'), true);

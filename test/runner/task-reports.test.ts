@@ -142,7 +142,11 @@ class Fixtures {
         })
         .returning('id')
         .executeTakeFirstOrThrow();
-      await tx.updateTable('action_run_job').set({ task_id: task.id, status: ActionStatus.running, started: now, updated: now }).where('id', '=', job.id).execute();
+      await tx
+        .updateTable('action_run_job')
+        .set({ task_id: task.id, status: ActionStatus.running, started: now, updated: now })
+        .where('id', '=', job.id)
+        .execute();
       if (steps > 0) {
         await tx
           .insertInto('action_task_step')
@@ -177,24 +181,44 @@ class Fixtures {
   }
 
   steps(taskId: number) {
-    return this.db.selectFrom('action_task_step').selectAll().where('task_id', '=', taskId).orderBy('step_index').execute();
+    return this.db
+      .selectFrom('action_task_step')
+      .selectAll()
+      .where('task_id', '=', taskId)
+      .orderBy('step_index')
+      .execute();
   }
 
   async outputs(taskId: number): Promise<Record<string, string>> {
-    const rows = await this.db.selectFrom('action_task_output').select(['output_key', 'output_value']).where('task_id', '=', taskId).execute();
+    const rows = await this.db
+      .selectFrom('action_task_output')
+      .select(['output_key', 'output_value'])
+      .where('task_id', '=', taskId)
+      .execute();
     return Object.fromEntries(rows.map((row) => [row.output_key, row.output_value]));
   }
 
   /** Forgets every run, job and task (housekeeping tests count what they find). */
   async reset(): Promise<void> {
-    for (const table of ['action_task_output', 'action_task_step', 'action_task', 'action_run_job', 'action_run', 'action_run_count', 'action_run_index'] as const) {
+    for (const table of [
+      'action_task_output',
+      'action_task_step',
+      'action_task',
+      'action_run_job',
+      'action_run',
+      'action_run_count',
+      'action_run_index',
+    ] as const) {
       await this.db.deleteFrom(table).execute();
     }
   }
 }
 
 function rowsFrom(start: number, count: number, prefix = 'line'): LogRow[] {
-  return Array.from({ length: count }, (_, i) => ({ time: T0 + (start + i) / 1000, content: `${prefix} ${start + i}` }));
+  return Array.from({ length: count }, (_, i) => ({
+    time: T0 + (start + i) / 1000,
+    content: `${prefix} ${start + i}`,
+  }));
 }
 
 async function collect(lines: AsyncIterable<string>): Promise<string[]> {
@@ -225,7 +249,10 @@ describe('log line format (Forgejo FormatLog)', () => {
     const line = formatLogLine({ time: T0, content: long });
     const content = line.slice('2023-11-14T22:13:20.0000000Z '.length, -1);
     assert.equal(content, 'x'.repeat(MAX_LOG_LINE_BYTES - 1));
-    assert.equal(formatLogLine({ time: T0, content: 'y'.repeat(MAX_LOG_LINE_BYTES + 10) }).length, 29 + MAX_LOG_LINE_BYTES + 1);
+    assert.equal(
+      formatLogLine({ time: T0, content: 'y'.repeat(MAX_LOG_LINE_BYTES + 10) }).length,
+      29 + MAX_LOG_LINE_BYTES + 1,
+    );
   });
 });
 
@@ -255,7 +282,8 @@ for (const dialect of testDialects()) {
     test('ack-index protocol: append, lost ack, gap, nothing new, no more, archived', async () => {
       const { runner, taskId } = await newTask();
       const all = rowsFrom(0, 25);
-      const log = (index: number, rows: LogRow[], noMore = false) => reports.updateLog(runner, { taskId, index, rows, noMore });
+      const log = (index: number, rows: LogRow[], noMore = false) =>
+        reports.updateLog(runner, { taskId, index, rows, noMore });
 
       assert.deepEqual(await log(0, []), { ackIndex: 0 });
       assert.deepEqual(await log(0, all.slice(0, 10)), { ackIndex: 10 });
@@ -298,9 +326,15 @@ for (const dialect of testDialects()) {
     test('only the runner of the task may report; unknown tasks are not found', async () => {
       const { taskId } = await newTask();
       const stranger = await fx.runner();
-      await assert.rejects(reports.updateLog(stranger, { taskId, index: 0, rows: rowsFrom(0, 1), noMore: false }), isKind('forbidden'));
+      await assert.rejects(
+        reports.updateLog(stranger, { taskId, index: 0, rows: rowsFrom(0, 1), noMore: false }),
+        isKind('forbidden'),
+      );
       await assert.rejects(reports.updateTask(stranger, { id: taskId, result: 0, steps: [] }, {}), isKind('forbidden'));
-      await assert.rejects(reports.updateLog(stranger, { taskId: 987654, index: 0, rows: [], noMore: false }), isKind('not_found'));
+      await assert.rejects(
+        reports.updateLog(stranger, { taskId: 987654, index: 0, rows: [], noMore: false }),
+        isKind('not_found'),
+      );
       await assert.rejects(reports.updateTask(stranger, { id: 987654, result: 0, steps: [] }, {}), isKind('not_found'));
       await assert.rejects(collect(reports.readLog(987654)), isKind('not_found'));
       await assert.rejects(reports.openLog(987654), isKind('not_found'));
@@ -326,7 +360,9 @@ for (const dialect of testDialects()) {
         assert.equal(ackIndex, from + rows.length);
         acked = ackIndex;
       }
-      assert.deepEqual(await reports.updateLog(runner, { taskId, index: total, rows: [], noMore: true }), { ackIndex: total });
+      assert.deepEqual(await reports.updateLog(runner, { taskId, index: total, rows: [], noMore: true }), {
+        ackIndex: total,
+      });
 
       const row = await fx.task(taskId);
       assert.equal(row.log_in_storage, 1);
@@ -340,26 +376,47 @@ for (const dialect of testDialects()) {
 
       assert.deepEqual(await collect(reports.readLog(taskId)), expected);
       assert.deepEqual(await collect(reports.readLog(taskId, { fromLine: 9_990 })), expected.slice(9_990));
-      assert.deepEqual(await collect(reports.readLog(taskId, { fromLine: 4_321, limit: 5 })), expected.slice(4_321, 4_326));
+      assert.deepEqual(
+        await collect(reports.readLog(taskId, { fromLine: 4_321, limit: 5 })),
+        expected.slice(4_321, 4_326),
+      );
       assert.deepEqual(await collect(reports.readLog(taskId, { limit: 0 })), []);
     });
 
     test('a log survives a restart; bytes a crash left past the committed size never show', async () => {
       const { runner, taskId } = await newTask();
       const all = rowsFrom(0, 300);
-      assert.deepEqual(await reports.updateLog(runner, { taskId, index: 0, rows: all.slice(0, 100), noMore: false }), { ackIndex: 100 });
+      assert.deepEqual(await reports.updateLog(runner, { taskId, index: 0, rows: all.slice(0, 100), noMore: false }), {
+        ackIndex: 100,
+      });
       const row = await fx.task(taskId);
       // A crash between the fsync and the database update of a later append.
-      await fs.appendFile(path.join(s.dataDir, 'actions_log', row.log_filename), 'garbage that was never acknowledged\npartial');
+      await fs.appendFile(
+        path.join(s.dataDir, 'actions_log', row.log_filename),
+        'garbage that was never acknowledged\npartial',
+      );
 
       const restartedClock = fakeClock(clock.now + 60);
-      const restarted = new TaskReportService(db, restartedClock, new RunProgress(restartedClock, new DomainEvents()), s.dataDir);
+      const restarted = new TaskReportService(
+        db,
+        restartedClock,
+        new RunProgress(restartedClock, new DomainEvents()),
+        s.dataDir,
+      );
       assert.deepEqual(await collect(restarted.readLog(taskId)), stored(all.slice(0, 100)));
       // The runner never got the last ack and resends from 50.
-      assert.deepEqual(await restarted.updateLog(runner, { taskId, index: 50, rows: all.slice(50, 200), noMore: false }), { ackIndex: 200 });
+      assert.deepEqual(
+        await restarted.updateLog(runner, { taskId, index: 50, rows: all.slice(50, 200), noMore: false }),
+        { ackIndex: 200 },
+      );
       assert.deepEqual(await collect(restarted.readLog(taskId)), stored(all.slice(0, 200)));
-      assert.deepEqual(await restarted.updateLog(runner, { taskId, index: 200, rows: all.slice(200, 201), noMore: false }), { ackIndex: 201 });
-      assert.deepEqual(await restarted.updateLog(runner, { taskId, index: 201, rows: all.slice(201), noMore: true }), { ackIndex: 300 });
+      assert.deepEqual(
+        await restarted.updateLog(runner, { taskId, index: 200, rows: all.slice(200, 201), noMore: false }),
+        { ackIndex: 201 },
+      );
+      assert.deepEqual(await restarted.updateLog(runner, { taskId, index: 201, rows: all.slice(201), noMore: true }), {
+        ackIndex: 300,
+      });
       assert.deepEqual(await collect(reports.readLog(taskId)), stored(all));
     });
 
@@ -409,7 +466,12 @@ for (const dialect of testDialects()) {
     after(() => s.stop());
 
     const tasksVersion = async (): Promise<number> => {
-      const row = await db.selectFrom('action_tasks_version').select('version').where('owner_id', '=', 0).where('repo_id', '=', REPO_ID).executeTakeFirst();
+      const row = await db
+        .selectFrom('action_tasks_version')
+        .select('version')
+        .where('owner_id', '=', 0)
+        .where('repo_id', '=', REPO_ID)
+        .executeTakeFirst();
       return row === undefined ? 0 : Number(row.version);
     };
 
@@ -424,7 +486,16 @@ for (const dialect of testDialects()) {
       clock.advance(30);
       const beat = await reports.updateTask(
         runner,
-        { id: taskId, result: 0, startedAt: T0, steps: [step(0, ActionStatus.success, { startedAt: T0, stoppedAt: T0 + 5, logIndex: 0, logLength: 4 }), step(1, 0, { startedAt: T0 + 5, logIndex: 4, logLength: 2 }), step(9, 1)] },
+        {
+          id: taskId,
+          result: 0,
+          startedAt: T0,
+          steps: [
+            step(0, ActionStatus.success, { startedAt: T0, stoppedAt: T0 + 5, logIndex: 0, logLength: 4 }),
+            step(1, 0, { startedAt: T0 + 5, logIndex: 4, logLength: 2 }),
+            step(9, 1),
+          ],
+        },
         {},
       );
       assert.deepEqual(beat, { result: 0, sentOutputs: [] });
@@ -443,7 +514,15 @@ for (const dialect of testDialects()) {
 
       const versionBefore = await tasksVersion();
       clock.advance(30);
-      const done = await reports.updateTask(runner, { id: taskId, result: ActionStatus.success, steps: [step(1, ActionStatus.success, { logIndex: 4, logLength: 3 })] }, {});
+      const done = await reports.updateTask(
+        runner,
+        {
+          id: taskId,
+          result: ActionStatus.success,
+          steps: [step(1, ActionStatus.success, { logIndex: 4, logLength: 3 })],
+        },
+        {},
+      );
       assert.deepEqual(done, { result: ActionStatus.success, sentOutputs: [] });
       const finished = await fx.task(taskId);
       assert.equal(finished.status, ActionStatus.success);
@@ -468,22 +547,46 @@ for (const dialect of testDialects()) {
       // result, but its outputs are stored and acknowledged (Forgejo stores
       // them regardless), so the runner stops resending them.
       clock.advance(30);
-      assert.deepEqual(await reports.updateTask(runner, { id: taskId, result: ActionStatus.failure, steps: [step(2, ActionStatus.failure)] }, { late: 'x' }), {
-        result: ActionStatus.success,
-        sentOutputs: ['late'],
-      });
+      assert.deepEqual(
+        await reports.updateTask(
+          runner,
+          { id: taskId, result: ActionStatus.failure, steps: [step(2, ActionStatus.failure)] },
+          { late: 'x' },
+        ),
+        {
+          result: ActionStatus.success,
+          sentOutputs: ['late'],
+        },
+      );
       assert.deepEqual(await fx.task(taskId), finished);
       assert.deepEqual(await fx.outputs(taskId), { late: 'x' });
-      assert.deepEqual((await reports.updateTask(runner, { id: taskId, result: ActionStatus.success, steps: [] }, { late: 'y' })).sentOutputs, ['late']);
+      assert.deepEqual(
+        (await reports.updateTask(runner, { id: taskId, result: ActionStatus.success, steps: [] }, { late: 'y' }))
+          .sentOutputs,
+        ['late'],
+      );
       assert.deepEqual(await fx.outputs(taskId), { late: 'x' }, 'first write wins');
     });
 
     test('a failing job skips its dependants and fails the run', async () => {
       const runner = await fx.runner();
-      const { runId, jobs } = await fx.run([{ jobId: 'build' }, { jobId: 'test', needs: ['build'] }, { jobId: 'deploy', needs: ['test'] }, { jobId: 'notify', needs: ['build'], hasIf: true }]);
+      const { runId, jobs } = await fx.run([
+        { jobId: 'build' },
+        { jobId: 'test', needs: ['build'] },
+        { jobId: 'deploy', needs: ['test'] },
+        { jobId: 'notify', needs: ['build'], hasIf: true },
+      ]);
       const taskId = await fx.startTask(jobs.get('build')!, runner);
       clock.advance(10);
-      const answer = await reports.updateTask(runner, { id: taskId, result: ActionStatus.failure, steps: [step(0, ActionStatus.success), step(1, ActionStatus.failure)] }, {});
+      const answer = await reports.updateTask(
+        runner,
+        {
+          id: taskId,
+          result: ActionStatus.failure,
+          steps: [step(0, ActionStatus.success), step(1, ActionStatus.failure)],
+        },
+        {},
+      );
       assert.equal(answer.result, ActionStatus.failure);
       assert.equal((await fx.job(jobs.get('build')!.id)).status, ActionStatus.failure);
       assert.equal((await fx.job(jobs.get('test')!.id)).status, ActionStatus.skipped);
@@ -506,13 +609,30 @@ for (const dialect of testDialects()) {
       const runner = await fx.runner();
       const { jobs } = await fx.run([{ jobId: 'build' }]);
       const taskId = await fx.startTask(jobs.get('build')!, runner);
-      const first = await reports.updateTask(runner, { id: taskId, result: 0, steps: [] }, { version: '1.0', ['k'.repeat(256)]: 'too long a key', big: 'v'.repeat(1024 * 1024 + 1) });
+      const first = await reports.updateTask(
+        runner,
+        { id: taskId, result: 0, steps: [] },
+        { version: '1.0', ['k'.repeat(256)]: 'too long a key', big: 'v'.repeat(1024 * 1024 + 1) },
+      );
       assert.deepEqual(first.sentOutputs, ['version']);
-      const second = await reports.updateTask(runner, { id: taskId, result: 0, steps: [] }, { version: '2.0', digest: 'sha256:abc', ['k'.repeat(255)]: 'max key' });
+      const second = await reports.updateTask(
+        runner,
+        { id: taskId, result: 0, steps: [] },
+        { version: '2.0', digest: 'sha256:abc', ['k'.repeat(255)]: 'max key' },
+      );
       assert.deepEqual(new Set(second.sentOutputs), new Set(['version', 'digest', 'k'.repeat(255)]));
-      const final = await reports.updateTask(runner, { id: taskId, result: ActionStatus.success, steps: [] }, { last: 'yes', version: '3.0' });
+      const final = await reports.updateTask(
+        runner,
+        { id: taskId, result: ActionStatus.success, steps: [] },
+        { last: 'yes', version: '3.0' },
+      );
       assert.deepEqual(new Set(final.sentOutputs), new Set(['version', 'digest', 'k'.repeat(255), 'last']));
-      assert.deepEqual(await fx.outputs(taskId), { version: '1.0', digest: 'sha256:abc', ['k'.repeat(255)]: 'max key', last: 'yes' });
+      assert.deepEqual(await fx.outputs(taskId), {
+        version: '1.0',
+        digest: 'sha256:abc',
+        ['k'.repeat(255)]: 'max key',
+        last: 'yes',
+      });
     });
 
     test('a job cancelled server-side answers CANCELLED and closes the task', async () => {
@@ -523,11 +643,19 @@ for (const dialect of testDialects()) {
       await reports.updateTask(runner, { id: taskId, result: 0, steps: [step(0, 0, { startedAt: T0 })] }, {});
       // What the cancel API does to a job whose task runs (the task learns on its next report).
       await db.transaction().execute(async (tx) => {
-        await tx.updateTable('action_run_job').set({ status: ActionStatus.cancelled, stopped: clock.now, updated: clock.now }).where('id', '=', build.id).execute();
+        await tx
+          .updateTable('action_run_job')
+          .set({ status: ActionStatus.cancelled, stopped: clock.now, updated: clock.now })
+          .where('id', '=', build.id)
+          .execute();
         await new RunProgress(clock, new DomainEvents()).settle(tx, runId);
       });
       clock.advance(5);
-      const answer = await reports.updateTask(runner, { id: taskId, result: 0, steps: [step(0, 0, { startedAt: T0, logLength: 9 })] }, {});
+      const answer = await reports.updateTask(
+        runner,
+        { id: taskId, result: 0, steps: [step(0, 0, { startedAt: T0, logLength: 9 })] },
+        {},
+      );
       assert.equal(answer.result, ActionStatus.cancelled);
       const task = await fx.task(taskId);
       assert.equal(task.status, ActionStatus.cancelled);
@@ -541,7 +669,10 @@ for (const dialect of testDialects()) {
         ],
       );
       // Even a reported success cannot undo the cancel.
-      assert.equal((await reports.updateTask(runner, { id: taskId, result: ActionStatus.success, steps: [] }, {})).result, ActionStatus.cancelled);
+      assert.equal(
+        (await reports.updateTask(runner, { id: taskId, result: ActionStatus.success, steps: [] }, {})).result,
+        ActionStatus.cancelled,
+      );
       assert.equal((await fx.job(build.id)).status, ActionStatus.cancelled);
       assert.equal((await fx.job(jobs.get('test')!.id)).status, ActionStatus.skipped);
       assert.equal((await fx.runRow(runId)).status, ActionStatus.cancelled);
@@ -552,7 +683,11 @@ for (const dialect of testDialects()) {
       const { jobs } = await fx.run([{ jobId: 'build' }]);
       const build = jobs.get('build')!;
       const taskId = await fx.startTask(build, runner);
-      await db.updateTable('action_run_job').set({ status: ActionStatus.cancelled, stopped: clock.now }).where('id', '=', build.id).execute();
+      await db
+        .updateTable('action_run_job')
+        .set({ status: ActionStatus.cancelled, stopped: clock.now })
+        .where('id', '=', build.id)
+        .execute();
       const answer = await reports.updateTask(runner, { id: taskId, result: ActionStatus.success, steps: [] }, {});
       assert.equal(answer.result, ActionStatus.cancelled);
       assert.equal((await fx.task(taskId)).status, ActionStatus.cancelled);
@@ -578,8 +713,14 @@ for (const dialect of testDialects()) {
       const { jobs } = await fx.run([{ jobId: 'build' }]);
       const taskId = await fx.startTask(jobs.get('build')!, runner);
       await assert.rejects(reports.updateTask(runner, { id: taskId, result: 6, steps: [] }, {}), isKind('invalid'));
-      await assert.rejects(reports.updateTask(runner, { id: taskId, result: 0, steps: [step(0, 9)] }, {}), isKind('invalid'));
-      await assert.rejects(reports.updateLog(runner, { taskId, index: -1, rows: [], noMore: false }), isKind('invalid'));
+      await assert.rejects(
+        reports.updateTask(runner, { id: taskId, result: 0, steps: [step(0, 9)] }, {}),
+        isKind('invalid'),
+      );
+      await assert.rejects(
+        reports.updateLog(runner, { taskId, index: -1, rows: [], noMore: false }),
+        isKind('invalid'),
+      );
       assert.equal((await fx.task(taskId)).status, ActionStatus.running);
     });
   });
@@ -601,13 +742,18 @@ for (const dialect of testDialects()) {
     beforeEach(() => fx.reset());
     after(() => s.stop());
 
-    const housekeeping = (options = {}) => new ActionsHousekeeping(db, clock, reports, { onError: (error) => assert.fail(String(error)), ...options });
+    const housekeeping = (options = {}) =>
+      new ActionsHousekeeping(db, clock, reports, { onError: (error) => assert.fail(String(error)), ...options });
 
     test('a running task silent for 10 minutes fails with its job and steps; its log is archived; dependants skip', async () => {
       const runner = await fx.runner(true);
       const { runId, jobs } = await fx.run([{ jobId: 'build' }, { jobId: 'test', needs: ['build'] }]);
       const taskId = await fx.startTask(jobs.get('build')!, runner);
-      await reports.updateTask(runner, { id: taskId, result: 0, steps: [step(0, ActionStatus.success), step(1, 0, { startedAt: T0 })] }, {});
+      await reports.updateTask(
+        runner,
+        { id: taskId, result: 0, steps: [step(0, ActionStatus.success), step(1, 0, { startedAt: T0 })] },
+        {},
+      );
       await reports.updateLog(runner, { taskId, index: 0, rows: rowsFrom(0, 50), noMore: false });
 
       clock.advance(9 * 60);
@@ -634,7 +780,10 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await collect(reports.readLog(taskId)), stored(rowsFrom(0, 50)));
       // The runner comes back: it learns the result, its new lines are refused.
       assert.deepEqual(await housekeeping().runOnce(), { zombies: 0, abandoned: 0, logsArchived: 0 });
-      await assert.rejects(reports.updateLog(runner, { taskId, index: 50, rows: rowsFrom(50, 1), noMore: false }), isKind('conflict'));
+      await assert.rejects(
+        reports.updateLog(runner, { taskId, index: 50, rows: rowsFrom(50, 1), noMore: false }),
+        isKind('conflict'),
+      );
     });
 
     test('waiting and blocked jobs untouched for 24 hours are cancelled and the run settles', async () => {
@@ -686,7 +835,11 @@ for (const dialect of testDialects()) {
       }
       clock.advance(11 * 60);
 
-      const passes = await Promise.all([housekeeping({ batchSize: 2 }).runOnce(), housekeeping({ batchSize: 2 }).runOnce(), housekeeping({ batchSize: 2 }).runOnce()]);
+      const passes = await Promise.all([
+        housekeeping({ batchSize: 2 }).runOnce(),
+        housekeeping({ batchSize: 2 }).runOnce(),
+        housekeeping({ batchSize: 2 }).runOnce(),
+      ]);
       const sum = (key: 'zombies' | 'abandoned' | 'logsArchived') => passes.reduce((n, p) => n + p[key], 0);
       assert.equal(sum('zombies'), 6);
       assert.equal(sum('abandoned'), 4);
@@ -700,14 +853,25 @@ for (const dialect of testDialects()) {
       for (const runId of runIds) {
         const run = await fx.runRow(runId);
         assert.equal(run.status, ActionStatus.failure);
-        const statuses = (await db.selectFrom('action_run_job').select('status').where('run_id', '=', runId).orderBy('id').execute()).map((j) => j.status);
+        const statuses = (
+          await db.selectFrom('action_run_job').select('status').where('run_id', '=', runId).orderBy('id').execute()
+        ).map((j) => j.status);
         assert.deepEqual(statuses, [ActionStatus.failure, ActionStatus.failure, ActionStatus.skipped]);
       }
       for (const runId of abandonedRuns) assert.equal((await fx.runRow(runId)).status, ActionStatus.cancelled);
       // The per-status run counts moved once per run: no count below zero, one entry per run.
-      const counts = await db.selectFrom('action_run_count').select(['status', 'count']).where('repo_id', '=', REPO_ID).execute();
-      assert.ok(counts.every((c) => Number(c.count) >= 0), JSON.stringify(counts));
-      const byStatus = Object.fromEntries(counts.filter((c) => Number(c.count) > 0).map((c) => [c.status, Number(c.count)]));
+      const counts = await db
+        .selectFrom('action_run_count')
+        .select(['status', 'count'])
+        .where('repo_id', '=', REPO_ID)
+        .execute();
+      assert.ok(
+        counts.every((c) => Number(c.count) >= 0),
+        JSON.stringify(counts),
+      );
+      const byStatus = Object.fromEntries(
+        counts.filter((c) => Number(c.count) > 0).map((c) => [c.status, Number(c.count)]),
+      );
       assert.deepEqual(byStatus, { [ActionStatus.failure]: 3, [ActionStatus.cancelled]: 4 });
       assert.deepEqual(await Promise.all([housekeeping().runOnce(), housekeeping().runOnce()]), [
         { zombies: 0, abandoned: 0, logsArchived: 0 },
@@ -723,7 +887,8 @@ for (const dialect of testDialects()) {
       const hk = housekeeping();
       hk.start(10);
       const deadline = Date.now() + 5000;
-      while ((await fx.task(taskId)).status === ActionStatus.running && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      while ((await fx.task(taskId)).status === ActionStatus.running && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
       await hk.stop();
       assert.equal((await fx.task(taskId)).status, ActionStatus.failure);
     });

@@ -11,7 +11,12 @@ import { gzipSync } from 'node:zlib';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
 import { PingRequestSchema } from '../../src/gen/ping/v1/messages_pb.ts';
-import { FetchTaskResponseSchema, RegisterRequestSchema, UpdateLogRequestSchema, UpdateLogResponseSchema } from '../../src/gen/runner/v1/messages_pb.ts';
+import {
+  FetchTaskResponseSchema,
+  RegisterRequestSchema,
+  UpdateLogRequestSchema,
+  UpdateLogResponseSchema,
+} from '../../src/gen/runner/v1/messages_pb.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { findRepository } from '../../src/models/repos.ts';
 import { registerRunner } from '../support/runner-client.ts';
@@ -67,7 +72,10 @@ for (const dialect of testDialects()) {
       });
       return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
     };
-    const asRunner = (): Record<string, string> => ({ 'x-runner-uuid': runner.credentials?.uuid ?? '', 'x-runner-token': runner.credentials?.token ?? '' });
+    const asRunner = (): Record<string, string> => ({
+      'x-runner-uuid': runner.credentials?.uuid ?? '',
+      'x-runner-token': runner.credentials?.token ?? '',
+    });
     const nextTask = (): number => {
       const id = taskIds.shift();
       assert.ok(id !== undefined, 'a task left');
@@ -75,12 +83,21 @@ for (const dialect of testDialects()) {
     };
     const storedLines = async (taskId: number): Promise<string[]> => {
       const lines: string[] = [];
-      for await (const line of s.server.deps.services.taskReports.readLog(taskId)) lines.push(line.slice(line.indexOf(' ') + 1));
+      for await (const line of s.server.deps.services.taskReports.readLog(taskId))
+        lines.push(line.slice(line.indexOf(' ') + 1));
       return lines;
     };
-    const updateLog = async (message: MessageInitShape<typeof UpdateLogRequestSchema>, headers: Record<string, string> = {}, gzip = false): Promise<RawAnswer> => {
+    const updateLog = async (
+      message: MessageInitShape<typeof UpdateLogRequestSchema>,
+      headers: Record<string, string> = {},
+      gzip = false,
+    ): Promise<RawAnswer> => {
       const bytes = toBinary(UpdateLogRequestSchema, create(UpdateLogRequestSchema, message));
-      return rpc('runner.v1.RunnerService/UpdateLog', gzip ? gzipSync(bytes) : bytes, { ...asRunner(), ...(gzip ? { 'content-encoding': 'gzip' } : {}), ...headers });
+      return rpc('runner.v1.RunnerService/UpdateLog', gzip ? gzipSync(bytes) : bytes, {
+        ...asRunner(),
+        ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+        ...headers,
+      });
     };
     const ackOf = (answer: RawAnswer): number => {
       assert.equal(answer.status, 200, answer.body.toString('utf8'));
@@ -102,7 +119,11 @@ for (const dialect of testDialects()) {
       assert.ok(repo);
       registrationToken = await s.server.deps.services.runners.registrationToken({ ownerId: 0, repoId: repo.id });
       runner = await registerRunner(s.url, registrationToken, { labels: ['transport'] });
-      const dispatched = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'wire', workflowfilename: 'logs.yml' }, body: { ref: 'main', inputs: {} } });
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'wire', workflowfilename: 'logs.yml' },
+        body: { ref: 'main', inputs: {} },
+      });
       assert.equal(dispatched.status, 204, JSON.stringify(dispatched.error));
       while (taskIds.length < LEGS - 1) {
         const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
@@ -123,7 +144,12 @@ for (const dialect of testDialects()) {
         const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
           const req = http.request(`${s.url}/api/actions/runner.v1.RunnerService/${method}`, {
             method: 'POST',
-            headers: { 'content-type': 'application/proto', 'content-encoding': 'gzip', 'content-length': String(512 * 1024 * 1024), ...headers },
+            headers: {
+              'content-type': 'application/proto',
+              'content-encoding': 'gzip',
+              'content-length': String(512 * 1024 * 1024),
+              ...headers,
+            },
           });
           const timer = setTimeout(() => {
             req.destroy();
@@ -152,23 +178,49 @@ for (const dialect of testDialects()) {
     });
 
     test('Ping and Register read at most 64 KiB after decompression: a gzip bomb is resource_exhausted and registers nothing', async () => {
-      const register = toBinary(RegisterRequestSchema, create(RegisterRequestSchema, { name: 'bomb-runner', token: registrationToken, version: 'v'.repeat(8 * 1024 * 1024), labels: ['transport'] }));
+      const register = toBinary(
+        RegisterRequestSchema,
+        create(RegisterRequestSchema, {
+          name: 'bomb-runner',
+          token: registrationToken,
+          version: 'v'.repeat(8 * 1024 * 1024),
+          labels: ['transport'],
+        }),
+      );
       const bomb = gzipSync(register, { level: 9 });
       assert.ok(bomb.length < 64 * 1024, `${bomb.length} bytes on the wire`);
       const refused = await rpc('runner.v1.RunnerService/Register', bomb, { 'content-encoding': 'gzip' });
       assert.equal(refused.status, 429, refused.body.toString('utf8'));
-      assert.deepEqual(connectError(refused), { code: 'resource_exhausted', message: 'the request is larger than 65536 bytes' });
-      const found = await s.server.deps.database.db.selectFrom('action_runner').select('id').where('name', '=', 'bomb-runner').execute();
+      assert.deepEqual(connectError(refused), {
+        code: 'resource_exhausted',
+        message: 'the request is larger than 65536 bytes',
+      });
+      const found = await s.server.deps.database.db
+        .selectFrom('action_runner')
+        .select('id')
+        .where('name', '=', 'bomb-runner')
+        .execute();
       assert.deepEqual(found, [], 'no runner registered');
 
-      const ping = await rpc('ping.v1.PingService/Ping', gzipSync(toBinary(PingRequestSchema, create(PingRequestSchema, { data: 'x'.repeat(4 * 1024 * 1024) }))), { 'content-encoding': 'gzip' });
+      const ping = await rpc(
+        'ping.v1.PingService/Ping',
+        gzipSync(toBinary(PingRequestSchema, create(PingRequestSchema, { data: 'x'.repeat(4 * 1024 * 1024) }))),
+        { 'content-encoding': 'gzip' },
+      );
       assert.equal(ping.status, 429, ping.body.toString('utf8'));
       assert.equal(connectError(ping).code, 'resource_exhausted');
       // Uncompressed alike, whatever Content-Length promises.
-      const plain = await rpc('ping.v1.PingService/Ping', toBinary(PingRequestSchema, create(PingRequestSchema, { data: 'x'.repeat(100 * 1024) })));
+      const plain = await rpc(
+        'ping.v1.PingService/Ping',
+        toBinary(PingRequestSchema, create(PingRequestSchema, { data: 'x'.repeat(100 * 1024) })),
+      );
       assert.equal(plain.status, 429, plain.body.toString('utf8'));
       // Small requests still go through, compressed or not.
-      const small = await rpc('ping.v1.PingService/Ping', gzipSync(toBinary(PingRequestSchema, create(PingRequestSchema, { data: 'small' }))), { 'content-encoding': 'gzip' });
+      const small = await rpc(
+        'ping.v1.PingService/Ping',
+        gzipSync(toBinary(PingRequestSchema, create(PingRequestSchema, { data: 'small' }))),
+        { 'content-encoding': 'gzip' },
+      );
       assert.equal(small.status, 200, small.body.toString('utf8'));
     });
 
@@ -186,9 +238,16 @@ for (const dialect of testDialects()) {
         assert.equal(res.headers.get('content-encoding'), encoding, `Accept-Encoding: ${accept}`);
       }
       // A task (well over 1 KiB) for a runner that prefers br: gzip (fetch decompresses it).
-      const dispatchAgain = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'wire', workflowfilename: 'logs.yml' }, body: { ref: 'main', inputs: {} } });
+      const dispatchAgain = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'wire', workflowfilename: 'logs.yml' },
+        body: { ref: 'main', inputs: {} },
+      });
       assert.equal(dispatchAgain.status, 204);
-      const fetched = await rpc('runner.v1.RunnerService/FetchTask', new Uint8Array(0), { ...asRunner(), 'accept-encoding': 'br, gzip' });
+      const fetched = await rpc('runner.v1.RunnerService/FetchTask', new Uint8Array(0), {
+        ...asRunner(),
+        'accept-encoding': 'br, gzip',
+      });
       assert.equal(fetched.status, 200, fetched.body.toString('utf8'));
       assert.equal(fetched.headers.get('content-encoding'), 'gzip');
       const task = fromBinary(FetchTaskResponseSchema, fetched.body).task;
@@ -196,7 +255,10 @@ for (const dialect of testDialects()) {
 
       const br = await rpc('ping.v1.PingService/Ping', ping, { 'content-encoding': 'br' });
       assert.equal(br.status, 501);
-      assert.deepEqual(connectError(br), { code: 'unimplemented', message: 'unknown compression "br": supported encodings are gzip' });
+      assert.deepEqual(connectError(br), {
+        code: 'unimplemented',
+        message: 'unknown compression "br": supported encodings are gzip',
+      });
       const plain = await rpc('ping.v1.PingService/Ping', ping, { 'accept-encoding': 'br' });
       assert.equal(Buffer.from(plain.body).toString('utf8').includes(expected), true, 'an identity answer');
     });
@@ -204,17 +266,28 @@ for (const dialect of testDialects()) {
     test('a gzip-compressed UpdateLog larger than one batch is stored line for line; no_more archives it', async () => {
       const taskId = nextTask();
       const count = 25_000; // about 2.7 MiB: several batches
-      const answer = await updateLog({ taskId: BigInt(taskId), index: 0n, rows: rows(0, count), noMore: true }, {}, true);
+      const answer = await updateLog(
+        { taskId: BigInt(taskId), index: 0n, rows: rows(0, count), noMore: true },
+        {},
+        true,
+      );
       assert.equal(ackOf(answer), count);
       const lines = await storedLines(taskId);
       assert.equal(lines.length, count);
       assert.equal(lines[0], `row 0 ${'.'.repeat(90)}`);
       assert.equal(lines[count - 1], `row ${count - 1} ${'.'.repeat(90)}`);
-      const row = await s.server.deps.database.db.selectFrom('action_task').select(['log_length', 'log_in_storage']).where('id', '=', taskId).executeTakeFirstOrThrow();
+      const row = await s.server.deps.database.db
+        .selectFrom('action_task')
+        .select(['log_length', 'log_in_storage'])
+        .where('id', '=', taskId)
+        .executeTakeFirstOrThrow();
       assert.equal(Number(row.log_length), count);
       assert.equal(Number(row.log_in_storage), 1, 'archived');
       // A resend of lines already stored (the runner lost the answer) changes nothing.
-      assert.equal(ackOf(await updateLog({ taskId: BigInt(taskId), index: 0n, rows: rows(0, 10), noMore: true })), count);
+      assert.equal(
+        ackOf(await updateLog({ taskId: BigInt(taskId), index: 0n, rows: rows(0, 10), noMore: true })),
+        count,
+      );
     });
 
     test(`an UpdateLog over GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE: the rows that fit are stored and acknowledged, the runner sends the rest next`, async () => {
@@ -222,38 +295,70 @@ for (const dialect of testDialects()) {
       const count = 45_000; // about 4.9 MiB, limit 4 MiB
       const first = ackOf(await updateLog({ taskId: BigInt(taskId), index: 0n, rows: rows(0, count), noMore: true }));
       assert.ok(first > 0 && first < count, `acknowledged ${first} of ${count}`);
-      const row = await s.server.deps.database.db.selectFrom('action_task').select(['log_in_storage']).where('id', '=', taskId).executeTakeFirstOrThrow();
+      const row = await s.server.deps.database.db
+        .selectFrom('action_task')
+        .select(['log_in_storage'])
+        .where('id', '=', taskId)
+        .executeTakeFirstOrThrow();
       assert.equal(Number(row.log_in_storage), 0, 'not archived: no_more was never read');
       // What forgejo-runner's reporter does with the ack: resend from it.
       const rest = rows(first, count - first);
-      assert.equal(ackOf(await updateLog({ taskId: BigInt(taskId), index: BigInt(first), rows: rest, noMore: true })), count);
+      assert.equal(
+        ackOf(await updateLog({ taskId: BigInt(taskId), index: BigInt(first), rows: rest, noMore: true })),
+        count,
+      );
       const lines = await storedLines(taskId);
       assert.equal(lines.length, count);
       lines.forEach((line, i) => {
         if (line !== `row ${i} ${'.'.repeat(90)}`) assert.fail(`line ${i}: ${line}`);
       });
       // A single row larger than the limit cannot be stored in steps: refused.
-      const huge = await updateLog({ taskId: BigInt(nextTask()), index: 0n, rows: [{ content: 'z'.repeat(LOG_REQUEST_LIMIT + 1) }] });
+      const huge = await updateLog({
+        taskId: BigInt(nextTask()),
+        index: 0n,
+        rows: [{ content: 'z'.repeat(LOG_REQUEST_LIMIT + 1) }],
+      });
       assert.equal(huge.status, 429, huge.body.toString('utf8'));
-      assert.deepEqual(connectError(huge), { code: 'resource_exhausted', message: `the request is larger than ${LOG_REQUEST_LIMIT} bytes (GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE)` });
+      assert.deepEqual(connectError(huge), {
+        code: 'resource_exhausted',
+        message: `the request is larger than ${LOG_REQUEST_LIMIT} bytes (GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE)`,
+      });
     });
 
     test('UpdateLog bodies that are not what they claim are invalid_argument; a long line is cut at 64 KiB as before', async () => {
       const taskId = nextTask();
-      const whole = toBinary(UpdateLogRequestSchema, create(UpdateLogRequestSchema, { taskId: BigInt(taskId), index: 0n, rows: rows(0, 3) }));
+      const whole = toBinary(
+        UpdateLogRequestSchema,
+        create(UpdateLogRequestSchema, { taskId: BigInt(taskId), index: 0n, rows: rows(0, 3) }),
+      );
       const truncated = await rpc('runner.v1.RunnerService/UpdateLog', whole.subarray(0, whole.length - 5), asRunner());
       assert.equal(truncated.status, 400, truncated.body.toString('utf8'));
       assert.equal(connectError(truncated).code, 'invalid_argument');
-      const garbage = await rpc('runner.v1.RunnerService/UpdateLog', Buffer.from('not gzip at all'), { ...asRunner(), 'content-encoding': 'gzip' });
+      const garbage = await rpc('runner.v1.RunnerService/UpdateLog', Buffer.from('not gzip at all'), {
+        ...asRunner(),
+        'content-encoding': 'gzip',
+      });
       assert.equal(garbage.status, 400, garbage.body.toString('utf8'));
       assert.match(connectError(garbage).message, /^cannot decompress the request body \(gzip\)/);
-      const badUtf8 = Buffer.concat([Buffer.from(toBinary(UpdateLogRequestSchema, create(UpdateLogRequestSchema, { taskId: BigInt(taskId) }))), Buffer.from([0x1a, 0x04, 0x12, 0x02, 0xc3, 0x28])]);
+      const badUtf8 = Buffer.concat([
+        Buffer.from(toBinary(UpdateLogRequestSchema, create(UpdateLogRequestSchema, { taskId: BigInt(taskId) }))),
+        Buffer.from([0x1a, 0x04, 0x12, 0x02, 0xc3, 0x28]),
+      ]);
       const refused = await rpc('runner.v1.RunnerService/UpdateLog', badUtf8, asRunner());
       assert.equal(refused.status, 400, refused.body.toString('utf8'));
       assert.equal(ackOf(await updateLog({ taskId: BigInt(taskId), index: 0n, rows: [] })), 0, 'nothing stored');
 
       const long = `${'é'.repeat(40_000)}tail`;
-      assert.equal(ackOf(await updateLog({ taskId: BigInt(taskId), index: 0n, rows: [{ content: long }, { content: 'next' }] }, {}, true)), 2);
+      assert.equal(
+        ackOf(
+          await updateLog(
+            { taskId: BigInt(taskId), index: 0n, rows: [{ content: long }, { content: 'next' }] },
+            {},
+            true,
+          ),
+        ),
+        2,
+      );
       const [first, second] = await storedLines(taskId);
       assert.equal(Buffer.byteLength(first ?? '', 'utf8'), 64 * 1024);
       assert.equal(first, 'é'.repeat(32 * 1024));

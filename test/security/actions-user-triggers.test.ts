@@ -55,17 +55,29 @@ for (const dialect of testDialects()) {
     };
 
     const deliveries = (event: string, sender: string): unknown[] =>
-      receiver.received.filter((d) => d.headers['x-forgejo-event'] === event && (d.json as { sender?: { login?: string } }).sender?.login === sender);
+      receiver.received.filter(
+        (d) =>
+          d.headers['x-forgejo-event'] === event &&
+          (d.json as { sender?: { login?: string } }).sender?.login === sender,
+      );
 
     before(async () => {
       s = await startTestServer(dialect, { GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' });
       owner = await s.createUser('owner');
       receiver = await startWebhookReceiver();
       assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
-      assert.equal((await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app', private: true } })).status, 201);
+      assert.equal(
+        (await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app', private: true } })).status,
+        201,
+      );
       const hook = await s.api('POST', '/orgs/acme/hooks', {
         token: owner.token,
-        body: { type: 'forgejo', config: { url: `${receiver.url}/hook`, content_type: 'json' }, events: ['push', 'create', 'delete'], active: true },
+        body: {
+          type: 'forgejo',
+          config: { url: `${receiver.url}/hook`, content_type: 'json' },
+          events: ['push', 'create', 'delete'],
+          active: true,
+        },
       });
       assert.equal(hook.status, 201, hook.text);
       work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.token }));
@@ -100,7 +112,12 @@ for (const dialect of testDialects()) {
       try {
         await bot.git(['pull', '-q', 'origin', 'main']);
         await bot.commit({ 'generated.txt': 'from the job\n' }, 'Commit made by the job');
-        for (const refspecs of [['main'], ['main:refs/heads/bot-branch'], ['main:refs/tags/v-bot'], [':refs/heads/bot-branch']]) {
+        for (const refspecs of [
+          ['main'],
+          ['main:refs/heads/bot-branch'],
+          ['main:refs/tags/v-bot'],
+          [':refs/heads/bot-branch'],
+        ]) {
           const pushed = await bot.push(...refspecs);
           assert.equal(pushed.code, 0, `git push ${refspecs.join(' ')}: ${pushed.stderr}`);
         }
@@ -112,18 +129,29 @@ for (const dialect of testDialects()) {
       assert.equal(after.length, before, JSON.stringify(after.map((r) => [r.event, r.trigger_user.login])));
 
       // Only runs are suppressed: every push still reaches the webhooks, sent by the Actions user.
-      await receiver.waitFor(() => deliveries('push', 'forgejo-actions').length >= 3 && deliveries('create', 'forgejo-actions').length >= 2 && deliveries('delete', 'forgejo-actions').length >= 1);
+      await receiver.waitFor(
+        () =>
+          deliveries('push', 'forgejo-actions').length >= 3 &&
+          deliveries('create', 'forgejo-actions').length >= 2 &&
+          deliveries('delete', 'forgejo-actions').length >= 1,
+      );
     });
 
     test('a dispatch made with the task token still runs, attributed to the Actions user', async () => {
       const token = task.secrets.GITHUB_TOKEN ?? '';
-      const res = await s.api('POST', '/repos/acme/app/actions/workflows/loop.yml/dispatches', { token, body: { ref: 'main', return_run_info: true } });
+      const res = await s.api('POST', '/repos/acme/app/actions/workflows/loop.yml/dispatches', {
+        token,
+        body: { ref: 'main', return_run_info: true },
+      });
       assert.equal(res.status, 201, res.text);
       const { id } = res.json as { id: number };
       const run = await s.api('GET', `/repos/acme/app/actions/runs/${id}`, { token: owner.token });
       assert.equal(run.status, 200, run.text);
       const json = run.json as RunJson;
-      assert.deepEqual([json.trigger_event, json.status, json.trigger_user.login], ['workflow_dispatch', 'waiting', 'forgejo-actions']);
+      assert.deepEqual(
+        [json.trigger_event, json.status, json.trigger_user.login],
+        ['workflow_dispatch', 'waiting', 'forgejo-actions'],
+      );
       // The job it starts sees the Actions user as its actor, as in Forgejo.
       // Oldest first: the owner's create run comes before it.
       let dispatched: DecodedTask | undefined;
@@ -133,7 +161,10 @@ for (const dialect of testDialects()) {
         dispatched = decodeTask(next.task as Task);
       }
       assert.ok(dispatched);
-      assert.deepEqual([dispatched.context.run_id, dispatched.context.actor, dispatched.context.event_name], [String(id), 'forgejo-actions', 'workflow_dispatch']);
+      assert.deepEqual(
+        [dispatched.context.run_id, dispatched.context.actor, dispatched.context.event_name],
+        [String(id), 'forgejo-actions', 'workflow_dispatch'],
+      );
     });
   });
 }

@@ -43,7 +43,12 @@ const REPO_ROUTES: Route[] = [
 /** `text` with each path segment of `from` that differs from `to` replaced by `to`'s ('nosuchowner/app' → 'privco/app'). */
 function renamed(text: string, from: string, to: string): string {
   const toSegments = to.split('/');
-  return from.split('/').reduce((out, segment, i) => (segment === toSegments[i] ? out : out.split(segment).join(toSegments[i] ?? '')), text);
+  return from
+    .split('/')
+    .reduce(
+      (out, segment, i) => (segment === toSegments[i] ? out : out.split(segment).join(toSegments[i] ?? '')),
+      text,
+    );
 }
 
 interface Seen {
@@ -70,17 +75,41 @@ for (const dialect of testDialects()) {
         ['privco', 'private'],
       ] as const) {
         assert.equal((await orgCreate({ client: olivia.client, body: { username: org, visibility } })).status, 201);
-        assert.equal((await createOrgRepo({ client: olivia.client, path: { org }, body: { name: 'app', private: false, auto_init: true } })).status, 201);
+        assert.equal(
+          (
+            await createOrgRepo({
+              client: olivia.client,
+              path: { org },
+              body: { name: 'app', private: false, auto_init: true },
+            })
+          ).status,
+          201,
+        );
       }
-      assert.equal((await createCurrentUserRepo({ client: olivia.client, body: { name: 'secret', private: true, auto_init: true } })).status, 201);
-      assert.equal((await createCurrentUserRepo({ client: paula.client, body: { name: 'tool', private: false, auto_init: true } })).status, 201);
+      assert.equal(
+        (
+          await createCurrentUserRepo({
+            client: olivia.client,
+            body: { name: 'secret', private: true, auto_init: true },
+          })
+        ).status,
+        201,
+      );
+      assert.equal(
+        (await createCurrentUserRepo({ client: paula.client, body: { name: 'tool', private: false, auto_init: true } }))
+          .status,
+        201,
+      );
     });
     after(async () => {
       await s.stop();
     });
 
     const call = async (route: Route, name: string, who: TestUser | null): Promise<Seen> => {
-      const res = await s.api(route.method, route.path.replace('{}', name), { ...(who ? { token: who.token } : {}), ...(route.body ? { body: route.body } : {}) });
+      const res = await s.api(route.method, route.path.replace('{}', name), {
+        ...(who ? { token: who.token } : {}),
+        ...(route.body ? { body: route.body } : {}),
+      });
       return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: res.text };
     };
 
@@ -99,7 +128,11 @@ for (const dialect of testDialects()) {
       for (const who of [null, nina]) await assertSameAsMissing(ORG_ROUTES, 'privco', 'nosuchorg', who);
       await assertSameAsMissing(ORG_ROUTES, 'limco', 'nosuchorg', null);
       const missing = await s.api('GET', '/orgs/nosuchorg/actions/secrets', { token: nina.token });
-      assert.deepEqual(missing.json, { message: 'GetOrgByName', url: `${s.rootUrl}api/swagger`, errors: ['org does not exist [id: 0, name: nosuchorg]'] });
+      assert.deepEqual(missing.json, {
+        message: 'GetOrgByName',
+        url: `${s.rootUrl}api/swagger`,
+        errors: ['org does not exist [id: 0, name: nosuchorg]'],
+      });
     });
 
     test('user routes: a private user answers as a missing one', async () => {
@@ -147,9 +180,20 @@ for (const dialect of testDialects()) {
       await expectAnswer('/orgs/limco/actions/secrets', nina, 403, 'Must be an organization owner');
       await expectAnswer('/repos/pubco/app/actions/secrets', null, 401, 'token is required');
       await expectAnswer('/repos/pubco/app/actions/secrets', nina, 403, 'user should be the owner of the repo');
-      await expectAnswer('/users/olivia/tokens', nina, 403, 'doer should be the site admin or be same as the contextUser');
+      await expectAnswer(
+        '/users/olivia/tokens',
+        nina,
+        403,
+        'doer should be the site admin or be same as the contextUser',
+      );
       for (const who of [olivia, s.admin]) {
-        for (const path of ['/orgs/privco', '/orgs/privco/actions/secrets', '/repos/privco/app', '/repos/privco/app/actions/secrets', '/repos/olivia/secret']) {
+        for (const path of [
+          '/orgs/privco',
+          '/orgs/privco/actions/secrets',
+          '/repos/privco/app',
+          '/repos/privco/app/actions/secrets',
+          '/repos/olivia/secret',
+        ]) {
           assert.equal((await s.api('GET', path, { token: who.token })).status, 200, `${who.name} ${path}`);
         }
       }

@@ -54,41 +54,83 @@ for (const dialect of testDialects()) {
     });
 
     test('after a push, a run and a finished task log, nothing in the data folder is open to group or others (folders 0700, files 0600 or 0400)', async () => {
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app', auto_init: true, default_branch: 'main' } })).status, 201);
+      assert.equal(
+        (
+          await createCurrentUserRepo({
+            client: alice.client,
+            body: { name: 'app', auto_init: true, default_branch: 'main' },
+          })
+        ).status,
+        201,
+      );
       const work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
       try {
         await work.git(['pull', '-q', 'origin', 'main']);
-        await work.commit({ '.forgejo/workflows/ci.yml': 'on: workflow_dispatch\njobs:\n  build:\n    runs-on: modes\n    steps:\n      - run: echo hi\n' }, 'ci');
+        await work.commit(
+          {
+            '.forgejo/workflows/ci.yml':
+              'on: workflow_dispatch\njobs:\n  build:\n    runs-on: modes\n    steps:\n      - run: echo hi\n',
+          },
+          'ci',
+        );
         assert.equal((await work.push('main')).code, 0);
       } finally {
         await work.remove();
       }
-      const registration = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'app' } });
+      const registration = await repoGetRunnerRegistrationToken({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app' },
+      });
       const runner = await registerRunner(s.url, (registration.data as { token: string }).token, { labels: ['modes'] });
-      const dispatched = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'app', workflowfilename: 'ci.yml' }, body: { ref: 'main', inputs: {} } });
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: 'ci.yml' },
+        body: { ref: 'main', inputs: {} },
+      });
       assert.equal(dispatched.status, 204, JSON.stringify(dispatched.error));
       const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
       assert.ok(fetched.task, 'a task');
       const task = decodeTask(fetched.task as Task);
       const time = { seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 };
-      await runner.runner.updateLog({ taskId: BigInt(task.id), index: 0n, rows: [{ time, content: 'hi' }], noMore: false });
+      await runner.runner.updateLog({
+        taskId: BigInt(task.id),
+        index: 0n,
+        rows: [{ time, content: 'hi' }],
+        noMore: false,
+      });
       await runner.runner.updateLog({ taskId: BigInt(task.id), index: 1n, rows: [], noMore: true });
 
       const entries = await walk(dataDir);
       const names = entries.map((e) => path.relative(dataDir, e.file));
       // What the walk must have seen, so that a missing file cannot pass for a private one.
-      for (const expected of ['secret.key', 'git', 'actions_log']) assert.ok(names.includes(expected), `${expected} in ${names.join(', ')}`);
-      if (dialect === 'sqlite') for (const expected of ['gantry.db', 'gantry.db-wal', 'gantry.db-shm']) assert.ok(names.includes(expected), expected);
-      assert.ok(names.some((n) => n.endsWith('.git/HEAD')), 'a git repository');
-      assert.ok(names.some((n) => n.includes('/objects/pack/') || /\/objects\/[0-9a-f]{2}\//.test(n)), 'git objects');
-      assert.ok(entries.some((e) => !e.dir && path.relative(dataDir, e.file).startsWith('actions_log/')), 'a log file');
+      for (const expected of ['secret.key', 'git', 'actions_log'])
+        assert.ok(names.includes(expected), `${expected} in ${names.join(', ')}`);
+      if (dialect === 'sqlite')
+        for (const expected of ['gantry.db', 'gantry.db-wal', 'gantry.db-shm'])
+          assert.ok(names.includes(expected), expected);
+      assert.ok(
+        names.some((n) => n.endsWith('.git/HEAD')),
+        'a git repository',
+      );
+      assert.ok(
+        names.some((n) => n.includes('/objects/pack/') || /\/objects\/[0-9a-f]{2}\//.test(n)),
+        'git objects',
+      );
+      assert.ok(
+        entries.some((e) => !e.dir && path.relative(dataDir, e.file).startsWith('actions_log/')),
+        'a log file',
+      );
 
-      const open = entries.filter((e) => (e.mode & 0o077) !== 0).map((e) => `${path.relative(parent, e.file)} ${octal(e.mode)}`);
+      const open = entries
+        .filter((e) => (e.mode & 0o077) !== 0)
+        .map((e) => `${path.relative(parent, e.file)} ${octal(e.mode)}`);
       assert.deepEqual(open, [], 'readable, writable or searchable by group or others');
       const stat = (name: string) => entries.find((e) => e.file === path.join(dataDir, name))?.mode;
       assert.equal(octal(stat('') ?? 0), '0700', 'the data folder');
       assert.equal(octal(stat('secret.key') ?? 0), '0600');
-      if (dialect === 'sqlite') for (const name of ['gantry.db', 'gantry.db-wal', 'gantry.db-shm']) assert.equal(octal(stat(name) ?? 0), '0600', name);
+      if (dialect === 'sqlite')
+        for (const name of ['gantry.db', 'gantry.db-wal', 'gantry.db-shm'])
+          assert.equal(octal(stat(name) ?? 0), '0600', name);
     });
   });
 }

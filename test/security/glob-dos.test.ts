@@ -18,7 +18,17 @@ import type { WorkDir } from '../support/workdir.ts';
 // 21 wildcards each, well within the limits (64): the limits alone do not stop these.
 const HOOK_FILTER = `${'*a'.repeat(20)}*b`; // gobwas: `*` crosses `/`
 const WORKFLOW_FILTER = `${'*a'.repeat(20)}*b`; // act: `*` stops at `/`
-const WORKFLOW = ['on:', '  push:', `    branches: ['${WORKFLOW_FILTER}']`, 'jobs:', '  build:', '    runs-on: dos-label', '    steps:', '      - run: echo hi', ''].join('\n');
+const WORKFLOW = [
+  'on:',
+  '  push:',
+  `    branches: ['${WORKFLOW_FILTER}']`,
+  'jobs:',
+  '  build:',
+  '    runs-on: dos-label',
+  '    steps:',
+  '      - run: echo hi',
+  '',
+].join('\n');
 
 /** Ends in `a`: both filters must read all of it before answering no. */
 const MISSING = 'a'.repeat(250);
@@ -50,10 +60,19 @@ for (const dialect of testDialects()) {
       owner = await s.createUser('owner');
       receiver = await startWebhookReceiver();
       assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
-      assert.equal((await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status, 201);
+      assert.equal(
+        (await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status,
+        201,
+      );
       const hook = await s.api('POST', '/orgs/acme/hooks', {
         token: owner.token,
-        body: { type: 'forgejo', config: { url: `${receiver.url}/hook`, content_type: 'json' }, events: ['push'], branch_filter: HOOK_FILTER, active: true },
+        body: {
+          type: 'forgejo',
+          config: { url: `${receiver.url}/hook`, content_type: 'json' },
+          events: ['push'],
+          branch_filter: HOOK_FILTER,
+          active: true,
+        },
       });
       assert.equal(hook.status, 201, hook.text);
       work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password }));
@@ -85,12 +104,15 @@ for (const dialect of testDialects()) {
           const pushed = await work.push(`main:refs/heads/${branch}`);
           assert.equal(pushed.code, 0, pushed.stderr);
         }
-        const pushedRef = (ref: string) => receiver.received.some((d) => (d.json as { ref?: string } | null)?.ref === ref);
+        const pushedRef = (ref: string) =>
+          receiver.received.some((d) => (d.json as { ref?: string } | null)?.ref === ref);
         await receiver.waitFor(() => pushedRef(`refs/heads/${MATCHING}`), 20_000);
         const runsFor = async () => {
           const res = await s.api('GET', '/repos/acme/app/actions/runs', { token: owner.token });
           assert.equal(res.status, 200, res.text);
-          return (res.json as { workflow_runs: Array<{ prettyref: string }> }).workflow_runs.map((run) => run.prettyref);
+          return (res.json as { workflow_runs: Array<{ prettyref: string }> }).workflow_runs.map(
+            (run) => run.prettyref,
+          );
         };
         for (let tries = 0; (await runsFor()).length === 0 && tries < 200; tries += 1) await sleep(50);
         // A moment for anything the non-matching push might (wrongly) still produce.
@@ -104,13 +126,31 @@ for (const dialect of testDialects()) {
       }
       assert.ok(latencies.length >= 10, `polled ${latencies.length} times`);
       const slowest = Math.max(...latencies);
-      assert.ok(slowest < latencyBar(), `slowest /api/healthz: ${slowest.toFixed(1)} ms over ${latencies.length} polls (load ${os.loadavg()[0]!.toFixed(1)})`);
+      assert.ok(
+        slowest < latencyBar(),
+        `slowest /api/healthz: ${slowest.toFixed(1)} ms over ${latencies.length} polls (load ${os.loadavg()[0]!.toFixed(1)})`,
+      );
     });
 
     test('a workflow filter pattern over the limits (1,000 characters) makes the workflow invalid: the push gets one failed run saying why', async () => {
-      assert.equal((await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'limits' } })).status, 201);
-      const oversized = ['on:', '  push:', `    paths: ['${'x'.repeat(1001)}']`, 'jobs:', '  build:', '    runs-on: dos-label', '    steps:', '      - run: echo hi', ''].join('\n');
-      const limits = await createWorkDir(remoteUrl(s.url, 'acme', 'limits', { user: 'owner', password: owner.password }));
+      assert.equal(
+        (await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'limits' } })).status,
+        201,
+      );
+      const oversized = [
+        'on:',
+        '  push:',
+        `    paths: ['${'x'.repeat(1001)}']`,
+        'jobs:',
+        '  build:',
+        '    runs-on: dos-label',
+        '    steps:',
+        '      - run: echo hi',
+        '',
+      ].join('\n');
+      const limits = await createWorkDir(
+        remoteUrl(s.url, 'acme', 'limits', { user: 'owner', password: owner.password }),
+      );
       try {
         await limits.commit({ '.forgejo/workflows/big.yml': oversized }, 'oversized filter');
         assert.equal((await limits.push('main')).code, 0);

@@ -52,7 +52,10 @@ async function connect(baseUrl: string): Promise<RawConnection> {
     firstData,
     closedWithin: async (capMs) => {
       let timer: NodeJS.Timeout | undefined;
-      const result = await Promise.race([closed, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), capMs)))]);
+      const result = await Promise.race([
+        closed,
+        new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), capMs))),
+      ]);
       clearTimeout(timer);
       return result;
     },
@@ -60,7 +63,11 @@ async function connect(baseUrl: string): Promise<RawConnection> {
 }
 
 /** A TCP proxy that forwards what the client sends in `sliceBytes` pieces every `everyMs` (a slow uplink); answers go back at full speed. */
-async function startThrottlingProxy(targetUrl: string, sliceBytes: number, everyMs: number): Promise<{ url: string; close(): Promise<void> }> {
+async function startThrottlingProxy(
+  targetUrl: string,
+  sliceBytes: number,
+  everyMs: number,
+): Promise<{ url: string; close(): Promise<void> }> {
   const target = new URL(targetUrl);
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -106,7 +113,15 @@ for (const dialect of testDialects()) {
         GANTRY_HTTP_KEEPALIVE_TIMEOUT: String(KEEPALIVE_TIMEOUT_S),
       });
       alice = await s.createUser('alice');
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app', auto_init: true, default_branch: 'main' } })).status, 201);
+      assert.equal(
+        (
+          await createCurrentUserRepo({
+            client: alice.client,
+            body: { name: 'app', auto_init: true, default_branch: 'main' },
+          })
+        ).status,
+        201,
+      );
     });
     after(async () => {
       await s?.stop();
@@ -123,14 +138,24 @@ for (const dialect of testDialects()) {
       if (!conn.socket.destroyed) conn.socket.write(body.slice(1));
       const closedAfter = await conn.closedWithin(10_000);
       assert.ok(closedAfter !== null, `still open after 10 s; received: ${conn.received()}`);
-      assert.ok(closedAfter >= REQUEST_TIMEOUT_S * 1000 - 100 && closedAfter < REQUEST_TIMEOUT_S * 1000 + 4_000, `closed after ${Math.round(closedAfter)} ms`);
+      assert.ok(
+        closedAfter >= REQUEST_TIMEOUT_S * 1000 - 100 && closedAfter < REQUEST_TIMEOUT_S * 1000 + 4_000,
+        `closed after ${Math.round(closedAfter)} ms`,
+      );
       assert.match(conn.received(), /^HTTP\/1\.1 408 Request Timeout\r\n/);
       assert.match(conn.received(), /Connection: close/i);
-      const answer = JSON.parse(conn.received().slice(conn.received().indexOf('\r\n\r\n') + 4)) as { message: string; url: string };
+      const answer = JSON.parse(conn.received().slice(conn.received().indexOf('\r\n\r\n') + 4)) as {
+        message: string;
+        url: string;
+      };
       assert.match(answer.message, /did not arrive within 2 s of its headers \(GANTRY_HTTP_REQUEST_TIMEOUT\)/);
       assert.equal(answer.url, `${s.rootUrl}api/swagger`);
       await new Promise((resolve) => setTimeout(resolve, 300));
-      assert.equal((await s.api('GET', '/orgs/slowpoke', { token: alice.token })).status, 404, 'the organization was not created');
+      assert.equal(
+        (await s.api('GET', '/orgs/slowpoke', { token: alice.token })).status,
+        404,
+        'the organization was not created',
+      );
     });
 
     test('a head sent one header line every 500 ms (slowloris) is closed by GANTRY_HTTP_HEADERS_TIMEOUT with 408', async () => {
@@ -156,7 +181,11 @@ for (const dialect of testDialects()) {
       conn.socket.write(
         `POST /alice/app.git/git-receive-pack HTTP/1.1\r\nHost: gantry\r\nAuthorization: ${basicAuth('alice', alice.token)}\r\nContent-Type: application/x-git-receive-pack-request\r\nContent-Length: 1000\r\n\r\n0`,
       );
-      assert.equal(await conn.closedWithin(REQUEST_TIMEOUT_S * 1000 + 1_500), null, 'a git transfer is not held to the API request timeout');
+      assert.equal(
+        await conn.closedWithin(REQUEST_TIMEOUT_S * 1000 + 1_500),
+        null,
+        'a git transfer is not held to the API request timeout',
+      );
       const closedAfter = await conn.closedWithin(TRANSFER_IDLE_TIMEOUT_S * 1000 + 5_000);
       assert.ok(closedAfter !== null, 'a stalled push body is closed');
       assert.ok(closedAfter >= TRANSFER_IDLE_TIMEOUT_S * 1000 - 100, `closed after ${Math.round(closedAfter)} ms`);
@@ -173,7 +202,10 @@ for (const dialect of testDialects()) {
         const pushed = await work.push('main');
         const tookMs = performance.now() - started;
         assert.equal(pushed.code, 0, pushed.stderr);
-        assert.ok(tookMs > REQUEST_TIMEOUT_S * 1000, `the push took ${Math.round(tookMs)} ms: not slower than the API limit, so it proves nothing`);
+        assert.ok(
+          tookMs > REQUEST_TIMEOUT_S * 1000,
+          `the push took ${Math.round(tookMs)} ms: not slower than the API limit, so it proves nothing`,
+        );
         const remote = await work.git(['ls-remote', 'origin', 'refs/heads/main']);
         assert.equal(remote.stdout.split('\t')[0], sha);
       } finally {
@@ -183,8 +215,13 @@ for (const dialect of testDialects()) {
     });
 
     test('a runner long poll (FetchTask) that waits longer than GANTRY_HTTP_REQUEST_TIMEOUT is answered normally', async () => {
-      const registration = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'app' } });
-      const runner = await registerRunner(s.url, (registration.data as { token: string }).token, { labels: ['nothing-runs-here'] });
+      const registration = await repoGetRunnerRegistrationToken({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app' },
+      });
+      const runner = await registerRunner(s.url, (registration.data as { token: string }).token, {
+        labels: ['nothing-runs-here'],
+      });
       const started = performance.now();
       const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
       const tookMs = performance.now() - started;

@@ -32,7 +32,8 @@ for (const dialect of testDialects()) {
     let s: TestServer;
     let bob: TestUser;
     const db = () => s.server.deps.database.db;
-    const storedHash = async (id: number) => (await db().selectFrom('user').select('passwd').where('id', '=', id).executeTakeFirstOrThrow()).passwd;
+    const storedHash = async (id: number) =>
+      (await db().selectFrom('user').select('passwd').where('id', '=', id).executeTakeFirstOrThrow()).passwd;
 
     before(async () => {
       s = await startTestServer(dialect);
@@ -48,7 +49,11 @@ for (const dialect of testDialects()) {
         const started = performance.now();
         const res = await s.api('GET', '/user', { authorization: basicAuth(name, 'not-the-password') });
         assert.equal(res.status, 401);
-        assert.equal((res.json as { message: string }).message, 'invalid username, password or token', 'the same answer for both');
+        assert.equal(
+          (res.json as { message: string }).message,
+          'invalid username, password or token',
+          'the same answer for both',
+        );
         return performance.now() - started;
       };
       await timed('warm-up-unknown'); // the first unknown name also makes the dummy hash
@@ -61,24 +66,48 @@ for (const dialect of testDialects()) {
       }
       const ratio = median(unknown) / median(known);
       // Without the dummy hash an unknown name answers in about 1 ms against tens of ms.
-      assert.ok(ratio > 0.5, `median unknown ${median(unknown).toFixed(1)} ms vs known ${median(known).toFixed(1)} ms (ratio ${ratio.toFixed(2)})`);
+      assert.ok(
+        ratio > 0.5,
+        `median unknown ${median(unknown).toFixed(1)} ms vs known ${median(known).toFixed(1)} ms (ratio ${ratio.toFixed(2)})`,
+      );
     });
 
     test('10 failed sign-ins lock the account: 429 with Retry-After even for the right password, on the API and on git; tokens still work', async () => {
       const carol = await s.createUser('carol');
       const dave = await s.createUser('dave');
-      assert.equal((await s.api('GET', '/user', { authorization: basicAuth('carol', carol.password) })).status, 200, 'signed in once: nothing is cached');
+      assert.equal(
+        (await s.api('GET', '/user', { authorization: basicAuth('carol', carol.password) })).status,
+        200,
+        'signed in once: nothing is cached',
+      );
       for (let i = 0; i < 10; i += 1) {
-        assert.equal((await s.api('GET', '/user', { authorization: basicAuth('carol', `wrong-${i}`) })).status, 401, `failure ${i + 1}`);
+        assert.equal(
+          (await s.api('GET', '/user', { authorization: basicAuth('carol', `wrong-${i}`) })).status,
+          401,
+          `failure ${i + 1}`,
+        );
       }
       const locked = await s.api('GET', '/user', { authorization: basicAuth('carol', carol.password) });
       assert.equal(locked.status, 429);
       const retryAfter = Number(locked.headers.get('retry-after'));
       assert.ok(retryAfter > 800 && retryAfter <= 900, `Retry-After ${retryAfter}`);
-      assert.deepEqual(locked.json, errorBody(s.rootUrl, `too many failed sign-ins for this account; try again in ${retryAfter} s`));
+      assert.deepEqual(
+        locked.json,
+        errorBody(s.rootUrl, `too many failed sign-ins for this account; try again in ${retryAfter} s`),
+      );
       // Every route that takes basic auth: the token routes, git over HTTP (any case of the name).
-      assert.equal((await s.api('POST', '/users/carol/tokens', { authorization: basicAuth('Carol', carol.password), body: { name: 'x', scopes: ['all'] } })).status, 429);
-      const git = await fetch(`${s.url}/carol/anything.git/info/refs?service=git-upload-pack`, { headers: { authorization: basicAuth('carol', carol.password) } });
+      assert.equal(
+        (
+          await s.api('POST', '/users/carol/tokens', {
+            authorization: basicAuth('Carol', carol.password),
+            body: { name: 'x', scopes: ['all'] },
+          })
+        ).status,
+        429,
+      );
+      const git = await fetch(`${s.url}/carol/anything.git/info/refs?service=git-upload-pack`, {
+        headers: { authorization: basicAuth('carol', carol.password) },
+      });
       assert.equal(git.status, 429);
       assert.ok(Number(git.headers.get('retry-after')) > 0);
       // Tokens are not passwords: they keep working, sent any way.
@@ -89,13 +118,19 @@ for (const dialect of testDialects()) {
     });
 
     test('unknown names lock the same way (a lock does not reveal whether an account exists); a success clears the count', async () => {
-      for (let i = 0; i < 10; i += 1) assert.equal((await s.api('GET', '/user', { authorization: basicAuth('ghost', 'x') })).status, 401);
+      for (let i = 0; i < 10; i += 1)
+        assert.equal((await s.api('GET', '/user', { authorization: basicAuth('ghost', 'x') })).status, 401);
       assert.equal((await s.api('GET', '/user', { authorization: basicAuth('ghost', 'x') })).status, 429);
       const erin = await s.createUser('erin');
       for (let i = 0; i < 9; i += 1) await s.api('GET', '/user', { authorization: basicAuth('erin', 'x') });
       assert.equal((await s.api('GET', '/user', { authorization: basicAuth('erin', erin.password) })).status, 200);
-      for (let i = 0; i < 9; i += 1) assert.equal((await s.api('GET', '/user', { authorization: basicAuth('erin', 'x') })).status, 401);
-      assert.equal((await s.api('GET', '/user', { authorization: basicAuth('erin', erin.password) })).status, 200, 'nine again: not locked');
+      for (let i = 0; i < 9; i += 1)
+        assert.equal((await s.api('GET', '/user', { authorization: basicAuth('erin', 'x') })).status, 401);
+      assert.equal(
+        (await s.api('GET', '/user', { authorization: basicAuth('erin', erin.password) })).status,
+        200,
+        'nine again: not locked',
+      );
     });
 
     test('a hash below the configured cost is replaced at the next successful sign-in; a wrong password changes nothing', async () => {
@@ -106,14 +141,22 @@ for (const dialect of testDialects()) {
       assert.equal((await s.api('GET', '/user', { authorization: basicAuth('bob', bob.password) })).status, 200);
       const rehashed = await storedHash(bob.user.id);
       assert.match(rehashed, new RegExp(`^scrypt\\$${2 ** COST}\\$8\\$1\\$`));
-      assert.equal((await s.api('GET', '/user', { authorization: basicAuth('bob', bob.password) })).status, 200, 'the new hash verifies');
+      assert.equal(
+        (await s.api('GET', '/user', { authorization: basicAuth('bob', bob.password) })).status,
+        200,
+        'the new hash verifies',
+      );
       assert.equal(await storedHash(bob.user.id), rehashed, 'and is not replaced again');
     });
 
     test('a changed password applies to the very next request (no password is cached)', async () => {
       const frank = await s.createUser('frank');
       assert.equal((await s.api('GET', '/user', { authorization: basicAuth('frank', frank.password) })).status, 200);
-      await db().updateTable('user').set({ passwd: hashAt(COST, 'a-new-password') }).where('id', '=', frank.user.id).execute();
+      await db()
+        .updateTable('user')
+        .set({ passwd: hashAt(COST, 'a-new-password') })
+        .where('id', '=', frank.user.id)
+        .execute();
       assert.equal((await s.api('GET', '/user', { authorization: basicAuth('frank', frank.password) })).status, 401);
       assert.equal((await s.api('GET', '/user', { authorization: basicAuth('frank', 'a-new-password') })).status, 200);
     });

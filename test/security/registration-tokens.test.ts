@@ -10,7 +10,13 @@ import { Migrator } from 'kysely';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createCurrentUserRepo, dispatchWorkflow, orgCreate, orgGetRunnerRegistrationToken, userGetRunnerRegistrationToken } from '@llamaduck/forgejo-ts';
+import {
+  createCurrentUserRepo,
+  dispatchWorkflow,
+  orgCreate,
+  orgGetRunnerRegistrationToken,
+  userGetRunnerRegistrationToken,
+} from '@llamaduck/forgejo-ts';
 import { MIGRATIONS } from '../../src/migrations/index.ts';
 import { migrateToLatest, openDatabase } from '../../src/models/database.ts';
 import { answer, errorBody } from '../support/actions.ts';
@@ -49,7 +55,10 @@ for (const dialect of testDialects()) {
       s = await startTestServer(dialect);
       alice = await s.createUser('alice');
       assert.equal((await orgCreate({ client: alice.client, body: { username: 'acme' } })).status, 201);
-      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: true } })).status, 201);
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: true } })).status,
+        201,
+      );
     });
     after(async () => {
       await s.stop();
@@ -65,7 +74,10 @@ for (const dialect of testDialects()) {
           const res = await s.api(method, `${scope.base}/runners/registration-token`, { token: read });
           assert.deepEqual(
             [res.status, res.json],
-            [403, errorBody(s.rootUrl, `token does not have at least one of required scope(s): [write:${scope.category}]`)],
+            [
+              403,
+              errorBody(s.rootUrl, `token does not have at least one of required scope(s): [write:${scope.category}]`),
+            ],
             `${method} ${scope.base} with read:${scope.category}`,
           );
         }
@@ -78,11 +90,20 @@ for (const dialect of testDialects()) {
       }
       const adminRead = await s.tokenFor(s.admin, ['read:admin']);
       const deprecated = await s.api('GET', '/admin/runners/registration-token', { token: adminRead });
-      assert.deepEqual([deprecated.status, deprecated.json], [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:admin]')]);
+      assert.deepEqual(
+        [deprecated.status, deprecated.json],
+        [403, errorBody(s.rootUrl, 'token does not have at least one of required scope(s): [write:admin]')],
+      );
       // Through the client, as a Forgejo tool would call it.
       const orgRead = s.clientWith(`token ${await s.tokenFor(alice, ['read:organization'])}`);
-      assert.equal((await answer(orgGetRunnerRegistrationToken({ client: orgRead, path: { org: 'acme' } }))).status, 403);
-      assert.equal((await answer(orgGetRunnerRegistrationToken({ client: alice.client, path: { org: 'acme' } }))).status, 200);
+      assert.equal(
+        (await answer(orgGetRunnerRegistrationToken({ client: orgRead, path: { org: 'acme' } }))).status,
+        403,
+      );
+      assert.equal(
+        (await answer(orgGetRunnerRegistrationToken({ client: alice.client, path: { org: 'acme' } }))).status,
+        200,
+      );
     });
 
     test('rotation: POST answers the active token, DELETE deactivates it (204) and the next GET makes a new one; registered runners keep working', async () => {
@@ -94,7 +115,11 @@ for (const dialect of testDialects()) {
 
       const removed = await s.api('DELETE', base, { token: alice.token });
       assert.deepEqual([removed.status, removed.text], [204, '']);
-      assert.equal((await s.api('DELETE', base, { token: alice.token })).status, 204, 'again: nothing active, still 204');
+      assert.equal(
+        (await s.api('DELETE', base, { token: alice.token })).status,
+        204,
+        'again: nothing active, still 204',
+      );
       await expectConnectError(
         createRunnerClient(s.url).runner.register({ name: 'late', token: first, labels: ['rotate'] }),
         Code.InvalidArgument,
@@ -108,11 +133,19 @@ for (const dialect of testDialects()) {
       const declared = await runner.runner.declare({ version: 'v1', labels: ['rotate'] });
       assert.equal(declared.runner?.uuid, runner.credentials?.uuid);
 
-      const active = await db().selectFrom('action_runner_token').select('id').where('owner_id', '=', (await s.server.deps.services.accounts.findByName('acme'))!.id).where('is_active', '=', 1).execute();
+      const active = await db()
+        .selectFrom('action_runner_token')
+        .select('id')
+        .where('owner_id', '=', (await s.server.deps.services.accounts.findByName('acme'))!.id)
+        .where('is_active', '=', 1)
+        .execute();
       assert.equal(active.length, 1, 'one active token per scope');
       // A rotation in another scope does not touch this one.
       const userToken = (await userGetRunnerRegistrationToken({ client: alice.client })).data?.token;
-      assert.equal((await s.api('DELETE', '/repos/alice/app/actions/runners/registration-token', { token: alice.token })).status, 204);
+      assert.equal(
+        (await s.api('DELETE', '/repos/alice/app/actions/runners/registration-token', { token: alice.token })).status,
+        204,
+      );
       assert.equal((await userGetRunnerRegistrationToken({ client: alice.client })).data?.token, userToken);
     });
 
@@ -121,7 +154,9 @@ for (const dialect of testDialects()) {
       // token deactivated behind the API's back (as Forgejo's web UI resets it),
       // so every round is a race of first calls.
       for (let round = 1; round <= 5; round += 1) {
-        const calls = Array.from({ length: 20 }, (_, i) => s.api(i % 2 === 0 ? 'GET' : 'POST', '/admin/actions/runners/registration-token', { token: s.admin.token }));
+        const calls = Array.from({ length: 20 }, (_, i) =>
+          s.api(i % 2 === 0 ? 'GET' : 'POST', '/admin/actions/runners/registration-token', { token: s.admin.token }),
+        );
         const answers = await Promise.all(calls);
         assert.deepEqual(
           answers.map((a) => a.status),
@@ -130,15 +165,26 @@ for (const dialect of testDialects()) {
         );
         const tokens = new Set(answers.map((a) => (a.json as { token: string }).token));
         assert.equal(tokens.size, 1, `round ${round}: one token for all, got ${tokens.size}`);
-        const rows = await db().selectFrom('action_runner_token').select(['is_active']).where('owner_id', '=', 0).where('repo_id', '=', 0).execute();
+        const rows = await db()
+          .selectFrom('action_runner_token')
+          .select(['is_active'])
+          .where('owner_id', '=', 0)
+          .where('repo_id', '=', 0)
+          .execute();
         assert.equal(rows.length, round, `round ${round}: exactly one row was written`);
         assert.equal(rows.filter((r) => r.is_active === 1).length, 1);
-        await db().updateTable('action_runner_token').set({ is_active: 0 }).where('owner_id', '=', 0).where('repo_id', '=', 0).execute();
+        await db()
+          .updateTable('action_runner_token')
+          .set({ is_active: 0 })
+          .where('owner_id', '=', 0)
+          .where('repo_id', '=', 0)
+          .execute();
       }
     });
 
-    test("a job token gets no registration token and registers no runner, not even for the Actions user (403)", async () => {
-      const workflow = 'on: workflow_dispatch\njobs:\n  job:\n    runs-on: sec-job-token\n    steps:\n      - run: echo hi\n';
+    test('a job token gets no registration token and registers no runner, not even for the Actions user (403)', async () => {
+      const workflow =
+        'on: workflow_dispatch\njobs:\n  job:\n    runs-on: sec-job-token\n    steps:\n      - run: echo hi\n';
       const work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
       try {
         await work.commit({ '.forgejo/workflows/job.yml': workflow }, 'Add workflow');
@@ -146,9 +192,17 @@ for (const dialect of testDialects()) {
       } finally {
         await work.remove();
       }
-      const dispatched = await dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'app', workflowfilename: 'job.yml' }, body: { ref: 'main', inputs: {}, return_run_info: true } });
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: 'job.yml' },
+        body: { ref: 'main', inputs: {}, return_run_info: true },
+      });
       assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
-      const repoToken = ((await s.api('GET', '/repos/alice/app/actions/runners/registration-token', { token: alice.token })).json as { token: string }).token;
+      const repoToken = (
+        (await s.api('GET', '/repos/alice/app/actions/runners/registration-token', { token: alice.token })).json as {
+          token: string;
+        }
+      ).token;
       const runner = await registerRunner(s.url, repoToken, { labels: ['sec-job-token'] });
       const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
       assert.ok(fetched.task, 'a task');
@@ -163,15 +217,31 @@ for (const dialect of testDialects()) {
         for (const method of ['GET', 'POST', 'DELETE']) {
           for (const auth of [{ token: jobToken }, { authorization: basicJob }]) {
             const res = await s.api(method, `${scope.base}/runners/registration-token`, auth);
-            assert.deepEqual([res.status, res.json], [403, errorBody(s.rootUrl, JOB_TOKEN_REFUSED)], `${method} ${scope.base}`);
+            assert.deepEqual(
+              [res.status, res.json],
+              [403, errorBody(s.rootUrl, JOB_TOKEN_REFUSED)],
+              `${method} ${scope.base}`,
+            );
           }
         }
         const register = await s.api('POST', `${scope.base}/runners`, { token: jobToken, body: { name: 'sneaky' } });
-        assert.deepEqual([register.status, register.json], [403, errorBody(s.rootUrl, JOB_TOKEN_REFUSED)], `POST ${scope.base}/runners`);
+        assert.deepEqual(
+          [register.status, register.json],
+          [403, errorBody(s.rootUrl, JOB_TOKEN_REFUSED)],
+          `POST ${scope.base}/runners`,
+        );
       }
       assert.equal((await s.api('GET', '/admin/runners/registration-token', { token: jobToken })).status, 403);
-      assert.deepEqual(await db().selectFrom('action_runner').select('id').execute(), runnersBefore, 'no runner was registered');
-      assert.deepEqual(await db().selectFrom('action_runner_token').select('id').execute(), tokensBefore, 'no registration token was made');
+      assert.deepEqual(
+        await db().selectFrom('action_runner').select('id').execute(),
+        runnersBefore,
+        'no runner was registered',
+      );
+      assert.deepEqual(
+        await db().selectFrom('action_runner_token').select('id').execute(),
+        tokensBefore,
+        'no registration token was made',
+      );
     });
   });
 
@@ -183,10 +253,25 @@ for (const dialect of testDialects()) {
         const migrator = new Migrator({ db, provider: { getMigrations: async () => ({ ...MIGRATIONS }) } });
         const upTo = await migrator.migrateTo('0006-metrics-indexes');
         assert.equal(upTo.error, undefined);
-        const row = (ownerId: number, n: number, active: number) => ({ owner_id: ownerId, repo_id: 0, token_hash: `h${ownerId}-${n}`, token_encrypted: 'x', is_active: active, created: n, updated: n });
-        await db.insertInto('action_runner_token').values([row(7, 1, 1), row(7, 2, 1), row(7, 3, 0), row(7, 4, 1), row(8, 1, 1), row(9, 1, 0)]).execute();
+        const row = (ownerId: number, n: number, active: number) => ({
+          owner_id: ownerId,
+          repo_id: 0,
+          token_hash: `h${ownerId}-${n}`,
+          token_encrypted: 'x',
+          is_active: active,
+          created: n,
+          updated: n,
+        });
+        await db
+          .insertInto('action_runner_token')
+          .values([row(7, 1, 1), row(7, 2, 1), row(7, 3, 0), row(7, 4, 1), row(8, 1, 1), row(9, 1, 0)])
+          .execute();
         await migrateToLatest(db);
-        const rows = await db.selectFrom('action_runner_token').select(['owner_id', 'token_hash', 'is_active']).orderBy('id').execute();
+        const rows = await db
+          .selectFrom('action_runner_token')
+          .select(['owner_id', 'token_hash', 'is_active'])
+          .orderBy('id')
+          .execute();
         assert.deepEqual(
           rows.map((r) => [r.token_hash, r.is_active]),
           [
@@ -198,8 +283,17 @@ for (const dialect of testDialects()) {
             ['h9-1', 0],
           ],
         );
-        await assert.rejects(db.insertInto('action_runner_token').values(row(8, 2, 1)).execute(), 'a second active token in a scope is refused');
-        await db.insertInto('action_runner_token').values(row(8, 3, 0)).execute();
+        await assert.rejects(
+          db
+            .insertInto('action_runner_token')
+            .values(row(8, 2, 1))
+            .execute(),
+          'a second active token in a scope is refused',
+        );
+        await db
+          .insertInto('action_runner_token')
+          .values(row(8, 3, 0))
+          .execute();
       } finally {
         await drop();
       }

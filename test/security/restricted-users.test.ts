@@ -7,7 +7,14 @@
 // Actions runs lists and in git, while an ordinary user sees them all.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createCurrentUserRepo, createOrgRepo, orgAddTeamMember, orgCreate, orgCreateTeam, repoAddCollaborator } from '@llamaduck/forgejo-ts';
+import {
+  createCurrentUserRepo,
+  createOrgRepo,
+  orgAddTeamMember,
+  orgCreate,
+  orgCreateTeam,
+  repoAddCollaborator,
+} from '@llamaduck/forgejo-ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { createUserAs, gitInfoRefs } from '../support/security.ts';
@@ -30,22 +37,52 @@ for (const dialect of testDialects()) {
         ['priv', true],
         ['shared', false],
       ] as const) {
-        assert.equal((await createCurrentUserRepo({ client: c, body: { name, private: priv, auto_init: true } })).status, 201);
+        assert.equal(
+          (await createCurrentUserRepo({ client: c, body: { name, private: priv, auto_init: true } })).status,
+          201,
+        );
       }
-      assert.equal((await repoAddCollaborator({ client: c, path: { owner: 'olivia', repo: 'shared', collaborator: 'rita' }, body: { permission: 'read' } })).status, 204);
+      assert.equal(
+        (
+          await repoAddCollaborator({
+            client: c,
+            path: { owner: 'olivia', repo: 'shared', collaborator: 'rita' },
+            body: { permission: 'read' },
+          })
+        ).status,
+        204,
+      );
       for (const [org, visibility] of [
         ['openco', 'public'],
         ['limco', 'limited'],
         ['teamco', 'public'],
       ] as const) {
         assert.equal((await orgCreate({ client: c, body: { username: org, visibility } })).status, 201);
-        assert.equal((await createOrgRepo({ client: c, path: { org }, body: { name: 'app', private: false, auto_init: true } })).status, 201);
+        assert.equal(
+          (await createOrgRepo({ client: c, path: { org }, body: { name: 'app', private: false, auto_init: true } }))
+            .status,
+          201,
+        );
       }
-      assert.equal((await createOrgRepo({ client: c, path: { org: 'teamco' }, body: { name: 'inner', private: true, auto_init: true } })).status, 201);
+      assert.equal(
+        (
+          await createOrgRepo({
+            client: c,
+            path: { org: 'teamco' },
+            body: { name: 'inner', private: true, auto_init: true },
+          })
+        ).status,
+        201,
+      );
       const team = await orgCreateTeam({
         client: c,
         path: { org: 'teamco' },
-        body: { name: 'crew', permission: 'read', includes_all_repositories: true, units: ['repo.code', 'repo.actions'] },
+        body: {
+          name: 'crew',
+          permission: 'read',
+          includes_all_repositories: true,
+          units: ['repo.code', 'repo.actions'],
+        },
       });
       assert.equal(team.status, 201);
       assert.equal((await orgAddTeamMember({ client: c, path: { id: team.data!.id!, username: 'rita' } })).status, 204);
@@ -57,7 +94,8 @@ for (const dialect of testDialects()) {
     const status = async (who: TestUser, path: string) => (await s.api('GET', path, { token: who.token })).status;
 
     test('organizations: public and limited ones they are not a member of are 404; their own answer 200', async () => {
-      for (const org of ['openco', 'limco', 'teamco']) assert.equal(await status(nina, `/orgs/${org}`), 200, `nina ${org}`);
+      for (const org of ['openco', 'limco', 'teamco'])
+        assert.equal(await status(nina, `/orgs/${org}`), 200, `nina ${org}`);
       assert.equal(await status(rita, '/orgs/openco'), 404);
       assert.equal(await status(rita, '/orgs/limco'), 404);
       assert.equal(await status(rita, '/orgs/teamco'), 200);
@@ -68,11 +106,23 @@ for (const dialect of testDialects()) {
     });
 
     test('repositories: public ones of others are 404 (API and Actions runs); collaborations and team grants work', async () => {
-      for (const path of ['/repos/olivia/pub', '/repos/openco/app', '/repos/limco/app', '/repos/olivia/pub/actions/runs', '/repos/openco/app/actions/runs', '/repos/olivia/pub/actions/tasks']) {
+      for (const path of [
+        '/repos/olivia/pub',
+        '/repos/openco/app',
+        '/repos/limco/app',
+        '/repos/olivia/pub/actions/runs',
+        '/repos/openco/app/actions/runs',
+        '/repos/olivia/pub/actions/tasks',
+      ]) {
         assert.equal(await status(nina, path), 200, `nina ${path}`);
         assert.equal(await status(rita, path), 404, `rita ${path}`);
       }
-      for (const path of ['/repos/olivia/shared', '/repos/olivia/shared/actions/runs', '/repos/teamco/inner', '/repos/teamco/inner/actions/runs']) {
+      for (const path of [
+        '/repos/olivia/shared',
+        '/repos/olivia/shared/actions/runs',
+        '/repos/teamco/inner',
+        '/repos/teamco/inner/actions/runs',
+      ]) {
         assert.equal(await status(rita, path), 200, `rita ${path}`);
       }
       // The team covers all of teamco's repositories.

@@ -47,13 +47,17 @@ function manyJobs(trigger: string): string {
 /** A valid workflow of one small job, padded with steps past the size cap. */
 function bigFile(trigger: string): string {
   const lines = [`on: [${trigger}]`, 'jobs:', '  big:', '    runs-on: ubuntu-latest', '    steps:'];
-  for (let i = 0; lines.join('\n').length <= MAX_WORKFLOW_SIZE + 1024; i += 1) lines.push(`      - run: echo step number ${i} of a long job`);
+  for (let i = 0; lines.join('\n').length <= MAX_WORKFLOW_SIZE + 1024; i += 1)
+    lines.push(`      - run: echo step number ${i} of a long job`);
   return `${lines.join('\n')}\n`;
 }
 
 /** 64 legs of a job whose steps are about 8 KB: well under the jobs cap, over the payload cap. */
 function heavyPayloads(trigger: string): string {
-  const steps = Array.from({ length: 100 }, (_, i) => `      - run: echo this step is in every leg ${i} ${'x'.repeat(40)}`);
+  const steps = Array.from(
+    { length: 100 },
+    (_, i) => `      - run: echo this step is in every leg ${i} ${'x'.repeat(40)}`,
+  );
   return `${[`on: [${trigger}]`, 'jobs:', '  heavy:', '    runs-on: ubuntu-latest', '    strategy:', '      matrix:', '        a: [1, 2, 3, 4, 5, 6, 7, 8]', '        b: [1, 2, 3, 4, 5, 6, 7, 8]', '    steps:', ...steps].join('\n')}\n`;
 }
 
@@ -71,13 +75,16 @@ for (const dialect of testDialects()) {
     let work: WorkDir;
 
     const runsOf = async (workflowId: string): Promise<RunJson[]> => {
-      const res = await s.api('GET', `/repos/alice/app/actions/runs?workflow_id=${encodeURIComponent(workflowId)}`, { token: alice.token });
+      const res = await s.api('GET', `/repos/alice/app/actions/runs?workflow_id=${encodeURIComponent(workflowId)}`, {
+        token: alice.token,
+      });
       assert.equal(res.status, 200, res.text);
       return (res.json as { workflow_runs: RunJson[] }).workflow_runs;
     };
 
     const jobCount = async (runId: number): Promise<number> =>
-      (await s.server.deps.database.db.selectFrom('action_run_job').select('id').where('run_id', '=', runId).execute()).length;
+      (await s.server.deps.database.db.selectFrom('action_run_job').select('id').where('run_id', '=', runId).execute())
+        .length;
 
     /** Pushes one workflow file; returns how long `git push` took. */
     const pushWorkflow = async (file: string, content: string): Promise<number> => {
@@ -99,7 +106,11 @@ for (const dialect of testDialects()) {
     };
 
     const dispatch = (file: string) =>
-      dispatchWorkflow({ client: alice.client, path: { owner: 'alice', repo: 'app', workflowfilename: file }, body: { ref: 'main', inputs: {}, return_run_info: true } });
+      dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: file },
+        body: { ref: 'main', inputs: {}, return_run_info: true },
+      });
 
     /** A dispatch answers 400 with `reason` and creates no run. */
     const assertDispatchRefused = async (file: string, reason: RegExp): Promise<void> => {
@@ -134,12 +145,18 @@ for (const dialect of testDialects()) {
     test('a workflow file over GANTRY_ACTIONS_MAX_WORKFLOW_SIZE: one failed run that names the setting', async () => {
       const content = bigFile('push');
       await pushWorkflow('big.yml', content);
-      await assertOneFailedRun('big.yml', new RegExp(`big\\.yml.*${content.length} bytes.*${MAX_WORKFLOW_SIZE}.*GANTRY_ACTIONS_MAX_WORKFLOW_SIZE`));
+      await assertOneFailedRun(
+        'big.yml',
+        new RegExp(`big\\.yml.*${content.length} bytes.*${MAX_WORKFLOW_SIZE}.*GANTRY_ACTIONS_MAX_WORKFLOW_SIZE`),
+      );
     });
 
     test('jobs carrying more than GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE of payload: one failed run that names the setting', async () => {
       const elapsed = await pushWorkflow('heavy.yml', heavyPayloads('push'));
-      await assertOneFailedRun('heavy.yml', new RegExp(`more than ${MAX_RUN_PAYLOAD_SIZE} bytes.*GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE`));
+      await assertOneFailedRun(
+        'heavy.yml',
+        new RegExp(`more than ${MAX_RUN_PAYLOAD_SIZE} bytes.*GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE`),
+      );
       assert.ok(elapsed < QUICK_MS, `the push took ${elapsed} ms`);
     });
 
@@ -170,7 +187,11 @@ for (const dialect of testDialects()) {
 
     test('a raised cap still writes: 5,120 jobs of one run (76,800 values) are inserted in slices that both databases accept', async () => {
       const db = s.server.deps.database.db;
-      const repo = await db.selectFrom('repository').select(['id', 'owner_id']).where('lower_name', '=', 'app').executeTakeFirstOrThrow();
+      const repo = await db
+        .selectFrom('repository')
+        .select(['id', 'owner_id'])
+        .where('lower_name', '=', 'app')
+        .executeTakeFirstOrThrow();
       const jobs = Array.from({ length: 5120 }, (_, i) => ({
         name: `leg ${i}`,
         jobId: 'leg',
@@ -181,8 +202,23 @@ for (const dialect of testDialects()) {
         workflowPayload: `jobs: {leg: {runs-on: x}} # ${i}`,
         status: ActionStatus.waiting,
       }));
-      const run = { repoId: repo.id, ownerId: repo.owner_id, title: 'big', workflowId: 'big-run.yml', workflowDirectory: '.forgejo/workflows', triggerUserId: alice.user.id, ref: 'refs/heads/main', commitSha: '0'.repeat(40), event: 'push', eventPayload: '{}', triggerEvent: 'push', status: ActionStatus.waiting };
-      const created = await db.transaction().execute((tx) => insertRunWithJobs(tx, run, jobs, Math.floor(Date.now() / 1000)));
+      const run = {
+        repoId: repo.id,
+        ownerId: repo.owner_id,
+        title: 'big',
+        workflowId: 'big-run.yml',
+        workflowDirectory: '.forgejo/workflows',
+        triggerUserId: alice.user.id,
+        ref: 'refs/heads/main',
+        commitSha: '0'.repeat(40),
+        event: 'push',
+        eventPayload: '{}',
+        triggerEvent: 'push',
+        status: ActionStatus.waiting,
+      };
+      const created = await db
+        .transaction()
+        .execute((tx) => insertRunWithJobs(tx, run, jobs, Math.floor(Date.now() / 1000)));
       assert.equal(created.jobs.length, 5120);
       assert.deepEqual([created.jobs[0]?.name, created.jobs[5119]?.name], ['leg 0', 'leg 5119'], 'in order');
       assert.equal(await jobCount(created.run.id), 5120);

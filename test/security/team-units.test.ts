@@ -31,9 +31,24 @@ for (const dialect of testDialects()) {
       olivia = await s.createUser('olivia');
       const c = olivia.client;
       assert.equal((await orgCreate({ client: c, body: { username: 'unitco', visibility: 'public' } })).status, 201);
-      assert.equal((await createOrgRepo({ client: c, path: { org: 'unitco' }, body: { name: 'private-app', private: true } })).status, 201);
-      assert.equal((await createOrgRepo({ client: c, path: { org: 'unitco' }, body: { name: 'public-app', private: false, auto_init: true } })).status, 201);
-      const work = await createWorkDir(remoteUrl(s.url, 'unitco', 'private-app', { user: 'olivia', password: olivia.token }));
+      assert.equal(
+        (await createOrgRepo({ client: c, path: { org: 'unitco' }, body: { name: 'private-app', private: true } }))
+          .status,
+        201,
+      );
+      assert.equal(
+        (
+          await createOrgRepo({
+            client: c,
+            path: { org: 'unitco' },
+            body: { name: 'public-app', private: false, auto_init: true },
+          })
+        ).status,
+        201,
+      );
+      const work = await createWorkDir(
+        remoteUrl(s.url, 'unitco', 'private-app', { user: 'olivia', password: olivia.token }),
+      );
       try {
         await work.commit({ '.forgejo/workflows/ci.yml': WORKFLOW }, 'Add CI');
         const pushed = await work.push('main');
@@ -51,10 +66,17 @@ for (const dialect of testDialects()) {
       for (const [team, member, body] of teams) {
         const user = await s.createUser(member);
         members.set(member, user);
-        const created = await orgCreateTeam({ client: c, path: { org: 'unitco' }, body: { name: team, includes_all_repositories: true, ...body } });
+        const created = await orgCreateTeam({
+          client: c,
+          path: { org: 'unitco' },
+          body: { name: team, includes_all_repositories: true, ...body },
+        });
         assert.equal(created.status, 201);
         teamPermission.set(team, created.data?.permission);
-        assert.equal((await orgAddTeamMember({ client: c, path: { id: created.data!.id!, username: member } })).status, 204);
+        assert.equal(
+          (await orgAddTeamMember({ client: c, path: { id: created.data!.id!, username: member } })).status,
+          204,
+        );
       }
     });
     after(async () => {
@@ -63,7 +85,11 @@ for (const dialect of testDialects()) {
 
     const member = (name: string): TestUser => members.get(name)!;
     const get = (who: string, path: string) => s.api('GET', path, { token: member(who).token });
-    const dispatch = (who: string) => s.api('POST', '/repos/unitco/private-app/actions/workflows/ci.yml/dispatches', { token: member(who).token, body: { ref: 'main' } });
+    const dispatch = (who: string) =>
+      s.api('POST', '/repos/unitco/private-app/actions/workflows/ci.yml/dispatches', {
+        token: member(who).token,
+        body: { ref: 'main' },
+      });
     const refusal = (message: string) => ({ message, url: `${s.rootUrl}api/swagger` });
 
     test('repo.actions none: the runs of a private repository are refused; code stays writable over git', async () => {
@@ -103,7 +129,11 @@ for (const dialect of testDialects()) {
 
     test('a units_map of only none grants nothing (not admin): the private repository does not exist for its members', async () => {
       assert.equal(teamPermission.get('nobody'), 'none');
-      for (const path of ['/repos/unitco/private-app', '/repos/unitco/private-app/actions/secrets', '/repos/unitco/private-app/actions/runs']) {
+      for (const path of [
+        '/repos/unitco/private-app',
+        '/repos/unitco/private-app/actions/secrets',
+        '/repos/unitco/private-app/actions/runs',
+      ]) {
         assert.equal((await get('nick', path)).status, 404, path);
       }
       assert.equal((await gitInfoRefs(s, 'unitco', 'private-app', 'git-upload-pack', member('nick'))).status, 404);

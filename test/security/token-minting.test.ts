@@ -23,7 +23,16 @@ for (const dialect of testDialects()) {
       await s.stop();
     });
 
-    const tokenNames = async () => (await s.server.deps.database.db.selectFrom('access_token').select('name').where('uid', '=', alice.user.id).execute()).map((r) => r.name).sort();
+    const tokenNames = async () =>
+      (
+        await s.server.deps.database.db
+          .selectFrom('access_token')
+          .select('name')
+          .where('uid', '=', alice.user.id)
+          .execute()
+      )
+        .map((r) => r.name)
+        .sort();
 
     test('a write:user token as the basic password cannot mint an `all` token (nor list or delete tokens): 401 auth method not allowed', async () => {
       const writeUser = await s.tokenFor(alice, ['write:user']);
@@ -39,27 +48,64 @@ for (const dialect of testDialects()) {
         `Bearer ${alice.token}`,
       ];
       for (const authorization of credentials) {
-        const minted = await s.api('POST', '/users/alice/tokens', { authorization, body: { name: 'escalated', scopes: ['all'] } });
+        const minted = await s.api('POST', '/users/alice/tokens', {
+          authorization,
+          body: { name: 'escalated', scopes: ['all'] },
+        });
         assert.deepEqual([minted.status, minted.json], [401, refused], `POST with ${authorization.split(' ')[0]}`);
         const listed = await s.api('GET', '/users/alice/tokens', { authorization });
         assert.deepEqual([listed.status, listed.json], [401, refused]);
-        const deleted = await s.api('DELETE', `/users/alice/tokens/${encodeURIComponent((await tokenNames())[0] ?? 'x')}`, { authorization });
+        const deleted = await s.api(
+          'DELETE',
+          `/users/alice/tokens/${encodeURIComponent((await tokenNames())[0] ?? 'x')}`,
+          { authorization },
+        );
         assert.deepEqual([deleted.status, deleted.json], [401, refused]);
       }
       // Through the client, as `curl -u alice:<token>` would send it.
-      const viaClient = await answer(userCreateToken({ client: s.clientWith(basicAuth('alice', writeUser)), path: { username: 'alice' }, body: { name: 'escalated', scopes: ['all'] } }));
+      const viaClient = await answer(
+        userCreateToken({
+          client: s.clientWith(basicAuth('alice', writeUser)),
+          path: { username: 'alice' },
+          body: { name: 'escalated', scopes: ['all'] },
+        }),
+      );
       assert.equal(viaClient.status, 401);
       assert.deepEqual(await tokenNames(), before, 'no token was created or deleted');
     });
 
     test('the account password still mints and deletes tokens', async () => {
-      const byPassword = await answer(userCreateToken({ client: s.clientWith(basicAuth('alice', alice.password)), path: { username: 'alice' }, body: { name: 'by-password', scopes: ['read:user'] } }));
+      const byPassword = await answer(
+        userCreateToken({
+          client: s.clientWith(basicAuth('alice', alice.password)),
+          path: { username: 'alice' },
+          body: { name: 'by-password', scopes: ['read:user'] },
+        }),
+      );
       assert.equal(byPassword.status, 201);
-      assert.equal((await s.api('DELETE', '/users/alice/tokens/by-password', { authorization: basicAuth('alice', alice.password) })).status, 204);
+      assert.equal(
+        (
+          await s.api('DELETE', '/users/alice/tokens/by-password', {
+            authorization: basicAuth('alice', alice.password),
+          })
+        ).status,
+        204,
+      );
       // A site administrator with a password may manage another user's tokens (Forgejo's reqSelfOrAdmin)…
-      assert.equal((await s.api('GET', '/users/alice/tokens', { authorization: basicAuth('root', s.admin.password) })).status, 200);
+      assert.equal(
+        (await s.api('GET', '/users/alice/tokens', { authorization: basicAuth('root', s.admin.password) })).status,
+        200,
+      );
       // …but not with an `all` token as the password.
-      assert.equal((await s.api('POST', '/users/alice/tokens', { authorization: basicAuth('root', s.admin.token), body: { name: 'admin-made', scopes: ['all'] } })).status, 401);
+      assert.equal(
+        (
+          await s.api('POST', '/users/alice/tokens', {
+            authorization: basicAuth('root', s.admin.token),
+            body: { name: 'admin-made', scopes: ['all'] },
+          })
+        ).status,
+        401,
+      );
     });
   });
 }

@@ -48,7 +48,10 @@ interface AxiosLike {
 function headersOf(raw: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (raw && typeof raw === 'object') {
-    const plain = typeof (raw as { toJSON?: () => unknown }).toJSON === 'function' ? (raw as { toJSON: () => unknown }).toJSON() : raw;
+    const plain =
+      typeof (raw as { toJSON?: () => unknown }).toJSON === 'function'
+        ? (raw as { toJSON: () => unknown }).toJSON()
+        : raw;
     for (const [k, v] of Object.entries(plain as Record<string, unknown>)) out[k.toLowerCase()] = String(v);
   }
   return out;
@@ -57,7 +60,12 @@ function headersOf(raw: unknown): Record<string, string> {
 export async function answer(call: Promise<unknown>): Promise<Answer> {
   const r = (await call) as AxiosLike;
   const status = r.response?.status ?? r.status ?? 0;
-  return { status, data: r.response ? undefined : r.data, error: r.error, headers: headersOf(r.response?.headers ?? r.headers) };
+  return {
+    status,
+    data: r.response ? undefined : r.data,
+    error: r.error,
+    headers: headersOf(r.response?.headers ?? r.headers),
+  };
 }
 
 export type ScopeLabel = 'user' | 'org' | 'repo';
@@ -90,8 +98,10 @@ export function userApi(): ScopeApi {
     deleteSecret: (client, secretname) => answer(deleteUserSecret({ client, path: { secretname } })),
     listVariables: (client, query) => answer(getUserVariablesList({ client, query })),
     getVariable: (client, variablename) => answer(getUserVariable({ client, path: { variablename } })),
-    createVariable: (client, variablename, value) => answer(createUserVariable({ client, path: { variablename }, body: { value } })),
-    updateVariable: (client, variablename, body) => answer(updateUserVariable({ client, path: { variablename }, body })),
+    createVariable: (client, variablename, value) =>
+      answer(createUserVariable({ client, path: { variablename }, body: { value } })),
+    updateVariable: (client, variablename, body) =>
+      answer(updateUserVariable({ client, path: { variablename }, body })),
     deleteVariable: (client, variablename) => answer(deleteUserVariable({ client, path: { variablename } })),
   };
 }
@@ -101,12 +111,15 @@ export function orgApi(org: string): ScopeApi {
     label: 'org',
     base: `/orgs/${org}/actions`,
     listSecrets: (client, query) => answer(orgListActionsSecrets({ client, path: { org }, query })),
-    putSecret: (client, secretname, data) => answer(updateOrgSecret({ client, path: { org, secretname }, body: { data } })),
+    putSecret: (client, secretname, data) =>
+      answer(updateOrgSecret({ client, path: { org, secretname }, body: { data } })),
     deleteSecret: (client, secretname) => answer(deleteOrgSecret({ client, path: { org, secretname } })),
     listVariables: (client, query) => answer(getOrgVariablesList({ client, path: { org }, query })),
     getVariable: (client, variablename) => answer(getOrgVariable({ client, path: { org, variablename } })),
-    createVariable: (client, variablename, value) => answer(createOrgVariable({ client, path: { org, variablename }, body: { value } })),
-    updateVariable: (client, variablename, body) => answer(updateOrgVariable({ client, path: { org, variablename }, body })),
+    createVariable: (client, variablename, value) =>
+      answer(createOrgVariable({ client, path: { org, variablename }, body: { value } })),
+    updateVariable: (client, variablename, body) =>
+      answer(updateOrgVariable({ client, path: { org, variablename }, body })),
     deleteVariable: (client, variablename) => answer(deleteOrgVariable({ client, path: { org, variablename } })),
   };
 }
@@ -116,13 +129,17 @@ export function repoApi(owner: string, repo: string): ScopeApi {
     label: 'repo',
     base: `/repos/${owner}/${repo}/actions`,
     listSecrets: (client, query) => answer(repoListActionsSecrets({ client, path: { owner, repo }, query })),
-    putSecret: (client, secretname, data) => answer(updateRepoSecret({ client, path: { owner, repo, secretname }, body: { data } })),
+    putSecret: (client, secretname, data) =>
+      answer(updateRepoSecret({ client, path: { owner, repo, secretname }, body: { data } })),
     deleteSecret: (client, secretname) => answer(deleteRepoSecret({ client, path: { owner, repo, secretname } })),
     listVariables: (client, query) => answer(getRepoVariablesList({ client, path: { owner, repo }, query })),
     getVariable: (client, variablename) => answer(getRepoVariable({ client, path: { owner, repo, variablename } })),
-    createVariable: (client, variablename, value) => answer(createRepoVariable({ client, path: { owner, repo, variablename }, body: { value } })),
-    updateVariable: (client, variablename, body) => answer(updateRepoVariable({ client, path: { owner, repo, variablename }, body })),
-    deleteVariable: (client, variablename) => answer(deleteRepoVariable({ client, path: { owner, repo, variablename } })),
+    createVariable: (client, variablename, value) =>
+      answer(createRepoVariable({ client, path: { owner, repo, variablename }, body: { value } })),
+    updateVariable: (client, variablename, body) =>
+      answer(updateRepoVariable({ client, path: { owner, repo, variablename }, body })),
+    deleteVariable: (client, variablename) =>
+      answer(deleteRepoVariable({ client, path: { owner, repo, variablename } })),
   };
 }
 

@@ -51,34 +51,38 @@ export function callUnary(agent: http.Agent, call: WireCall): Promise<WireAnswer
       ...call.headers,
     };
     if (call.timeoutMs !== undefined) headers['connect-timeout-ms'] = String(call.timeoutMs);
-    const req = http.request({ agent, host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('error', (error) => reject(new WireError('unavailable', error.message, 0)));
-      res.on('end', () => {
-        clearTimeout(timer);
-        const encoding = String(res.headers['content-encoding'] ?? '');
-        let body: Buffer = Buffer.concat(chunks);
-        try {
-          if (encoding === 'gzip') body = gunzipSync(body);
-          else if (encoding !== '' && encoding !== 'identity') throw new Error(`unexpected Content-Encoding ${encoding}`);
-        } catch (error) {
-          reject(new WireError('internal', (error as Error).message, res.statusCode ?? 0));
-          return;
-        }
-        if (res.statusCode !== 200) {
-          let envelope: { code?: string; message?: string } = {};
+    const req = http.request(
+      { agent, host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', (error) => reject(new WireError('unavailable', error.message, 0)));
+        res.on('end', () => {
+          clearTimeout(timer);
+          const encoding = String(res.headers['content-encoding'] ?? '');
+          let body: Buffer = Buffer.concat(chunks);
           try {
-            envelope = JSON.parse(body.toString('utf8')) as typeof envelope;
-          } catch {
-            envelope = { code: 'unknown', message: body.toString('utf8') };
+            if (encoding === 'gzip') body = gunzipSync(body);
+            else if (encoding !== '' && encoding !== 'identity')
+              throw new Error(`unexpected Content-Encoding ${encoding}`);
+          } catch (error) {
+            reject(new WireError('internal', (error as Error).message, res.statusCode ?? 0));
+            return;
           }
-          reject(new WireError(envelope.code ?? 'unknown', envelope.message ?? '', res.statusCode ?? 0));
-          return;
-        }
-        resolve({ body: new Uint8Array(body), encoding, headers: res.headers });
-      });
-    });
+          if (res.statusCode !== 200) {
+            let envelope: { code?: string; message?: string } = {};
+            try {
+              envelope = JSON.parse(body.toString('utf8')) as typeof envelope;
+            } catch {
+              envelope = { code: 'unknown', message: body.toString('utf8') };
+            }
+            reject(new WireError(envelope.code ?? 'unknown', envelope.message ?? '', res.statusCode ?? 0));
+            return;
+          }
+          resolve({ body: new Uint8Array(body), encoding, headers: res.headers });
+        });
+      },
+    );
     // The deadline covers the whole call: past it the client stops waiting and drops the connection.
     const timer =
       call.timeoutMs === undefined

@@ -100,7 +100,10 @@ export interface DatabaseLocation {
 export async function findBrokenInvariants(where: DatabaseLocation): Promise<string[]> {
   const broken: string[] = [];
   const report = (name: string, rows: unknown[]): void => {
-    if (rows.length > 0) broken.push(`${name}: ${JSON.stringify(rows.slice(0, 5))}${rows.length > 5 ? ` (+${rows.length - 5} more)` : ''}`);
+    if (rows.length > 0)
+      broken.push(
+        `${name}: ${JSON.stringify(rows.slice(0, 5))}${rows.length > 5 ? ` (+${rows.length - 5} more)` : ''}`,
+      );
   };
   if (where.sqlitePath !== null) {
     // Read-only, so the check never takes the write lock from the server (or

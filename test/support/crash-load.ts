@@ -149,14 +149,36 @@ export class CrashLoad {
   constructor(private readonly options: CrashLoadOptions) {
     for (const name of options.variableNames) this.ledger.variables.set(name, { acked: null, pending: null });
     for (const name of options.secretNames) this.ledger.secrets.set(name, { acked: null, pending: null });
-    this.runnerSlots = options.runners.map((client, i) => ({ name: `runner-${i}`, client, task: null, doomed: i === 0, abandoned: false }));
+    this.runnerSlots = options.runners.map((client, i) => ({
+      name: `runner-${i}`,
+      client,
+      task: null,
+      doomed: i === 0,
+      abandoned: false,
+    }));
   }
 
   /** Starts every client. */
   start(): void {
     this.spawn('repositories', this.repositoryClient());
-    this.spawn('variables', this.valueClient('variables', this.ledger.variables, (name, value) => this.api('PUT', `${this.repoPath}/actions/variables/${name}`, { value }), [204]));
-    this.spawn('secrets', this.valueClient('secrets', this.ledger.secrets, (name, value) => this.api('PUT', `${this.repoPath}/actions/secrets/${name}`, { data: value }), [201, 204]));
+    this.spawn(
+      'variables',
+      this.valueClient(
+        'variables',
+        this.ledger.variables,
+        (name, value) => this.api('PUT', `${this.repoPath}/actions/variables/${name}`, { value }),
+        [204],
+      ),
+    );
+    this.spawn(
+      'secrets',
+      this.valueClient(
+        'secrets',
+        this.ledger.secrets,
+        (name, value) => this.api('PUT', `${this.repoPath}/actions/secrets/${name}`, { data: value }),
+        [201, 204],
+      ),
+    );
     this.spawn('dispatches', this.dispatchClient());
     this.spawn('pushes', this.pushClient());
     for (const slot of this.runnerSlots) this.spawn(slot.name, this.runnerClient(slot));
@@ -167,7 +189,8 @@ export class CrashLoad {
     this.gate.close();
     const deadline = Date.now() + 60_000;
     while (this.parked < this.active) {
-      if (Date.now() > deadline) throw new Error(`the load did not come to rest (${this.parked} of ${this.active} clients parked)`);
+      if (Date.now() > deadline)
+        throw new Error(`the load did not come to rest (${this.parked} of ${this.active} clients parked)`);
       await sleep(10);
     }
   }
@@ -213,7 +236,9 @@ export class CrashLoad {
         try {
           while (this.failure === null && (await step()));
         } catch (error) {
-          this.failure ??= new Error(`${name}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+          this.failure ??= new Error(`${name}: ${error instanceof Error ? error.message : String(error)}`, {
+            cause: error,
+          });
         } finally {
           this.active -= 1;
         }
@@ -246,7 +271,10 @@ export class CrashLoad {
   private async api(method: string, path: string, body?: unknown): Promise<ApiAnswer> {
     const response = await fetch(`${this.options.server.url}/api/v1${path}`, {
       method,
-      headers: { authorization: `token ${this.options.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `token ${this.options.token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
@@ -281,7 +309,9 @@ export class CrashLoad {
         const existing = await this.attempt(() => this.api('GET', `/repos/${this.options.org}/${name}`));
         if (existing === LOST) return true;
         if (existing.status !== 200) {
-          throw new Error(`retrying the interrupted creation of ${name} answered 409 (${answer.text.trim()}) but GET answers ${existing.status}: the name is blocked by a half-made repository`);
+          throw new Error(
+            `retrying the interrupted creation of ${name} answered 409 (${answer.text.trim()}) but GET answers ${existing.status}: the name is blocked by a half-made repository`,
+          );
         }
       } else if (answer.status !== 201) {
         throw new Error(`POST /orgs/${this.options.org}/repos ${name}: ${answer.status} ${answer.text}`);
@@ -319,7 +349,8 @@ export class CrashLoad {
         this.ledger.countLost(client);
         return true;
       }
-      if (!okStatuses.includes(answer.status)) throw new Error(`PUT ${client} ${name}: ${answer.status} ${answer.text}`);
+      if (!okStatuses.includes(answer.status))
+        throw new Error(`PUT ${client} ${name}: ${answer.status} ${answer.text}`);
       ledger.set(name, { acked: value, pending: null });
       this.ledger.acks += 1;
       current = null;
@@ -400,7 +431,11 @@ export class CrashLoad {
         this.ledger.fetches += 1;
         if (fetched.task !== undefined) {
           this.ledger.tasksFetched += 1;
-          slot.task = { id: Number(fetched.task.id), logAcked: 0, stepsLeft: slot.doomed ? Infinity : 1 + Math.floor(this.options.random() * 3) };
+          slot.task = {
+            id: Number(fetched.task.id),
+            logAcked: 0,
+            stepsLeft: slot.doomed ? Infinity : 1 + Math.floor(this.options.random() * 3),
+          };
         }
         return true;
       }
@@ -408,28 +443,38 @@ export class CrashLoad {
       const last = task.stepsLeft <= 0;
       // Three new lines per step, sent from the acknowledged index (a lost ack resends them).
       const rows = last ? [] : [0, 1, 2].map((k) => ({ time: now(), content: `line ${task.logAcked + k}` }));
-      const logged = await this.attempt(() => runner.updateLog({ taskId, index: BigInt(task.logAcked), rows, noMore: last }));
+      const logged = await this.attempt(() =>
+        runner.updateLog({ taskId, index: BigInt(task.logAcked), rows, noMore: last }),
+      );
       if (logged === LOST) {
         this.ledger.countLost('runners');
         return true;
       }
       if (Number(logged.ackIndex) < task.logAcked + rows.length) {
-        throw new Error(`task ${task.id}: UpdateLog acknowledged ${logged.ackIndex} after ${task.logAcked} + ${rows.length} lines`);
+        throw new Error(
+          `task ${task.id}: UpdateLog acknowledged ${logged.ackIndex} after ${task.logAcked} + ${rows.length} lines`,
+        );
       }
       task.logAcked = Number(logged.ackIndex);
-      const state = last ? { id: taskId, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] } : { id: taskId, result: Result.UNSPECIFIED, steps: [] };
+      const state = last
+        ? { id: taskId, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] }
+        : { id: taskId, result: Result.UNSPECIFIED, steps: [] };
       const reported = await this.attempt(() => runner.updateTask({ state }));
       if (reported === LOST) {
         this.ledger.countLost('runners');
         return true;
       }
       if (last) {
-        if (reported.state?.result !== Result.SUCCESS) throw new Error(`task ${task.id}: the final UpdateTask answered result ${reported.state?.result}`);
+        if (reported.state?.result !== Result.SUCCESS)
+          throw new Error(`task ${task.id}: the final UpdateTask answered result ${reported.state?.result}`);
         this.ledger.finishedTasks.add(task.id);
         this.ledger.acks += 1;
         slot.task = null;
       } else {
-        if (reported.state?.result !== Result.UNSPECIFIED) throw new Error(`task ${task.id} was stopped server-side (result ${reported.state?.result}) while its runner is alive`);
+        if (reported.state?.result !== Result.UNSPECIFIED)
+          throw new Error(
+            `task ${task.id} was stopped server-side (result ${reported.state?.result}) while its runner is alive`,
+          );
         task.stepsLeft -= 1;
       }
       await this.between(50, 200);

@@ -141,7 +141,13 @@ export class EmulatedRunner {
   readonly records: TaskRecord[] = [];
   runner: WireRunner | null = null;
   /** Every procedure called, in order, with the Connect-Timeout-Ms it carried. */
-  readonly calls: Array<{ procedure: string; timeoutMs?: number; requestKey?: string; url: string; encoding?: string }> = [];
+  readonly calls: Array<{
+    procedure: string;
+    timeoutMs?: number;
+    requestKey?: string;
+    url: string;
+    encoding?: string;
+  }> = [];
   private readonly agent: http.Agent;
   /** Calls made per procedure: the n-th call of a procedure goes to urls[n % urls.length]. */
   private readonly sent = new Map<string, number>();
@@ -162,7 +168,12 @@ export class EmulatedRunner {
   }
 
   /** One RPC to the next instance URL (round robin). */
-  private async call(service: string, method: string, body: Uint8Array, extra: { timeoutMs?: number; requestKey?: string } = {}): Promise<{ body: Uint8Array; encoding: string }> {
+  private async call(
+    service: string,
+    method: string,
+    body: Uint8Array,
+    extra: { timeoutMs?: number; requestKey?: string } = {},
+  ): Promise<{ body: Uint8Array; encoding: string }> {
     const n = this.sent.get(method) ?? 0;
     this.sent.set(method, n + 1);
     const url = `${this.options.urls[n % this.options.urls.length]}/api/actions/${service}/${method}`;
@@ -172,13 +183,19 @@ export class EmulatedRunner {
       headers['x-runner-token'] = this.runner.token;
     }
     if (extra.requestKey !== undefined) headers['x-runner-request-key'] = extra.requestKey;
-    const call: (typeof this.calls)[number] = { procedure: method, timeoutMs: extra.timeoutMs, requestKey: extra.requestKey, url };
+    const call: (typeof this.calls)[number] = {
+      procedure: method,
+      timeoutMs: extra.timeoutMs,
+      requestKey: extra.requestKey,
+      url,
+    };
     this.calls.push(call);
     const answer = await callUnary(this.agent, { url, body, headers, timeoutMs: extra.timeoutMs });
     call.encoding = answer.encoding || 'identity';
     const attempt = (this.answerAttempts.get(method) ?? 0) + 1;
     this.answerAttempts.set(method, attempt);
-    if (this.options.loseAnswer?.(method, attempt) === true) throw new WireError('unavailable', 'connection reset (answer lost)', 0);
+    if (this.options.loseAnswer?.(method, attempt) === true)
+      throw new WireError('unavailable', 'connection reset (answer lost)', 0);
     return answer;
   }
 
@@ -208,7 +225,8 @@ export class EmulatedRunner {
       }),
     );
     const runner = decodeRunnerResponse(answer.body);
-    if (runner === null || runner.uuid === '' || runner.token === '') throw new Error('Register answered without a runner');
+    if (runner === null || runner.uuid === '' || runner.token === '')
+      throw new Error('Register answered without a runner');
     this.runner = runner;
     return runner;
   }
@@ -216,7 +234,17 @@ export class EmulatedRunner {
   /** `forgejo-runner daemon` until stop(): Declare, then capacity pollers. */
   async daemon(): Promise<void> {
     const declared = decodeRunnerResponse(
-      (await this.call('runner.v1.RunnerService', 'Declare', encodeDeclare({ version: this.options.version ?? 'v12.1.2', labels: this.labelNames, capabilities: this.flavour.capabilities }))).body,
+      (
+        await this.call(
+          'runner.v1.RunnerService',
+          'Declare',
+          encodeDeclare({
+            version: this.options.version ?? 'v12.1.2',
+            labels: this.labelNames,
+            capabilities: this.flavour.capabilities,
+          }),
+        )
+      ).body,
     );
     if (declared === null) throw new Error('Declare answered without a runner');
     const slots = Array.from({ length: this.options.capacity ?? 1 }, () => this.pollSlot());
@@ -232,7 +260,10 @@ export class EmulatedRunner {
   async waitForTasks(count: number, deadlineMs: number): Promise<TaskRecord[]> {
     const deadline = Date.now() + deadlineMs;
     while (this.records.filter((r) => r.closed).length < count) {
-      if (Date.now() > deadline) throw new Error(`${this.flavour.name}: ${this.records.filter((r) => r.closed).length} of ${count} tasks ended in ${deadlineMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `${this.flavour.name}: ${this.records.filter((r) => r.closed).length} of ${count} tasks ended in ${deadlineMs} ms`,
+        );
       await sleep(50);
     }
     return this.records;
@@ -255,10 +286,15 @@ export class EmulatedRunner {
       const version = this.tasksVersion;
       let answer;
       try {
-        const res = await this.call('runner.v1.RunnerService', 'FetchTask', encodeFetchTask({ tasksVersion: version }), {
-          timeoutMs: this.options.fetchTimeoutMs ?? 5000,
-          ...(this.flavour.sendsRequestKey ? { requestKey } : {}),
-        });
+        const res = await this.call(
+          'runner.v1.RunnerService',
+          'FetchTask',
+          encodeFetchTask({ tasksVersion: version }),
+          {
+            timeoutMs: this.options.fetchTimeoutMs ?? 5000,
+            ...(this.flavour.sendsRequestKey ? { requestKey } : {}),
+          },
+        );
         answer = decodeFetchTask(res.body);
       } catch (error) {
         // A failed fetch (deadline, lost answer, server error) is retried at the
@@ -282,10 +318,15 @@ export class EmulatedRunner {
     const requestKey = randomUUID();
     for (;;) {
       try {
-        const res = await this.call('runner.v1.RunnerService', 'FetchSingleTask', encodeFetchSingleTask({ tasksVersion: 0, handle }), {
-          timeoutMs: this.options.fetchTimeoutMs ?? 5000,
-          requestKey,
-        });
+        const res = await this.call(
+          'runner.v1.RunnerService',
+          'FetchSingleTask',
+          encodeFetchSingleTask({ tasksVersion: 0, handle }),
+          {
+            timeoutMs: this.options.fetchTimeoutMs ?? 5000,
+            requestKey,
+          },
+        );
         const answer = decodeFetchSingleTask(res.body);
         if (answer.task !== null) return this.runTask(answer.task);
       } catch (error) {
@@ -298,7 +339,16 @@ export class EmulatedRunner {
 
   /** Runs one task: the executor's steps and the reporter around them. */
   async runTask(task: WireTask): Promise<TaskRecord> {
-    const record: TaskRecord = { task, remoteResult: 0, localResult: 0, closeAttempts: 0, closed: false, unacknowledgedOutputs: [], logAck: 0, encodings: new Set() };
+    const record: TaskRecord = {
+      task,
+      remoteResult: 0,
+      localResult: 0,
+      closeAttempts: 0,
+      closed: false,
+      unacknowledgedOutputs: [],
+      logAck: 0,
+      encodings: new Set(),
+    };
     this.records.push(record);
     const reporter = new Reporter(this, task, record);
     const job = singleJobOf(task.workflowPayload);
@@ -313,7 +363,9 @@ export class EmulatedRunner {
         break;
       }
       reporter.startStep(index);
-      for (const line of String(step.run ?? step.uses ?? '').split('\n').filter((l) => l.trim() !== '')) {
+      for (const line of String(step.run ?? step.uses ?? '')
+        .split('\n')
+        .filter((l) => l.trim() !== '')) {
         const text = substitute(line.trim(), task, stepOutputs);
         const output = OUTPUT_LINE.exec(text);
         if (output !== null && step.id !== undefined) (stepOutputs[step.id] ??= {})[output[1] ?? ''] = output[2] ?? '';
@@ -323,7 +375,8 @@ export class EmulatedRunner {
       reporter.endStep(index, Result.success);
     }
     const outputs: Record<string, string> = {};
-    for (const [key, expression] of Object.entries(job.outputs ?? {})) outputs[key] = substitute(String(expression), task, stepOutputs);
+    for (const [key, expression] of Object.entries(job.outputs ?? {}))
+      outputs[key] = substitute(String(expression), task, stepOutputs);
     await this.options.onJobEnd?.(task, outputs);
     await reporter.finish(result, result === Result.success ? outputs : {});
     await daemon;
@@ -346,7 +399,8 @@ interface JobDefinition {
 function singleJobOf(payload: string): JobDefinition {
   const doc = parseYaml(payload) as { jobs?: Record<string, JobDefinition> };
   const jobs = Object.values(doc.jobs ?? {});
-  if (jobs.length !== 1 || jobs[0] === undefined) throw new Error(`the workflow payload must hold exactly one job, not ${jobs.length}`);
+  if (jobs.length !== 1 || jobs[0] === undefined)
+    throw new Error(`the workflow payload must hold exactly one job, not ${jobs.length}`);
   return { steps: jobs[0].steps ?? [], outputs: jobs[0].outputs };
 }
 
@@ -354,7 +408,8 @@ function singleJobOf(payload: string): JobDefinition {
 function substitute(text: string, task: WireTask, steps: Record<string, Record<string, string>>): string {
   return text.replace(EXPRESSION, (whole, expression: string) => {
     const parts = expression.split('.');
-    if (parts[0] === 'needs' && parts[2] === 'outputs') return task.needs[parts[1] ?? '']?.outputs[parts[3] ?? ''] ?? '';
+    if (parts[0] === 'needs' && parts[2] === 'outputs')
+      return task.needs[parts[1] ?? '']?.outputs[parts[3] ?? ''] ?? '';
     if (parts[0] === 'steps' && parts[2] === 'outputs') return steps[parts[1] ?? '']?.[parts[3] ?? ''] ?? '';
     if (parts[0] === 'secrets') return task.secrets[parts[1] ?? ''] ?? '';
     if (parts[0] === 'vars') return task.vars[parts[1] ?? ''] ?? '';
@@ -425,7 +480,8 @@ class Reporter {
       // The daemon's next tick sends them while the result is still unspecified.
       await this.serialised(() => this.reportState());
     }
-    for (const step of this.state.steps) if (step.result === 0) step.result = result === Result.skipped ? Result.skipped : Result.cancelled;
+    for (const step of this.state.steps)
+      if (step.result === 0) step.result = result === Result.skipped ? Result.skipped : Result.cancelled;
     this.state.result = result;
     this.state.stoppedAt = timestampOf(new Date());
     this.record.localResult = result;
@@ -477,7 +533,10 @@ class Reporter {
 
   private async reportLog(noMore: boolean): Promise<void> {
     const rows = this.logRows;
-    const answer = await this.runner.rpc('UpdateLog', encodeUpdateLog({ taskId: this.state.id, index: this.logOffset, rows, noMore }));
+    const answer = await this.runner.rpc(
+      'UpdateLog',
+      encodeUpdateLog({ taskId: this.state.id, index: this.logOffset, rows, noMore }),
+    );
     this.record.encodings.add(answer.encoding || 'identity');
     const { ackIndex } = decodeUpdateLog(answer.body);
     if (ackIndex < this.logOffset) throw new Error(`submitted logs are lost ${ackIndex} < ${this.logOffset}`);

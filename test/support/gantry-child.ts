@@ -45,13 +45,15 @@ export class GantryChild {
     this.child = child;
     const deadline = Date.now() + HEALTHY_DEADLINE_MS;
     for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`gantry web exited early (${child.exitCode ?? child.signalCode}):\n${this.output}`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`gantry web exited early (${child.exitCode ?? child.signalCode}):\n${this.output}`);
       try {
         if ((await fetch(`${this.url}/api/healthz`)).status === 200) return;
       } catch {
         // not listening yet
       }
-      if (Date.now() > deadline) throw new Error(`gantry web did not become healthy within ${HEALTHY_DEADLINE_MS / 1000} s:\n${this.output}`);
+      if (Date.now() > deadline)
+        throw new Error(`gantry web did not become healthy within ${HEALTHY_DEADLINE_MS / 1000} s:\n${this.output}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

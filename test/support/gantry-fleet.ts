@@ -107,7 +107,8 @@ export async function startGantryFleet(options: StartFleetOptions): Promise<Gant
     rmSync(dataDir, { recursive: true, force: true });
   };
   process.on('exit', onExit);
-  const output = (): string => processes.map((p, i) => `--- gantry ${i} (${p.address}) ---\n${p.output().slice(-4000)}`).join('\n');
+  const output = (): string =>
+    processes.map((p, i) => `--- gantry ${i} (${p.address}) ---\n${p.output().slice(-4000)}`).join('\n');
 
   const stop = async (): Promise<void> => {
     await nginx?.stop();
@@ -120,7 +121,10 @@ export async function startGantryFleet(options: StartFleetOptions): Promise<Gant
     // Started together: their migrations at start must also be safe side by side.
     const ports = await Promise.all(Array.from({ length: options.processes }, () => freePort()));
     for (const port of ports) {
-      const child = spawn(process.execPath, [GANTRY, 'web'], { env: { ...env, GANTRY_HTTP_PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [GANTRY, 'web'], {
+        env: { ...env, GANTRY_HTTP_PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let text = '';
       const keep = (chunk: Buffer): void => {
         text += chunk.toString();
@@ -136,16 +140,48 @@ export async function startGantryFleet(options: StartFleetOptions): Promise<Gant
     const cliEnv = { ...env, GANTRY_HTTP_PORT: '0' };
     await run(
       process.execPath,
-      [GANTRY, 'admin', 'user', 'create', '--username', FLEET_ADMIN.name, '--password', FLEET_ADMIN.password, '--email', 'root@fleet.invalid', '--admin', '--must-change-password=false'],
+      [
+        GANTRY,
+        'admin',
+        'user',
+        'create',
+        '--username',
+        FLEET_ADMIN.name,
+        '--password',
+        FLEET_ADMIN.password,
+        '--email',
+        'root@fleet.invalid',
+        '--admin',
+        '--must-change-password=false',
+      ],
       { env: cliEnv },
     );
-    const { stdout } = await run(process.execPath, [GANTRY, 'admin', 'user', 'generate-access-token', '--username', FLEET_ADMIN.name, '--token-name', 'fleet', '--scopes', 'all', '--raw'], {
-      env: cliEnv,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [
+        GANTRY,
+        'admin',
+        'user',
+        'generate-access-token',
+        '--username',
+        FLEET_ADMIN.name,
+        '--token-name',
+        'fleet',
+        '--scopes',
+        'all',
+        '--raw',
+      ],
+      {
+        env: cliEnv,
+      },
+    );
     return { url, processes, nginx, dataDir, adminToken: stdout.trim(), output, stop };
   } catch (error) {
     const text = output();
     await stop();
-    throw new Error(`could not start ${options.processes} Gantry process(es) behind nginx: ${error instanceof Error ? error.message : String(error)}\n${text}`, { cause: error });
+    throw new Error(
+      `could not start ${options.processes} Gantry process(es) behind nginx: ${error instanceof Error ? error.message : String(error)}\n${text}`,
+      { cause: error },
+    );
   }
 }

@@ -138,19 +138,34 @@ export function logLine(taskId: number, i: number): string {
   return `task ${taskId} line ${i}`;
 }
 
-export async function setUpMixedWorkload(options: { url: string; adminToken: string; adminName: string; shape: WorkloadShape; hookUrl: string; prefix?: string }): Promise<MixedWorkload> {
+export async function setUpMixedWorkload(options: {
+  url: string;
+  adminToken: string;
+  adminName: string;
+  shape: WorkloadShape;
+  hookUrl: string;
+  prefix?: string;
+}): Promise<MixedWorkload> {
   const { url, adminToken, shape } = options;
   const tally = new StatusTally();
   const violations: string[] = [];
   const prefix = options.prefix ?? 'scale';
   let sequence = 0;
 
-  const api = async (method: string, path: string, body?: unknown, kind = `${method} ${path.replace(/\/[A-Z0-9_]+$/, '/:name')}`): Promise<Answer> => {
+  const api = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    kind = `${method} ${path.replace(/\/[A-Z0-9_]+$/, '/:name')}`,
+  ): Promise<Answer> => {
     let response: Response;
     try {
       response = await fetch(`${url}/api/v1${path}`, {
         method,
-        headers: { authorization: `token ${adminToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `token ${adminToken}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
@@ -167,9 +182,16 @@ export async function setUpMixedWorkload(options: { url: string; adminToken: str
     }
     return { status: response.status, json, text };
   };
-  const expect = async (method: string, path: string, status: number, body?: unknown, kind?: string): Promise<Answer> => {
+  const expect = async (
+    method: string,
+    path: string,
+    status: number,
+    body?: unknown,
+    kind?: string,
+  ): Promise<Answer> => {
     const answer = await api(method, path, body, kind);
-    if (answer.status !== status) throw new Error(`${method} ${path} answered ${answer.status}, expected ${status}: ${answer.text.slice(0, 300)}`);
+    if (answer.status !== status)
+      throw new Error(`${method} ${path} answered ${answer.status}, expected ${status}: ${answer.text.slice(0, 300)}`);
     return answer;
   };
 
@@ -186,7 +208,11 @@ export async function setUpMixedWorkload(options: { url: string; adminToken: str
 
   for (const org of orgs) {
     await expect('POST', '/orgs', 201, { username: org });
-    const hook = { type: 'forgejo', config: { url: `${options.hookUrl}/${org}`, content_type: 'json', secret: HOOK_SECRET }, active: true };
+    const hook = {
+      type: 'forgejo',
+      config: { url: `${options.hookUrl}/${org}`, content_type: 'json', secret: HOOK_SECRET },
+      active: true,
+    };
     let created = await api('POST', `/orgs/${org}/hooks`, { ...hook, events: hookEvents });
     if (created.status === 422) {
       hookEvents = ['push'];
@@ -249,7 +275,12 @@ export async function setUpMixedWorkload(options: { url: string; adminToken: str
     },
 
     async dispatch(repo) {
-      const answer = await api('POST', `/repos/${repo.fullName}/actions/workflows/${WORKFLOW_FILE}/dispatches`, { ref: 'main', return_run_info: true }, 'POST dispatches');
+      const answer = await api(
+        'POST',
+        `/repos/${repo.fullName}/actions/workflows/${WORKFLOW_FILE}/dispatches`,
+        { ref: 'main', return_run_info: true },
+        'POST dispatches',
+      );
       if (answer.status !== 201) {
         violations.push(`dispatch on ${repo.fullName} answered ${answer.status}: ${answer.text.slice(0, 300)}`);
         return;
@@ -265,26 +296,43 @@ export async function setUpMixedWorkload(options: { url: string; adminToken: str
       const base = `/${scopePath}/actions`;
       // Two writers of one new name at once (round robin: one per process): exactly one creates it.
       const secret = `S_${n}`;
-      const secretWrites = await Promise.all(['a', 'b'].map((v) => api('PUT', `${base}/secrets/${secret}`, { data: `${v}-${n}` }, 'PUT secrets')));
+      const secretWrites = await Promise.all(
+        ['a', 'b'].map((v) => api('PUT', `${base}/secrets/${secret}`, { data: `${v}-${n}` }, 'PUT secrets')),
+      );
       const secretStatuses = secretWrites.map((a) => a.status).sort();
-      if (secretStatuses.join() !== '201,204') violations.push(`two PUTs of new secret ${secret} on ${scopePath} answered ${secretStatuses.join(', ')} (want one 201, one 204)`);
+      if (secretStatuses.join() !== '201,204')
+        violations.push(
+          `two PUTs of new secret ${secret} on ${scopePath} answered ${secretStatuses.join(', ')} (want one 201, one 204)`,
+        );
       names.secrets.add(secret);
       workload.onOperation('secret');
       // The values jobs receive change while jobs run.
       const used = scopePath.startsWith('orgs/') ? 'ORG_SECRET' : 'REPO_SECRET';
-      const rewritten = await api('PUT', `${base}/secrets/${used}`, { data: `${used.toLowerCase()}-${n}` }, 'PUT secrets');
-      if (rewritten.status !== 204) violations.push(`rewriting ${used} on ${scopePath} answered ${rewritten.status} (want 204)`);
+      const rewritten = await api(
+        'PUT',
+        `${base}/secrets/${used}`,
+        { data: `${used.toLowerCase()}-${n}` },
+        'PUT secrets',
+      );
+      if (rewritten.status !== 204)
+        violations.push(`rewriting ${used} on ${scopePath} answered ${rewritten.status} (want 204)`);
       else workload.onOperation('secret');
 
       const variable = `V_${n}`;
-      const creations = await Promise.all(['x', 'y'].map((v) => api('POST', `${base}/variables/${variable}`, { value: `${v}-${n}` }, 'POST variables')));
+      const creations = await Promise.all(
+        ['x', 'y'].map((v) => api('POST', `${base}/variables/${variable}`, { value: `${v}-${n}` }, 'POST variables')),
+      );
       const creationStatuses = creations.map((a) => a.status).sort();
       // Forgejo answers a created variable 204 (not 201); the loser of the race 409.
-      if (creationStatuses.join() !== '204,409') violations.push(`two POSTs of new variable ${variable} on ${scopePath} answered ${creationStatuses.join(', ')} (want one 204, one 409)`);
+      if (creationStatuses.join() !== '204,409')
+        violations.push(
+          `two POSTs of new variable ${variable} on ${scopePath} answered ${creationStatuses.join(', ')} (want one 204, one 409)`,
+        );
       names.variables.add(variable);
       workload.onOperation('variable');
       const updated = await api('PUT', `${base}/variables/${variable}`, { value: `z-${n}` }, 'PUT variables');
-      if (updated.status !== 204) violations.push(`updating variable ${variable} on ${scopePath} answered ${updated.status} (want 204)`);
+      if (updated.status !== 204)
+        violations.push(`updating variable ${variable} on ${scopePath} answered ${updated.status} (want 204)`);
       else workload.onOperation('variable');
     },
 
@@ -319,17 +367,31 @@ export async function setUpMixedWorkload(options: { url: string; adminToken: str
     handledTasks.push({ taskId: decoded.id, runnerId, repository: String(decoded.context.repository) });
     // Encrypted by whichever process took the write, decrypted by whichever built the task.
     for (const name of ['ORG_SECRET', 'REPO_SECRET']) {
-      if (!decoded.secrets[name]) violations.push(`task ${decoded.id} (${String(decoded.context.repository)}) came without secret ${name}`);
+      if (!decoded.secrets[name])
+        violations.push(`task ${decoded.id} (${String(decoded.context.repository)}) came without secret ${name}`);
     }
     const id = BigInt(decoded.id);
-    const rows = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => ({ time: now(), content: logLine(decoded.id, from + k) }));
+    const rows = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, k) => ({ time: now(), content: logLine(decoded.id, from + k) }));
     const half = LOG_LINES_PER_TASK / 2;
     try {
-      await client.runner.updateTask({ state: { id, result: Result.UNSPECIFIED, startedAt: now(), steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now() }] } });
+      await client.runner.updateTask({
+        state: {
+          id,
+          result: Result.UNSPECIFIED,
+          startedAt: now(),
+          steps: [{ id: 0n, result: Result.UNSPECIFIED, startedAt: now() }],
+        },
+      });
       tally.record('rpc UpdateTask', 200);
       await client.runner.updateLog({ taskId: id, index: 0n, rows: rows(0, half), noMore: false });
       tally.record('rpc UpdateLog', 200);
-      await client.runner.updateLog({ taskId: id, index: BigInt(half), rows: rows(half, LOG_LINES_PER_TASK), noMore: true });
+      await client.runner.updateLog({
+        taskId: id,
+        index: BigInt(half),
+        rows: rows(half, LOG_LINES_PER_TASK),
+        noMore: true,
+      });
       tally.record('rpc UpdateLog', 200);
       const done = await client.runner.updateTask({
         state: {
@@ -337,11 +399,21 @@ export async function setUpMixedWorkload(options: { url: string; adminToken: str
           result: Result.SUCCESS,
           startedAt: now(),
           stoppedAt: now(),
-          steps: [{ id: 0n, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), logIndex: 0n, logLength: BigInt(LOG_LINES_PER_TASK) }],
+          steps: [
+            {
+              id: 0n,
+              result: Result.SUCCESS,
+              startedAt: now(),
+              stoppedAt: now(),
+              logIndex: 0n,
+              logLength: BigInt(LOG_LINES_PER_TASK),
+            },
+          ],
         },
       });
       tally.record('rpc UpdateTask', 200);
-      if (done.state?.result !== Result.SUCCESS) violations.push(`task ${decoded.id}: UpdateTask answered result ${done.state?.result}`);
+      if (done.state?.result !== Result.SUCCESS)
+        violations.push(`task ${decoded.id}: UpdateTask answered result ${done.state?.result}`);
       workload.onOperation('task');
     } catch (error) {
       rpcFailure('task report', error);

@@ -50,7 +50,8 @@ export function nginxConfig({ dir, port, upstreams }: NginxConfigOptions): strin
   const at = (name: string) => JSON.stringify(path.join(dir, name));
   // As root, nginx would run its workers as `nobody`, who cannot enter the
   // private temp folder; running them as the current user keeps it private.
-  const user = typeof process.getuid === 'function' && process.getuid() === 0 ? `user ${os.userInfo().username};\n` : '';
+  const user =
+    typeof process.getuid === 'function' && process.getuid() === 0 ? `user ${os.userInfo().username};\n` : '';
   return `${user}daemon off;
 worker_processes 1;
 pid ${at('nginx.pid')};
@@ -210,7 +211,8 @@ export async function startNginx(options: StartNginxOptions): Promise<NginxProxy
       } catch {
         // not listening yet
       }
-      if (Date.now() > deadline) throw new Error(`nginx did not answer within ${READY_DEADLINE_MS} ms: ${output}\n${errorLog()}`);
+      if (Date.now() > deadline)
+        throw new Error(`nginx did not answer within ${READY_DEADLINE_MS} ms: ${output}\n${errorLog()}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   } catch (error) {

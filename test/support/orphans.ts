@@ -99,12 +99,15 @@ export async function findOrphans(where: DatabaseLocation): Promise<string[]> {
       if (NOT_OWNED.has(table)) continue;
       const refs = OWNER_REFERENCES[table];
       if (refs === undefined) {
-        problems.push(`table ${table} is not in test/support/orphans.ts: say which columns name its owner (and delete its rows in src/models/owned-rows.ts)`);
+        problems.push(
+          `table ${table} is not in test/support/orphans.ts: say which columns name its owner (and delete its rows in src/models/owned-rows.ts)`,
+        );
         continue;
       }
       for (const ref of refs) {
         const rows = await all(orphanQuery(table, ref));
-        if (rows.length > 0) problems.push(`${table}.${ref.column} names missing ${ref.parent} rows: ${JSON.stringify(rows.slice(0, 5))}`);
+        if (rows.length > 0)
+          problems.push(`${table}.${ref.column} names missing ${ref.parent} rows: ${JSON.stringify(rows.slice(0, 5))}`);
       }
     }
   };
@@ -112,7 +115,11 @@ export async function findOrphans(where: DatabaseLocation): Promise<string[]> {
     const sqlite = new BetterSqlite3(where.sqlitePath, { readonly: true, fileMustExist: true });
     try {
       sqlite.pragma('busy_timeout = 10000');
-      const tables = (sqlite.prepare("select name from sqlite_master where type = 'table' and name not like 'sqlite_%'").all() as Array<{ name: string }>).map((r) => r.name);
+      const tables = (
+        sqlite
+          .prepare("select name from sqlite_master where type = 'table' and name not like 'sqlite_%'")
+          .all() as Array<{ name: string }>
+      ).map((r) => r.name);
       await check(tables, async (sql) => sqlite.prepare(sql).all());
     } finally {
       sqlite.close();
@@ -123,7 +130,11 @@ export async function findOrphans(where: DatabaseLocation): Promise<string[]> {
   const client = new pg.Client({ connectionString: where.pgUrl });
   await client.connect();
   try {
-    const tables = (await client.query<{ table_name: string }>("select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'")).rows.map((r) => r.table_name);
+    const tables = (
+      await client.query<{ table_name: string }>(
+        "select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'",
+      )
+    ).rows.map((r) => r.table_name);
     await check(tables, async (sql) => (await client.query(sql)).rows);
   } finally {
     await client.end();

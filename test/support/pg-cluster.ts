@@ -158,7 +158,6 @@ function execArgv(argv: string[], cwd: string, detached = false): Promise<string
   });
 }
 
-
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -300,6 +299,8 @@ async function assertUsableBy(runAs: RunAs, dir: string, wrap: (argv: string[]) 
   try {
     await execArgv(wrap(['test', '-w', dir]), '/');
   } catch {
-    throw new Error(`${dir} is not writable by user "${runAs.user}"; point TMPDIR at a directory it can reach (e.g. /tmp)`);
+    throw new Error(
+      `${dir} is not writable by user "${runAs.user}"; point TMPDIR at a directory it can reach (e.g. /tmp)`,
+    );
   }
 }

@@ -73,7 +73,11 @@ export interface RegisterOptions {
 let registered = 0;
 
 /** Registers a runner with `registrationToken` and returns a client that authenticates as it. */
-export async function registerRunner(serverUrl: string, registrationToken: string, options: RegisterOptions = {}): Promise<RunnerClient> {
+export async function registerRunner(
+  serverUrl: string,
+  registrationToken: string,
+  options: RegisterOptions = {},
+): Promise<RunnerClient> {
   registered += 1;
   const client = createRunnerClient(serverUrl, { json: options.json });
   const res = await client.runner.register({
@@ -103,7 +107,8 @@ export interface DecodedTask {
 export function decodeTask(task: Task): DecodedTask {
   const workflowPayload = new TextDecoder().decode(task.workflowPayload ?? new Uint8Array());
   const needs: DecodedTask['needs'] = {};
-  for (const [jobId, need] of Object.entries(task.needs)) needs[jobId] = { outputs: { ...need.outputs }, result: need.result };
+  for (const [jobId, need] of Object.entries(task.needs))
+    needs[jobId] = { outputs: { ...need.outputs }, result: need.result };
   return {
     id: Number(task.id),
     workflowPayload,

@@ -82,12 +82,26 @@ function strings(w: BinaryWriter, field: number, values: readonly string[]): voi
 function stringMap(w: BinaryWriter, field: number, map: Record<string, string>): void {
   // A map entry is a message { 1 key, 2 value }.
   for (const [key, value] of Object.entries(map)) {
-    w.tag(field, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).string(key).tag(2, WireType.LengthDelimited).string(value).join();
+    w.tag(field, WireType.LengthDelimited)
+      .fork()
+      .tag(1, WireType.LengthDelimited)
+      .string(key)
+      .tag(2, WireType.LengthDelimited)
+      .string(value)
+      .join();
   }
 }
 
 /** RegisterRequest: 1 name, 2 token, 3 agent_labels, 4 custom_labels, 5 version, 6 labels, 7 ephemeral, 8 capabilities. */
-export function encodeRegister(req: { name: string; token: string; agentLabels: string[]; version: string; labels: string[]; ephemeral?: boolean; capabilities?: string[] }): Uint8Array {
+export function encodeRegister(req: {
+  name: string;
+  token: string;
+  agentLabels: string[];
+  version: string;
+  labels: string[];
+  ephemeral?: boolean;
+  capabilities?: string[];
+}): Uint8Array {
   const w = new BinaryWriter();
   w.tag(1, WireType.LengthDelimited).string(req.name);
   w.tag(2, WireType.LengthDelimited).string(req.token);
@@ -225,7 +239,10 @@ function readStruct(bytes: Uint8Array): Record<string, unknown> {
     1: delimited((r) => {
       let key = '';
       let value: unknown = null;
-      readFields(r.bytes(), { 1: delimited((er) => (key = er.string())), 2: delimited((er) => (value = readValue(er.bytes()))) });
+      readFields(r.bytes(), {
+        1: delimited((er) => (key = er.string())),
+        2: delimited((er) => (value = readValue(er.bytes()))),
+      });
       out[key] = value;
     }),
   });
@@ -283,7 +300,11 @@ export function decodeRunnerResponse(bytes: Uint8Array): WireRunner | null {
 }
 
 /** FetchTaskResponse: 1 task, 2 tasks_version, 3 additional_tasks. */
-export function decodeFetchTask(bytes: Uint8Array): { task: WireTask | null; tasksVersion: number; additionalTasks: WireTask[] } {
+export function decodeFetchTask(bytes: Uint8Array): {
+  task: WireTask | null;
+  tasksVersion: number;
+  additionalTasks: WireTask[];
+} {
   const out = { task: null as WireTask | null, tasksVersion: 0, additionalTasks: [] as WireTask[] };
   readFields(bytes, {
     1: delimited((r) => (out.task = readTask(r.bytes()))),

@@ -26,11 +26,20 @@ export async function openScratchDatabase(dialect: TestDialect): Promise<Scratch
     const scratch = await createScratchPgDatabase(adminUrl);
     const handle = openDatabase({ databaseUrl: scratch.url, dataDir: '' });
     await migrateToLatest(handle.db);
-    return { handle, url: scratch.url, dataDir: null, drop: async () => (await handle.destroy(), await scratch.drop()) };
+    return {
+      handle,
+      url: scratch.url,
+      dataDir: null,
+      drop: async () => (await handle.destroy(), await scratch.drop()),
+    };
   }
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-hooks-'));
   const handle = openDatabase({ databaseUrl: null, dataDir });
   await migrateToLatest(handle.db);
-  return { handle, url: null, dataDir, drop: async () => (await handle.destroy(), await fs.rm(dataDir, { recursive: true, force: true })) };
+  return {
+    handle,
+    url: null,
+    dataDir,
+    drop: async () => (await handle.destroy(), await fs.rm(dataDir, { recursive: true, force: true })),
+  };
 }
-

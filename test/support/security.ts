@@ -8,7 +8,11 @@ import { basicAuth } from './server.ts';
  * A user created through the admin API as an administrator would (restricted
  * or private accounts have no other way in), with an `all` token.
  */
-export async function createUserAs(s: TestServer, name: string, options: { restricted?: boolean; visibility?: 'public' | 'limited' | 'private' }): Promise<TestUser> {
+export async function createUserAs(
+  s: TestServer,
+  name: string,
+  options: { restricted?: boolean; visibility?: 'public' | 'limited' | 'private' },
+): Promise<TestUser> {
   const password = `pw-${name}-12345`;
   const created = await s.api('POST', '/admin/users', {
     token: s.admin.token,
@@ -30,9 +34,20 @@ export interface GitAnswer {
 }
 
 /** `GET /{owner}/{repo}.git/info/refs?service=…`: what decides whether git may clone (upload-pack) or push (receive-pack). */
-export async function gitInfoRefs(s: TestServer, owner: string, repo: string, service: 'git-upload-pack' | 'git-receive-pack', who: TestUser | null): Promise<GitAnswer> {
+export async function gitInfoRefs(
+  s: TestServer,
+  owner: string,
+  repo: string,
+  service: 'git-upload-pack' | 'git-receive-pack',
+  who: TestUser | null,
+): Promise<GitAnswer> {
   const headers: Record<string, string> = who ? { authorization: basicAuth(who.name, who.token) } : {};
   const response = await fetch(`${s.url}/${owner}/${repo}.git/info/refs?service=${service}`, { headers });
   const text = await response.text();
-  return { status: response.status, contentType: response.headers.get('content-type') ?? '', challenge: response.headers.get('www-authenticate'), text };
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type') ?? '',
+    challenge: response.headers.get('www-authenticate'),
+    text,
+  };
 }

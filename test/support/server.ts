@@ -49,7 +49,17 @@ export interface TestServer {
   tokenFor(user: TestUser, scopes: string[]): Promise<string>;
   clientWith(authorization: string | null): ForgejoClient;
   /** Raw HTTP against /api/v1 (for what the client cannot express). */
-  api(method: string, apiPath: string, options?: { token?: string; authorization?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse>;
+  api(
+    method: string,
+    apiPath: string,
+    options?: {
+      token?: string;
+      authorization?: string;
+      body?: unknown;
+      rawBody?: string;
+      headers?: Record<string, string>;
+    },
+  ): Promise<ApiResponse>;
   stop(): Promise<void>;
 }
 
@@ -74,7 +84,11 @@ export interface TestServerOptions {
   logFile?: string;
 }
 
-export async function startTestServer(dialect: TestDialect, env: Record<string, string> = {}, options: TestServerOptions = {}): Promise<TestServer> {
+export async function startTestServer(
+  dialect: TestDialect,
+  env: Record<string, string> = {},
+  options: TestServerOptions = {},
+): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-test-'));
   let scratch: { url: string; drop(): Promise<void> } | null = null;
   if (dialect === 'postgres') {
@@ -96,7 +110,10 @@ export async function startTestServer(dialect: TestDialect, env: Record<string, 
     ...(scratch ? { GANTRY_DATABASE_URL: scratch.url } : {}),
     ...env,
   });
-  const server = await startServer(config, options.logFile ? { logger: createLogger(config, pino.destination({ dest: options.logFile, sync: true })) } : {});
+  const server = await startServer(
+    config,
+    options.logFile ? { logger: createLogger(config, pino.destination({ dest: options.logFile, sync: true })) } : {},
+  );
   const rootUrl = config.rootUrl;
   const apiUrl = `${server.url}/api/v1`;
 
@@ -105,7 +122,11 @@ export async function startTestServer(dialect: TestDialect, env: Record<string, 
 
   const tokenFor = async (user: TestUser, scopes: string[]): Promise<string> => {
     counter += 1;
-    const created = await server.deps.services.accessTokens.create(user.user, `t${counter}-${scopes.join('_').replace(/[^a-z_-]/g, '')}`, scopes);
+    const created = await server.deps.services.accessTokens.create(
+      user.user,
+      `t${counter}-${scopes.join('_').replace(/[^a-z_-]/g, '')}`,
+      scopes,
+    );
     return created.secret;
   };
 

@@ -39,7 +39,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     waitFor: async (predicate, timeoutMs = 15_000) => {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(received)) {
-        if (Date.now() > deadline) throw new Error(`webhook receiver: condition not met within ${timeoutMs} ms (${received.length} received)`);
+        if (Date.now() > deadline)
+          throw new Error(`webhook receiver: condition not met within ${timeoutMs} ms (${received.length} received)`);
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     },
@@ -53,11 +54,21 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       let json: unknown = null;
       try {
         const text = rawBody.toString('utf8');
-        json = JSON.parse(req.headers['content-type']?.includes('x-www-form-urlencoded') ? (new URLSearchParams(text).get('payload') ?? '') : text);
+        json = JSON.parse(
+          req.headers['content-type']?.includes('x-www-form-urlencoded')
+            ? (new URLSearchParams(text).get('payload') ?? '')
+            : text,
+        );
       } catch {
         json = null;
       }
-      const delivery: ReceivedDelivery = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody, json };
+      const delivery: ReceivedDelivery = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        rawBody,
+        json,
+      };
       const index = received.length;
       received.push(delivery);
       Promise.resolve(receiver.respond(delivery, index)).then(

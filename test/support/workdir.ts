@@ -47,7 +47,11 @@ export async function createWorkDir(remoteUrl: string, branch = 'main'): Promise
       return { code: 0, stdout, stderr };
     } catch (error) {
       const failure = error as { code?: number; stdout?: string; stderr?: string };
-      const result = { code: typeof failure.code === 'number' ? failure.code : 1, stdout: failure.stdout ?? '', stderr: failure.stderr ?? '' };
+      const result = {
+        code: typeof failure.code === 'number' ? failure.code : 1,
+        stdout: failure.stdout ?? '',
+        stderr: failure.stderr ?? '',
+      };
       if (options.allowFailure === true) return result;
       throw new Error(`git ${args.join(' ')} failed (${result.code}): ${result.stderr}`);
     }
@@ -80,7 +84,12 @@ export async function createWorkDir(remoteUrl: string, branch = 'main'): Promise
 }
 
 /** The clone URL of a repository with basic credentials in it. */
-export function remoteUrl(serverUrl: string, owner: string, repo: string, credentials?: { user: string; password: string }): string {
+export function remoteUrl(
+  serverUrl: string,
+  owner: string,
+  repo: string,
+  credentials?: { user: string; password: string },
+): string {
   const url = new URL(`${owner}/${repo}.git`, serverUrl.endsWith('/') ? serverUrl : `${serverUrl}/`);
   if (credentials) {
     url.username = encodeURIComponent(credentials.user);

@@ -11,7 +11,10 @@ export interface ZipEntry {
 
 export function readZip(zip: Buffer): ZipEntry[] {
   const end = zip.length - 22;
-  assert.ok(end >= 0 && zip.readUInt32LE(end) === 0x06054b50, 'an end of central directory record without comment ends the archive');
+  assert.ok(
+    end >= 0 && zip.readUInt32LE(end) === 0x06054b50,
+    'an end of central directory record without comment ends the archive',
+  );
   const count = zip.readUInt16LE(end + 10);
   const centralSize = zip.readUInt32LE(end + 12);
   let at = zip.readUInt32LE(end + 16);
@@ -43,7 +46,10 @@ export function readZip(zip: Buffer): ZipEntry[] {
       // The data descriptor after the data repeats CRC and sizes.
       const descriptor = start + compressed;
       assert.equal(zip.readUInt32LE(descriptor), 0x08074b50, `data descriptor of ${name}`);
-      assert.deepEqual([zip.readUInt32LE(descriptor + 4), zip.readUInt32LE(descriptor + 8), zip.readUInt32LE(descriptor + 12)], [crc, compressed, size]);
+      assert.deepEqual(
+        [zip.readUInt32LE(descriptor + 4), zip.readUInt32LE(descriptor + 8), zip.readUInt32LE(descriptor + 12)],
+        [crc, compressed, size],
+      );
     }
     entries.push({ name, data });
   }

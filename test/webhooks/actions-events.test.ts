@@ -17,14 +17,43 @@ import type { ReceivedDelivery, WebhookReceiver } from '../support/webhook-recei
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
 
-const WORKFLOW = ['on: workflow_dispatch', 'jobs:', '  build:', '    runs-on: hooks-label', '    steps:', '      - run: echo build', '  test:', '    runs-on: hooks-label', '    needs: [build]', '    steps:', '      - run: echo test', ''].join('\n');
+const WORKFLOW = [
+  'on: workflow_dispatch',
+  'jobs:',
+  '  build:',
+  '    runs-on: hooks-label',
+  '    steps:',
+  '      - run: echo build',
+  '  test:',
+  '    runs-on: hooks-label',
+  '    needs: [build]',
+  '    steps:',
+  '      - run: echo test',
+  '',
+].join('\n');
 
 const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
 
 interface Payload {
   action: string;
-  workflow_run?: { id: number; status: string; conclusion: string; run_number: number; head_branch: string; path: string };
-  workflow_job?: { id: number; name: string; status: string; conclusion: string; labels: string[]; runner_name: string; run_id: number; steps: Array<{ name: string; status: string }> };
+  workflow_run?: {
+    id: number;
+    status: string;
+    conclusion: string;
+    run_number: number;
+    head_branch: string;
+    path: string;
+  };
+  workflow_job?: {
+    id: number;
+    name: string;
+    status: string;
+    conclusion: string;
+    labels: string[];
+    runner_name: string;
+    run_id: number;
+    steps: Array<{ name: string; status: string }>;
+  };
   workflow?: { id: string; path: string };
   run?: { id: number; status: string; index_in_repo: number; workflow_id: string };
   prior_status?: string;
@@ -47,7 +76,10 @@ for (const dialect of testDialects()) {
     let runner: RunnerClient;
 
     const dispatch = async (): Promise<number> => {
-      const res = await s.api('POST', '/repos/acme/app/actions/workflows/ci.yml/dispatches', { token: owner.token, body: { ref: 'main', return_run_info: true } });
+      const res = await s.api('POST', '/repos/acme/app/actions/workflows/ci.yml/dispatches', {
+        token: owner.token,
+        body: { ref: 'main', return_run_info: true },
+      });
       assert.equal(res.status, 201, res.text);
       return (res.json as { id: number }).id;
     };
@@ -62,7 +94,13 @@ for (const dialect of testDialects()) {
         const result = results[jobName];
         assert.ok(result !== undefined, `unexpected job ${jobName}`);
         await runner.runner.updateTask({
-          state: { id: BigInt(task.id), result, startedAt: now(), stoppedAt: now(), steps: [{ id: 0n, result, startedAt: now(), stoppedAt: now(), logIndex: 0n, logLength: 0n }] },
+          state: {
+            id: BigInt(task.id),
+            result,
+            startedAt: now(),
+            stoppedAt: now(),
+            steps: [{ id: 0n, result, startedAt: now(), stoppedAt: now(), logIndex: 0n, logLength: 0n }],
+          },
         });
         if (result !== Result.SUCCESS) break;
       }
@@ -79,7 +117,10 @@ for (const dialect of testDialects()) {
       owner = await s.createUser('owner');
       receiver = await startWebhookReceiver();
       assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
-      assert.equal((await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status, 201);
+      assert.equal(
+        (await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status,
+        201,
+      );
       const hook = await s.api('POST', '/orgs/acme/hooks', {
         token: owner.token,
         body: {
@@ -90,16 +131,31 @@ for (const dialect of testDialects()) {
         },
       });
       assert.equal(hook.status, 201, hook.text);
-      assert.deepEqual((hook.json as { events: string[] }).events, ['action_run_failure', 'action_run_recover', 'action_run_success', 'workflow_run', 'workflow_job']);
+      assert.deepEqual((hook.json as { events: string[] }).events, [
+        'action_run_failure',
+        'action_run_recover',
+        'action_run_success',
+        'workflow_run',
+        'workflow_job',
+      ]);
       work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password }));
       await work.commit({ '.forgejo/workflows/ci.yml': WORKFLOW }, 'CI');
       assert.equal((await work.push('main')).code, 0);
       const token = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: owner.token });
       assert.equal(token.status, 200, token.text);
       runner = createRunnerClient(s.url);
-      const registered = await runner.runner.register({ name: 'hooks-runner', token: (token.json as { token: string }).token, version: 'v12', labels: ['hooks-label'] });
+      const registered = await runner.runner.register({
+        name: 'hooks-runner',
+        token: (token.json as { token: string }).token,
+        version: 'v12',
+        labels: ['hooks-label'],
+      });
       assert.ok(registered.runner);
-      runner.credentials = { id: Number(registered.runner.id), uuid: registered.runner.uuid, token: registered.runner.token };
+      runner.credentials = {
+        id: Number(registered.runner.id),
+        uuid: registered.runner.uuid,
+        token: registered.runner.token,
+      };
     });
 
     after(async () => {
@@ -111,9 +167,17 @@ for (const dialect of testDialects()) {
     test('a run that succeeds: workflow_run requested → in_progress → completed, workflow_job for each job change, action_run_success', async () => {
       const runId = await dispatch();
       await runJobs({ build: Result.SUCCESS, test: Result.SUCCESS });
-      await receiver.waitFor(() => received(runId, 'action_run_success').length === 1 && received(runId, 'workflow_run').some((p) => p.action === 'completed'), 20_000);
+      await receiver.waitFor(
+        () =>
+          received(runId, 'action_run_success').length === 1 &&
+          received(runId, 'workflow_run').some((p) => p.action === 'completed'),
+        20_000,
+      );
       // Let stragglers (same transaction as the last ones) arrive.
-      await receiver.waitFor(() => received(runId, 'workflow_job').filter((p) => p.action === 'completed').length === 2, 10_000);
+      await receiver.waitFor(
+        () => received(runId, 'workflow_job').filter((p) => p.action === 'completed').length === 2,
+        10_000,
+      );
 
       // Deliveries run in parallel: their order at the receiver is not the order of the events.
       const runs = received(runId, 'workflow_run');
@@ -162,14 +226,24 @@ for (const dialect of testDialects()) {
       assert.equal(failure?.run?.status, 'failure');
       assert.equal(failure?.last_run?.status, 'success');
       // The dependant is skipped: its workflow_job says completed/skipped.
-      await receiver.waitFor(() => received(failedId, 'workflow_job').some((p) => p.workflow_job?.name === 'test' && p.action === 'completed'), 10_000);
-      const skipped = received(failedId, 'workflow_job').find((p) => p.workflow_job?.name === 'test' && p.action === 'completed');
+      await receiver.waitFor(
+        () =>
+          received(failedId, 'workflow_job').some((p) => p.workflow_job?.name === 'test' && p.action === 'completed'),
+        10_000,
+      );
+      const skipped = received(failedId, 'workflow_job').find(
+        (p) => p.workflow_job?.name === 'test' && p.action === 'completed',
+      );
       assert.equal(skipped?.workflow_job?.conclusion, 'skipped');
       assert.equal(received(failedId, 'action_run_success').length, 0);
 
       const fixedId = await dispatch();
       await runJobs({ build: Result.SUCCESS, test: Result.SUCCESS });
-      await receiver.waitFor(() => received(fixedId, 'action_run_recover').length === 1 && received(fixedId, 'action_run_success').length === 1, 20_000);
+      await receiver.waitFor(
+        () =>
+          received(fixedId, 'action_run_recover').length === 1 && received(fixedId, 'action_run_success').length === 1,
+        20_000,
+      );
       const recover = received(fixedId, 'action_run_recover')[0];
       assert.equal(recover?.action, 'recover');
       assert.equal(recover?.last_run?.id, failedId);

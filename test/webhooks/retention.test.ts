@@ -25,10 +25,26 @@ for (const dialect of testDialects()) {
       const nowMs = Date.now() - ageDays * DAY_MS;
       // Due in a year: the server's own worker must not pick these rows up.
       const id = await insertHookTask(db(), { hookId, uuid, eventType: 'push', payload: '{}', nowMs });
-      await db().updateTable('hook_task').set({ status, next_attempt_at: Date.now() + 365 * DAY_MS, attempts: 1 }).where('id', '=', id).execute();
+      await db()
+        .updateTable('hook_task')
+        .set({ status, next_attempt_at: Date.now() + 365 * DAY_MS, attempts: 1 })
+        .where('id', '=', id)
+        .execute();
       await db()
         .insertInto('hook_task_attempt')
-        .values({ task_id: id, attempt: 1, started: nowMs, duration_ms: 1, request_url: 'http://x', request_headers: '{}', request_body: '{}', response_status: 200, response_headers: '{}', response_body: '', error: '' })
+        .values({
+          task_id: id,
+          attempt: 1,
+          started: nowMs,
+          duration_ms: 1,
+          request_url: 'http://x',
+          request_headers: '{}',
+          request_body: '{}',
+          response_status: 200,
+          response_headers: '{}',
+          response_body: '',
+          error: '',
+        })
         .execute();
       return uuid;
     };
@@ -44,7 +60,10 @@ for (const dialect of testDialects()) {
       owner = await s.createUser('owner');
       assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
       // Inactive: nothing is sent, the rows are only history.
-      const hook = await s.api('POST', '/orgs/acme/hooks', { token: owner.token, body: { type: 'forgejo', config: { url: 'http://example.invalid/hook', content_type: 'json' }, active: false } });
+      const hook = await s.api('POST', '/orgs/acme/hooks', {
+        token: owner.token,
+        body: { type: 'forgejo', config: { url: 'http://example.invalid/hook', content_type: 'json' }, active: false },
+      });
       assert.equal(hook.status, 201, hook.text);
       hookId = (hook.json as { id: number }).id;
     });

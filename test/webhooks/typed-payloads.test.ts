@@ -32,7 +32,12 @@ interface Delivery {
 }
 
 interface DeliveryDetail extends Delivery {
-  attempt_history: Array<{ url: string; request: { headers: Record<string, string>; payload: string }; response: { status_code: number }; error: string }>;
+  attempt_history: Array<{
+    url: string;
+    request: { headers: Record<string, string>; payload: string };
+    response: { status_code: number };
+    error: string;
+  }>;
 }
 
 for (const dialect of testDialects()) {
@@ -45,7 +50,10 @@ for (const dialect of testDialects()) {
     let remote = '';
 
     const createHook = async (name: string, body: Record<string, unknown>) => {
-      const created = await s.api('POST', '/orgs/acme/hooks', { token: owner.token, body: { events: ['push'], active: true, ...body } });
+      const created = await s.api('POST', '/orgs/acme/hooks', {
+        token: owner.token,
+        body: { events: ['push'], active: true, ...body },
+      });
       assert.equal(created.status, 201, created.text);
       hookIds[name] = (created.json as { id: number }).id;
     };
@@ -62,7 +70,9 @@ for (const dialect of testDialects()) {
       for (;;) {
         const [first] = await deliveriesOf(name);
         if (first && (first.state === 'delivered' || first.state === 'failed')) {
-          const detail = await s.api('GET', `/orgs/acme/hooks/${hookIds[name]}/deliveries/${first.id}`, { token: owner.token });
+          const detail = await s.api('GET', `/orgs/acme/hooks/${hookIds[name]}/deliveries/${first.id}`, {
+            token: owner.token,
+          });
           assert.equal(detail.status, 200, detail.text);
           return detail.json as DeliveryDetail;
         }
@@ -82,15 +92,48 @@ for (const dialect of testDialects()) {
       owner = await s.createUser('owner');
       receiver = await startWebhookReceiver();
       assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
-      assert.equal((await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status, 201);
-      await createHook('slack', { type: 'slack', config: { url: `${receiver.url}/slack`, content_type: 'json', channel: '#ci', username: 'Gantry', color: 'good', secret: SECRET } });
-      await createHook('discord', { type: 'discord', config: { url: `${receiver.url}/discord`, content_type: 'json', secret: SECRET } });
-      await createHook('msteams', { type: 'msteams', config: { url: `${receiver.url}/msteams`, content_type: 'json' } });
-      await createHook('matrix', { type: 'matrix', config: { url: `${receiver.url}${MATRIX_ROOM_PATH}`, content_type: 'json' }, authorization_header: 'Bearer mx-token-1' });
-      await createHook('telegram', { type: 'telegram', config: { url: `${receiver.url}/bot123:abc/sendMessage?chat_id=42`, content_type: 'json' } });
-      await createHook('packagist', { type: 'packagist', config: { url: `${receiver.url}/api/update-package?username=u&apiToken=t`, content_type: 'json' } });
+      assert.equal(
+        (await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status,
+        201,
+      );
+      await createHook('slack', {
+        type: 'slack',
+        config: {
+          url: `${receiver.url}/slack`,
+          content_type: 'json',
+          channel: '#ci',
+          username: 'Gantry',
+          color: 'good',
+          secret: SECRET,
+        },
+      });
+      await createHook('discord', {
+        type: 'discord',
+        config: { url: `${receiver.url}/discord`, content_type: 'json', secret: SECRET },
+      });
+      await createHook('msteams', {
+        type: 'msteams',
+        config: { url: `${receiver.url}/msteams`, content_type: 'json' },
+      });
+      await createHook('matrix', {
+        type: 'matrix',
+        config: { url: `${receiver.url}${MATRIX_ROOM_PATH}`, content_type: 'json' },
+        authorization_header: 'Bearer mx-token-1',
+      });
+      await createHook('telegram', {
+        type: 'telegram',
+        config: { url: `${receiver.url}/bot123:abc/sendMessage?chat_id=42`, content_type: 'json' },
+      });
+      await createHook('packagist', {
+        type: 'packagist',
+        config: { url: `${receiver.url}/api/update-package?username=u&apiToken=t`, content_type: 'json' },
+      });
       // The API cannot set a manifest path (as in Forgejo): this hook records why it sent nothing.
-      await createHook('sourcehut', { type: 'sourcehut_builds', config: { url: `${receiver.url}/builds`, content_type: 'json' }, authorization_header: 'Bearer srht' });
+      await createHook('sourcehut', {
+        type: 'sourcehut_builds',
+        config: { url: `${receiver.url}/builds`, content_type: 'json' },
+        authorization_header: 'Bearer srht',
+      });
 
       remote = remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password });
       const work = await createWorkDir(remote);
@@ -112,27 +155,50 @@ for (const dialect of testDialects()) {
       assert.equal(d.headers['content-type'], 'application/json');
       assert.equal(d.headers['x-forgejo-event'], 'push');
       assert.ok(verifySignature(SECRET, d.rawBody, d.headers['x-forgejo-signature'] as string));
-      const body = d.json as { channel: string; username: string; text: string; attachments: Array<{ color: string; text: string }> };
+      const body = d.json as {
+        channel: string;
+        username: string;
+        text: string;
+        attachments: Array<{ color: string; text: string }>;
+      };
       assert.deepEqual([body.channel, body.username], ['#ci', 'Gantry']);
-      assert.equal(body.text, `[acme/app:<${s.rootUrl}acme/app/src/branch/main|main>] 1 new commit pushed by \`owner\``);
+      assert.equal(
+        body.text,
+        `[acme/app:<${s.rootUrl}acme/app/src/branch/main|main>] 1 new commit pushed by \`owner\``,
+      );
       assert.equal(body.attachments[0]?.color, 'good');
-      assert.equal(body.attachments[0]?.text, `<${s.rootUrl}acme/app/commit/${sha}|${sha.slice(0, 7)}>: Add &lt;b&gt;bold&lt;/b&gt; &amp; *stars* - \`Test Author\``);
+      assert.equal(
+        body.attachments[0]?.text,
+        `<${s.rootUrl}acme/app/commit/${sha}|${sha.slice(0, 7)}>: Add &lt;b&gt;bold&lt;/b&gt; &amp; *stars* - \`Test Author\``,
+      );
     });
 
     test('discord: one embed, the commit summary Markdown-escaped, the pusher as author', () => {
       const d = receivedAt('/discord');
       assert.equal(d.method, 'POST');
-      assert.ok(verifySignature(SECRET, d.rawBody, d.headers['x-hub-signature-256']?.toString().replace('sha256=', '')));
-      const embed = (d.json as { embeds: Array<{ title: string; description: string; url: string; author: { name: string } }> }).embeds[0];
+      assert.ok(
+        verifySignature(SECRET, d.rawBody, d.headers['x-hub-signature-256']?.toString().replace('sha256=', '')),
+      );
+      const embed = (
+        d.json as { embeds: Array<{ title: string; description: string; url: string; author: { name: string } }> }
+      ).embeds[0];
       assert.equal(embed?.title, '[acme/app:main] 1 new commit');
       assert.equal(embed?.url, `${s.rootUrl}acme/app/commit/${sha}`);
-      assert.equal(embed?.description, `[\`${sha.slice(0, 7)}\`](${s.rootUrl}acme/app/commit/${sha}) Add \\<b\\>bold\\</b\\> & \\*stars\\* \\- Test Author`);
+      assert.equal(
+        embed?.description,
+        `[\`${sha.slice(0, 7)}\`](${s.rootUrl}acme/app/commit/${sha}) Add \\<b\\>bold\\</b\\> & \\*stars\\* \\- Test Author`,
+      );
       assert.equal(embed?.author.name, 'owner');
     });
 
     test('msteams: an Adaptive Card naming the repository, linking the commit', () => {
       const d = receivedAt('/msteams');
-      const card = d.json as { type: string; version: string; body: Array<{ items: Array<{ text: string }> }>; actions: Array<{ url: string }> };
+      const card = d.json as {
+        type: string;
+        version: string;
+        body: Array<{ items: Array<{ text: string }> }>;
+        actions: Array<{ url: string }>;
+      };
       assert.deepEqual([d.method, card.type, card.version], ['POST', 'AdaptiveCard', '1.5']);
       assert.equal(card.body[0]?.items[0]?.text, `💬 Update | [acme/app](${s.rootUrl}acme/app)`);
       assert.match(card.body[1]?.items[0]?.text ?? '', /^\[main\] 1 new commit by \[@owner\]/);
@@ -147,11 +213,23 @@ for (const dialect of testDialects()) {
       assert.equal(d.path, `${MATRIX_ROOM_PATH}/${delivery.guid}`);
       assert.equal(d.headers.authorization, 'Bearer mx-token-1');
       assert.equal(d.headers['x-forgejo-signature'], undefined);
-      const event = d.json as { msgtype: string; format: string; body: string; formatted_body: string; 'io.gitea.commits': Array<{ id: string }> };
+      const event = d.json as {
+        msgtype: string;
+        format: string;
+        body: string;
+        formatted_body: string;
+        'io.gitea.commits': Array<{ id: string }>;
+      };
       assert.deepEqual([event.msgtype, event.format], ['m.notice', 'org.matrix.custom.html']);
-      assert.equal(event.body, `[acme/app] owner pushed 1 commit to main:\n[${sha.slice(0, 7)}](${s.rootUrl}acme/app/commit/${sha}): ${COMMIT_MESSAGE} - Test Author`);
+      assert.equal(
+        event.body,
+        `[acme/app] owner pushed 1 commit to main:\n[${sha.slice(0, 7)}](${s.rootUrl}acme/app/commit/${sha}): ${COMMIT_MESSAGE} - Test Author`,
+      );
       assert.match(event.formatted_body, /: Add &lt;b&gt;bold&lt;\/b&gt; &amp; \*stars\* - Test Author$/);
-      assert.deepEqual(event['io.gitea.commits'].map((c) => c.id), [sha]);
+      assert.deepEqual(
+        event['io.gitea.commits'].map((c) => c.id),
+        [sha],
+      );
     });
 
     test('telegram: HTML parse mode to the hook URL (chat id and all), user text escaped', () => {
@@ -160,7 +238,10 @@ for (const dialect of testDialects()) {
       assert.equal(d.headers['x-forgejo-event'], 'push');
       const message = d.json as { text: string; parse_mode: string; disable_web_page_preview: boolean };
       assert.deepEqual([message.parse_mode, message.disable_web_page_preview], ['HTML', true]);
-      assert.equal(message.text, `[acme/app:main] 1 new commit\n[<a href="${s.rootUrl}acme/app/commit/${sha}">${sha.slice(0, 7)}</a>] Add &lt;b&gt;bold&lt;/b&gt; &amp; *stars* - Test Author`);
+      assert.equal(
+        message.text,
+        `[acme/app:main] 1 new commit\n[<a href="${s.rootUrl}acme/app/commit/${sha}">${sha.slice(0, 7)}</a>] Add &lt;b&gt;bold&lt;/b&gt; &amp; *stars* - Test Author`,
+      );
     });
 
     test('packagist: the update request with the repository URL, no Forgejo headers', () => {
@@ -184,13 +265,19 @@ for (const dialect of testDialects()) {
       const slack = await settledDeliveryOf('slack');
       assert.equal(slack.state, 'delivered');
       assert.equal(slack.attempt_history[0]?.request.payload, receivedAt('/slack').rawBody.toString('utf8'));
-      assert.equal(slack.attempt_history[0]?.request.headers['x-forgejo-signature'], receivedAt('/slack').headers['x-forgejo-signature']);
+      assert.equal(
+        slack.attempt_history[0]?.request.headers['x-forgejo-signature'],
+        receivedAt('/slack').headers['x-forgejo-signature'],
+      );
     });
 
     test('a hook that cannot send an event records why, once, and nothing reaches its URL', async () => {
       const sourcehut = await settledDeliveryOf('sourcehut');
       assert.equal(sourcehut.state, 'failed');
-      assert.equal(sourcehut.status, "not sent: sourcehut_builds hooks need a manifest path (manifest_path in the hook's settings), and this hook has none");
+      assert.equal(
+        sourcehut.status,
+        "not sent: sourcehut_builds hooks need a manifest path (manifest_path in the hook's settings), and this hook has none",
+      );
       assert.equal(sourcehut.attempt_history.length, 1);
       assert.equal(sourcehut.attempt_history[0]?.response.status_code, 0);
       assert.equal(receiver.received.filter((d) => d.path.startsWith('/builds')).length, 0);
@@ -198,11 +285,19 @@ for (const dialect of testDialects()) {
 
     test('sourcehut_builds with a manifest path: the manifest at the pushed commit, pinned, submitted with the token', async () => {
       // Settings the API cannot write (Forgejo's UI form does): set in the database.
-      await updateWebhook(s.server.deps.database.db, hookIds.sourcehut as number, { meta: { manifest_path: '.build.yml', visibility: 'PUBLIC', secrets: false } }, Math.floor(Date.now() / 1000));
+      await updateWebhook(
+        s.server.deps.database.db,
+        hookIds.sourcehut as number,
+        { meta: { manifest_path: '.build.yml', visibility: 'PUBLIC', secrets: false } },
+        Math.floor(Date.now() / 1000),
+      );
       const work = await createWorkDir(remote);
       await work.git(['fetch', '-q', 'origin', 'main']);
       await work.git(['reset', '-q', '--hard', 'FETCH_HEAD']);
-      const head = await work.commit({ '.build.yml': 'image: alpine/edge\ntasks:\n  - build: echo hi\n' }, 'Add a build manifest');
+      const head = await work.commit(
+        { '.build.yml': 'image: alpine/edge\ntasks:\n  - build: echo hi\n' },
+        'Add a build manifest',
+      );
       const pushed = await work.push('main');
       assert.equal(pushed.code, 0, pushed.stderr);
       await work.remove();
@@ -210,18 +305,40 @@ for (const dialect of testDialects()) {
       const d = receivedAt('/builds');
       assert.equal(d.method, 'POST');
       assert.equal(d.headers.authorization, 'Bearer srht');
-      const { query, variables } = d.json as { query: string; variables: { manifest: string; tags: string[]; note: string; visibility: string; execute: boolean } };
+      const { query, variables } = d.json as {
+        query: string;
+        variables: { manifest: string; tags: string[]; note: string; visibility: string; execute: boolean };
+      };
       assert.match(query, /^mutation .*submit\(/s);
-      assert.deepEqual([variables.tags, variables.note, variables.visibility, variables.execute], [['acme/app', 'branch/main', '.build.yml'], 'Add a build manifest\n', 'PUBLIC', true]);
-      const manifest = parse(variables.manifest) as { image: string; sources: string[]; environment: Record<string, string> };
+      assert.deepEqual(
+        [variables.tags, variables.note, variables.visibility, variables.execute],
+        [['acme/app', 'branch/main', '.build.yml'], 'Add a build manifest\n', 'PUBLIC', true],
+      );
+      const manifest = parse(variables.manifest) as {
+        image: string;
+        sources: string[];
+        environment: Record<string, string>;
+      };
       assert.equal(manifest.image, 'alpine/edge');
       assert.deepEqual(manifest.sources, [`${s.rootUrl}acme/app.git#${head}`]);
-      assert.deepEqual(manifest.environment, { BUILD_SUBMITTER: 'forgejo', BUILD_SUBMITTER_URL: s.rootUrl, GIT_REF: 'refs/heads/main' });
+      assert.deepEqual(manifest.environment, {
+        BUILD_SUBMITTER: 'forgejo',
+        BUILD_SUBMITTER_URL: s.rootUrl,
+        GIT_REF: 'refs/heads/main',
+      });
     });
   });
 }
 
-const WORKFLOW = ['on: workflow_dispatch', 'jobs:', '  build:', '    runs-on: typed-label', '    steps:', '      - run: echo build', ''].join('\n');
+const WORKFLOW = [
+  'on: workflow_dispatch',
+  'jobs:',
+  '  build:',
+  '    runs-on: typed-label',
+  '    steps:',
+  '      - run: echo build',
+  '',
+].join('\n');
 
 for (const dialect of testDialects()) {
   describe(`typed webhook payloads of Actions events [${dialect}]`, () => {
@@ -241,10 +358,18 @@ for (const dialect of testDialects()) {
     test('a dispatched run that succeeds: Slack gets workflow_run messages and "Action Succeeded"', async () => {
       const owner = await s.createUser('owner');
       assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
-      assert.equal((await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status, 201);
+      assert.equal(
+        (await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } })).status,
+        201,
+      );
       const hook = await s.api('POST', '/orgs/acme/hooks', {
         token: owner.token,
-        body: { type: 'slack', config: { url: `${receiver.url}/slack`, content_type: 'json', channel: 'builds' }, events: ['workflow_run', 'action_run_success'], active: true },
+        body: {
+          type: 'slack',
+          config: { url: `${receiver.url}/slack`, content_type: 'json', channel: 'builds' },
+          events: ['workflow_run', 'action_run_success'],
+          active: true,
+        },
       });
       assert.equal(hook.status, 201, hook.text);
       const work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password }));
@@ -254,30 +379,69 @@ for (const dialect of testDialects()) {
       const token = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: owner.token });
       assert.equal(token.status, 200, token.text);
       const runner = createRunnerClient(s.url);
-      const registered = await runner.runner.register({ name: 'typed-runner', token: (token.json as { token: string }).token, version: 'v12', labels: ['typed-label'] });
+      const registered = await runner.runner.register({
+        name: 'typed-runner',
+        token: (token.json as { token: string }).token,
+        version: 'v12',
+        labels: ['typed-label'],
+      });
       assert.ok(registered.runner);
-      runner.credentials = { id: Number(registered.runner.id), uuid: registered.runner.uuid, token: registered.runner.token };
+      runner.credentials = {
+        id: Number(registered.runner.id),
+        uuid: registered.runner.uuid,
+        token: registered.runner.token,
+      };
 
-      const dispatched = await s.api('POST', '/repos/acme/app/actions/workflows/ci.yml/dispatches', { token: owner.token, body: { ref: 'main', return_run_info: true } });
+      const dispatched = await s.api('POST', '/repos/acme/app/actions/workflows/ci.yml/dispatches', {
+        token: owner.token,
+        body: { ref: 'main', return_run_info: true },
+      });
       assert.equal(dispatched.status, 201, dispatched.text);
       const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
       assert.ok(fetched.task, 'a task to run');
       const task = decodeTask(fetched.task as Task);
       const now = { seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 };
       await runner.runner.updateTask({
-        state: { id: BigInt(task.id), result: Result.SUCCESS, startedAt: now, stoppedAt: now, steps: [{ id: 0n, result: Result.SUCCESS, startedAt: now, stoppedAt: now, logIndex: 0n, logLength: 0n }] },
+        state: {
+          id: BigInt(task.id),
+          result: Result.SUCCESS,
+          startedAt: now,
+          stoppedAt: now,
+          steps: [{ id: 0n, result: Result.SUCCESS, startedAt: now, stoppedAt: now, logIndex: 0n, logLength: 0n }],
+        },
       });
 
       const texts = () => receiver.received.map((d) => d.json as { channel: string; text: string });
-      await receiver.waitFor(() => texts().some((m) => m.text.includes('Action Succeeded')) && texts().some((m) => m.text.startsWith('Workflow Run completed')), 30_000);
+      await receiver.waitFor(
+        () =>
+          texts().some((m) => m.text.includes('Action Succeeded')) &&
+          texts().some((m) => m.text.startsWith('Workflow Run completed')),
+        30_000,
+      );
       const repoUrl = `${s.rootUrl}acme/app`;
       const action = texts().find((m) => m.text.includes('Action Succeeded'));
       assert.equal(action?.channel, 'builds');
-      assert.match(action?.text ?? '', new RegExp(`^<${repoUrl}/actions/runs/\\d+\\|[^>]+> Action Succeeded in <${repoUrl}\\|acme/app> main$`));
+      assert.match(
+        action?.text ?? '',
+        new RegExp(`^<${repoUrl}/actions/runs/\\d+\\|[^>]+> Action Succeeded in <${repoUrl}\\|acme/app> main$`),
+      );
       const completed = texts().find((m) => m.text.startsWith('Workflow Run completed'));
-      assert.match(completed?.text ?? '', new RegExp(`^Workflow Run completed: <${repoUrl}/actions/runs/\\d+\\|.+\\(#\\d+\\)\\[[0-9a-f]{10}\\]:success> by <${s.rootUrl}owner\\|owner>$`));
-      assert.ok(texts().some((m) => m.text.startsWith('Workflow Run requested: ')), 'the requested run was announced too');
-      for (const d of receiver.received) assert.equal(d.headers['x-forgejo-event-type'] === 'workflow_run' || d.headers['x-forgejo-event-type'] === 'action_run_success', true);
+      assert.match(
+        completed?.text ?? '',
+        new RegExp(
+          `^Workflow Run completed: <${repoUrl}/actions/runs/\\d+\\|.+\\(#\\d+\\)\\[[0-9a-f]{10}\\]:success> by <${s.rootUrl}owner\\|owner>$`,
+        ),
+      );
+      assert.ok(
+        texts().some((m) => m.text.startsWith('Workflow Run requested: ')),
+        'the requested run was announced too',
+      );
+      for (const d of receiver.received)
+        assert.equal(
+          d.headers['x-forgejo-event-type'] === 'workflow_run' ||
+            d.headers['x-forgejo-event-type'] === 'action_run_success',
+          true,
+        );
     });
   });
 }

@@ -58,11 +58,18 @@ async function probeWrite(dir: string): Promise<void> {
 
 export const dataFolderCheck: Check<DoctorContext> = {
   name: 'data folder',
-  onTimeout: { status: 'fail', fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount' },
+  onTimeout: {
+    status: 'fail',
+    fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount',
+  },
   async run(ctx): Promise<Finding> {
     const dir = ctx.config.dataDir;
     const stat = await statOrNull(dir).catch((error: unknown) => error as Error);
-    if (stat instanceof Error) return fail(`cannot look at ${dir}: ${messageOf(stat)}`, `make the path reachable by the user running Gantry (${whoRuns()}), or set GANTRY_DATA_DIR`);
+    if (stat instanceof Error)
+      return fail(
+        `cannot look at ${dir}: ${messageOf(stat)}`,
+        `make the path reachable by the user running Gantry (${whoRuns()}), or set GANTRY_DATA_DIR`,
+      );
     if (stat === null) {
       const parent = await nearestExisting(dir);
       try {
@@ -75,7 +82,8 @@ export const dataFolderCheck: Check<DoctorContext> = {
       }
       return ok(`${dir} does not exist yet; it is created at first start (${parent} is writable)`);
     }
-    if (!stat.isDirectory()) return fail(`${dir} is not a folder`, 'set GANTRY_DATA_DIR to a folder (it is created if missing)');
+    if (!stat.isDirectory())
+      return fail(`${dir} is not a folder`, 'set GANTRY_DATA_DIR to a folder (it is created if missing)');
     try {
       await probeWrite(dir);
     } catch (error) {
@@ -101,7 +109,10 @@ function formatBytes(bytes: number): string {
 
 export const diskSpaceCheck: Check<DoctorContext> = {
   name: 'disk space',
-  onTimeout: { status: 'fail', fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount' },
+  onTimeout: {
+    status: 'fail',
+    fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount',
+  },
   async run(ctx): Promise<Finding> {
     const where = await nearestExisting(ctx.config.dataDir);
     const stats = await fs.statfs(where);
@@ -119,7 +130,10 @@ export const diskSpaceCheck: Check<DoctorContext> = {
 
 export const keyFilePermissionsCheck: Check<DoctorContext> = {
   name: 'key file permissions',
-  onTimeout: { status: 'fail', fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount' },
+  onTimeout: {
+    status: 'fail',
+    fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount',
+  },
   async run(ctx): Promise<Finding> {
     const dir = ctx.config.dataDir;
     const keyDir = path.join(dir, KEY_DIR_NAME);
@@ -127,7 +141,10 @@ export const keyFilePermissionsCheck: Check<DoctorContext> = {
       if (errnoOf(error) === 'ENOENT') return [] as string[];
       throw error;
     });
-    const candidates = [path.join(dir, KEY_FILE_NAME), ...names.filter((n) => n.endsWith('.key') || n === CURRENT_FILE_NAME).map((n) => path.join(keyDir, n))];
+    const candidates = [
+      path.join(dir, KEY_FILE_NAME),
+      ...names.filter((n) => n.endsWith('.key') || n === CURRENT_FILE_NAME).map((n) => path.join(keyDir, n)),
+    ];
     const loose: string[] = [];
     let checked = 0;
     for (const file of candidates) {
@@ -135,7 +152,8 @@ export const keyFilePermissionsCheck: Check<DoctorContext> = {
       if (stat === null) continue;
       checked += 1;
       // The `current` pointer names a key id, not key material; only readable-by-others key files matter.
-      if (path.basename(file) !== CURRENT_FILE_NAME && (stat.mode & 0o077) !== 0) loose.push(`${file} (${(stat.mode & 0o777).toString(8).padStart(4, '0')})`);
+      if (path.basename(file) !== CURRENT_FILE_NAME && (stat.mode & 0o077) !== 0)
+        loose.push(`${file} (${(stat.mode & 0o777).toString(8).padStart(4, '0')})`);
     }
     if (loose.length > 0) {
       return warn(
@@ -143,7 +161,12 @@ export const keyFilePermissionsCheck: Check<DoctorContext> = {
         `chmod 600 ${loose.map((l) => l.split(' (')[0]).join(' ')}; anyone who can read a key can decrypt the stored secrets`,
       );
     }
-    if (checked === 0) return ok(ctx.config.secretKey !== null ? 'no key files (GANTRY_SECRET_KEY is set)' : 'no key file yet (generated with mode 0600 at first start)');
+    if (checked === 0)
+      return ok(
+        ctx.config.secretKey !== null
+          ? 'no key files (GANTRY_SECRET_KEY is set)'
+          : 'no key file yet (generated with mode 0600 at first start)',
+      );
     return ok(`${checked} key file(s), none readable by other users (0600)`);
   },
 };
@@ -155,11 +178,23 @@ export const keyFilePermissionsCheck: Check<DoctorContext> = {
  * the whole tree (a large installation has millions of git objects): a
  * 0700 data folder already keeps other users out of everything inside it.
  */
-const PRIVATE_PATHS = ['', 'gantry.db', 'gantry.db-wal', 'gantry.db-shm', 'git', path.join('git', 'repositories'), 'actions_log', KEY_DIR_NAME];
+const PRIVATE_PATHS = [
+  '',
+  'gantry.db',
+  'gantry.db-wal',
+  'gantry.db-shm',
+  'git',
+  path.join('git', 'repositories'),
+  'actions_log',
+  KEY_DIR_NAME,
+];
 
 export const dataPermissionsCheck: Check<DoctorContext> = {
   name: 'data permissions',
-  onTimeout: { status: 'fail', fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount' },
+  onTimeout: {
+    status: 'fail',
+    fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount',
+  },
   async run(ctx): Promise<Finding> {
     const dir = ctx.config.dataDir;
     const open: string[] = [];
@@ -169,7 +204,8 @@ export const dataPermissionsCheck: Check<DoctorContext> = {
       const stat = await statOrNull(file);
       if (stat === null) continue;
       checked += 1;
-      if ((stat.mode & GROUP_OTHER_BITS) !== 0) open.push(`${file} (${(stat.mode & 0o777).toString(8).padStart(4, '0')})`);
+      if ((stat.mode & GROUP_OTHER_BITS) !== 0)
+        open.push(`${file} (${(stat.mode & 0o777).toString(8).padStart(4, '0')})`);
     }
     if (open.length > 0) {
       return warn(
@@ -184,7 +220,10 @@ export const dataPermissionsCheck: Check<DoctorContext> = {
 
 export const repositoriesFolderCheck: Check<DoctorContext> = {
   name: 'repositories folder',
-  onTimeout: { status: 'fail', fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount' },
+  onTimeout: {
+    status: 'fail',
+    fix: 'the file system of the data folder does not answer (a hung network mount?): check the mount',
+  },
   async run(ctx): Promise<Finding> {
     const dir = path.join(ctx.config.dataDir, 'git', 'repositories');
     const stat = await statOrNull(dir);

@@ -37,14 +37,25 @@ export function describeDatabaseUrl(databaseUrl: string): string {
 /** Opens the configured database for inspection and makes one round trip; throws with a message safe to show. */
 export async function openForInspection(config: Config): Promise<InspectedDatabase> {
   if (config.databaseUrl !== null) {
-    const handle = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, maxConnections: 2, onConnectionError: () => {} });
+    const handle = openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      maxConnections: 2,
+      onConnectionError: () => {},
+    });
     try {
       await sql`select 1`.execute(handle.db);
     } catch (error) {
       await handle.destroy().catch(() => {});
       throw error;
     }
-    return { dialect: 'postgres', location: describeDatabaseUrl(config.databaseUrl), db: handle.db, sqlitePath: null, close: () => handle.destroy() };
+    return {
+      dialect: 'postgres',
+      location: describeDatabaseUrl(config.databaseUrl),
+      db: handle.db,
+      sqlitePath: null,
+      close: () => handle.destroy(),
+    };
   }
   const sqlitePath = path.join(config.dataDir, 'gantry.db');
   const exists = await fs.stat(sqlitePath).then(
@@ -89,25 +100,41 @@ function connectionFix(config: Config): string {
 
 export const databaseCheck: Check<DoctorContext> = {
   name: 'database',
-  onTimeout: { status: 'fail', fix: 'the database did not answer: check that PostgreSQL runs and is reachable (firewall, host name), or that no process holds a lock on the SQLite file' },
+  onTimeout: {
+    status: 'fail',
+    fix: 'the database did not answer: check that PostgreSQL runs and is reachable (firewall, host name), or that no process holds a lock on the SQLite file',
+  },
   async run(ctx): Promise<Finding> {
     let inspected: InspectedDatabase;
     try {
       inspected = await ctx.database();
     } catch (error) {
-      const where = ctx.config.databaseUrl === null ? path.join(ctx.config.dataDir, 'gantry.db') : describeDatabaseUrl(ctx.config.databaseUrl);
+      const where =
+        ctx.config.databaseUrl === null
+          ? path.join(ctx.config.dataDir, 'gantry.db')
+          : describeDatabaseUrl(ctx.config.databaseUrl);
       return fail(`cannot open ${where}: ${messageOf(error)}`, connectionFix(ctx.config));
     }
     if (inspected.db === null) {
-      return warn(`no SQLite database yet at ${inspected.location}`, 'run `gantry migrate` (or start the server) to create it; if you expected existing data, check GANTRY_DATA_DIR');
+      return warn(
+        `no SQLite database yet at ${inspected.location}`,
+        'run `gantry migrate` (or start the server) to create it; if you expected existing data, check GANTRY_DATA_DIR',
+      );
     }
-    return ok(inspected.dialect === 'sqlite' ? `SQLite database ${inspected.location} opens` : `connected to PostgreSQL at ${inspected.location}`);
+    return ok(
+      inspected.dialect === 'sqlite'
+        ? `SQLite database ${inspected.location} opens`
+        : `connected to PostgreSQL at ${inspected.location}`,
+    );
   },
 };
 
 export const sqliteJournalModeCheck: Check<DoctorContext> = {
   name: 'sqlite journal mode',
-  onTimeout: { status: 'warn', fix: 'another process holds a lock on the database for long: see which one (fuser <data>/gantry.db)' },
+  onTimeout: {
+    status: 'warn',
+    fix: 'another process holds a lock on the database for long: see which one (fuser <data>/gantry.db)',
+  },
   async run(ctx): Promise<Finding> {
     const { db } = await requireDatabase(ctx);
     if (db === null) return ok('set to WAL when the database is created');
@@ -129,12 +156,18 @@ export const postgresVersionCheck: Check<DoctorContext> = {
   async run(ctx): Promise<Finding> {
     const { db } = await requireDatabase(ctx);
     if (db === null) throw new Error('no PostgreSQL connection');
-    const { rows } = await sql<{ version: string; num: string }>`select current_setting('server_version') as version, current_setting('server_version_num') as num`.execute(db);
+    const { rows } = await sql<{
+      version: string;
+      num: string;
+    }>`select current_setting('server_version') as version, current_setting('server_version_num') as num`.execute(db);
     const row = rows[0];
     if (!row) throw new Error('PostgreSQL did not report its version');
     // ON CONFLICT and FOR UPDATE SKIP LOCKED (the task queue, the webhook outbox) arrived in 9.5.
     if (Number(row.num) < MIN_POSTGRES_VERSION_NUM) {
-      return fail(`PostgreSQL ${row.version} is too old: Gantry needs 9.5 or newer (ON CONFLICT, SKIP LOCKED)`, 'upgrade PostgreSQL');
+      return fail(
+        `PostgreSQL ${row.version} is too old: Gantry needs 9.5 or newer (ON CONFLICT, SKIP LOCKED)`,
+        'upgrade PostgreSQL',
+      );
     }
     return ok(`PostgreSQL ${row.version}`);
   },

@@ -16,7 +16,8 @@ import type { Check, Finding } from './result.ts';
 
 export const MIN_GIT_VERSION: readonly [number, number] = [2, 30];
 
-const INSTALL_GIT = 'install git 2.30 or newer on the PATH of the user running Gantry (Debian/Ubuntu: apt-get install git)';
+const INSTALL_GIT =
+  'install git 2.30 or newer on the PATH of the user running Gantry (Debian/Ubuntu: apt-get install git)';
 
 /** "git version 2.39.5", "git version 2.39.3 (Apple Git-146)", "git version 2.45.1.windows.1" → [2, 39, 5]. */
 export function parseGitVersion(output: string): number[] | null {
@@ -48,7 +49,10 @@ export const gitVersionCheck: Check<BaseContext> = {
     const version = parseGitVersion(output);
     if (version === null) return fail(`cannot read the git version from "${output}"`, INSTALL_GIT);
     if (!atLeast(version, MIN_GIT_VERSION)) {
-      return fail(`${output} is too old: Gantry needs ${MIN_GIT_VERSION.join('.')} or newer (SHA-256 repositories, protocol v2)`, INSTALL_GIT);
+      return fail(
+        `${output} is too old: Gantry needs ${MIN_GIT_VERSION.join('.')} or newer (SHA-256 repositories, protocol v2)`,
+        INSTALL_GIT,
+      );
     }
     return ok(output);
   },
@@ -62,7 +66,10 @@ export const gitInitCheck: Check<BaseContext> = {
     try {
       tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-doctor-'));
     } catch (error) {
-      return fail(`cannot create a temporary folder in ${os.tmpdir()}: ${messageOf(error)}`, 'make the temporary folder writable, or point TMPDIR at one');
+      return fail(
+        `cannot create a temporary folder in ${os.tmpdir()}: ${messageOf(error)}`,
+        'make the temporary folder writable, or point TMPDIR at one',
+      );
     }
     try {
       // The same code path that creates a repository, in a throwaway folder.
@@ -70,7 +77,10 @@ export const gitInitCheck: Check<BaseContext> = {
       return ok('`git init --bare` works (in a temporary folder)');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return fail('git was not found on the PATH', INSTALL_GIT);
-      return fail(`git init --bare failed: ${messageOf(error)}`, 'run `git init --bare /tmp/x.git` as the user running Gantry to see why');
+      return fail(
+        `git init --bare failed: ${messageOf(error)}`,
+        'run `git init --bare /tmp/x.git` as the user running Gantry to see why',
+      );
     } finally {
       await fs.rm(tmp, { recursive: true, force: true });
     }

@@ -21,7 +21,8 @@ export async function askHealth(url: string, timeoutMs: number): Promise<Health>
   try {
     const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
     const body = (await response.json().catch(() => null)) as { status?: unknown } | null;
-    if (body !== null && (body.status === 'pass' || body.status === 'fail')) return { gantry: true, healthy: response.status === 200 && body.status === 'pass' };
+    if (body !== null && (body.status === 'pass' || body.status === 'fail'))
+      return { gantry: true, healthy: response.status === 200 && body.status === 'pass' };
     return { gantry: false, detail: `it answered HTTP ${response.status} to ${url}, not Gantry's health check` };
   } catch (error) {
     const cause = (error as { cause?: unknown }).cause;
@@ -68,14 +69,20 @@ export const httpPortCheck: Check<DoctorContext> = {
       case 'gantry':
         return state.healthy
           ? ok(`port ${httpPort} is served by a running Gantry (healthy)`)
-          : warn(`port ${httpPort} is served by a running Gantry that reports its database unreachable`, "see that server's log; the database checks above tell what is wrong");
+          : warn(
+              `port ${httpPort} is served by a running Gantry that reports its database unreachable`,
+              "see that server's log; the database checks above tell what is wrong",
+            );
       case 'denied':
         return warn(
           `cannot listen on ${httpAddr}:${httpPort}: ${state.detail}`,
           'ports below 1024 need privileges: use a higher GANTRY_HTTP_PORT behind a reverse proxy (see Production deployment in the README), or check GANTRY_HTTP_ADDR',
         );
       case 'other':
-        return warn(`port ${httpPort} is in use by another program: ${state.detail}`, 'stop that program or set GANTRY_HTTP_PORT to a free port');
+        return warn(
+          `port ${httpPort} is in use by another program: ${state.detail}`,
+          'stop that program or set GANTRY_HTTP_PORT to a free port',
+        );
     }
   },
 };
@@ -85,7 +92,8 @@ export const rootUrlCheck: Check<DoctorContext> = {
   onTimeout: { status: 'warn', fix: 'GANTRY_ROOT_URL does not answer in time: check the reverse proxy and DNS' },
   async run(ctx): Promise<Finding> {
     const state = await ctx.localServer();
-    if (state.kind !== 'gantry') throw new CheckSkipped(`not checked: no Gantry runs on port ${ctx.config.httpPort} here`);
+    if (state.kind !== 'gantry')
+      throw new CheckSkipped(`not checked: no Gantry runs on port ${ctx.config.httpPort} here`);
     const url = new URL('api/healthz', ctx.config.rootUrl).href;
     const health = await askHealth(url, Math.max(500, ctx.timeoutMs - 500));
     if (health.gantry) return ok(`${ctx.config.rootUrl} reaches a Gantry`);

@@ -40,7 +40,8 @@ export async function requireMigratedDatabase(ctx: DoctorContext): Promise<Db> {
   const { db } = await requireDatabase(ctx);
   if (db === null) throw new CheckSkipped('not checked: there is no database yet');
   const status = await ctx.migrations();
-  if (status.pending.length > 0) throw new CheckSkipped('not checked: the database has pending migrations (see "migrations")');
+  if (status.pending.length > 0)
+    throw new CheckSkipped('not checked: the database has pending migrations (see "migrations")');
   return db;
 }
 

@@ -64,7 +64,10 @@ export function formatLines(results: readonly CheckResult[]): string[] {
     return r.fix === undefined ? line : `${line} → ${r.fix}`;
   });
   const s = summarize(results);
-  lines.push('', `${s.fail === 0 ? 'no problems that stop Gantry' : `${s.fail} problem(s) to fix`}: ${s.ok} ok, ${s.warn} warning(s), ${s.fail} failure(s)${s.skip > 0 ? `, ${s.skip} skipped` : ''}`);
+  lines.push(
+    '',
+    `${s.fail === 0 ? 'no problems that stop Gantry' : `${s.fail} problem(s) to fix`}: ${s.ok} ok, ${s.warn} warning(s), ${s.fail} failure(s)${s.skip > 0 ? `, ${s.skip} skipped` : ''}`,
+  );
   return lines;
 }
 

@@ -47,17 +47,33 @@ export async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> 
 }
 
 /** Runs one check: a deadline, and any unexpected error becomes a failure line instead of a crash. */
-export async function runCheck<Context>(check: Check<Context>, ctx: Context, timeoutMs: number): Promise<CheckResult & { timedOut: boolean }> {
+export async function runCheck<Context>(
+  check: Check<Context>,
+  ctx: Context,
+  timeoutMs: number,
+): Promise<CheckResult & { timedOut: boolean }> {
   try {
     const finding = await withDeadline(check.run(ctx), timeoutMs);
     return { check: check.name, ...finding, timedOut: false };
   } catch (error) {
     if (error instanceof CheckSkipped) return { check: check.name, ...skip(error.message), timedOut: false };
     if (error instanceof CheckTimeoutError) {
-      return { check: check.name, status: check.onTimeout.status, found: error.message, fix: check.onTimeout.fix, timedOut: true };
+      return {
+        check: check.name,
+        status: check.onTimeout.status,
+        found: error.message,
+        fix: check.onTimeout.fix,
+        timedOut: true,
+      };
     }
     // Not a finding the check knows how to explain (a file system or database error): show it as it is.
-    return { check: check.name, status: 'fail', found: `could not check: ${messageOf(error)}`, fix: 'fix what the message names, then run doctor again', timedOut: false };
+    return {
+      check: check.name,
+      status: 'fail',
+      found: `could not check: ${messageOf(error)}`,
+      fix: 'fix what the message names, then run doctor again',
+      timedOut: false,
+    };
   }
 }
 
@@ -65,7 +81,8 @@ export function messageOf(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as NodeJS.ErrnoException).code;
     // AggregateError (e.g. a connection refused on both ::1 and 127.0.0.1) has an empty message.
-    if (error.message === '' && error instanceof AggregateError && error.errors.length > 0) return messageOf(error.errors[0]);
+    if (error.message === '' && error instanceof AggregateError && error.errors.length > 0)
+      return messageOf(error.errors[0]);
     return code && !error.message.includes(code) ? `${error.message} (${code})` : error.message;
   }
   return String(error);

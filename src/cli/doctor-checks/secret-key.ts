@@ -33,14 +33,27 @@ export function inspectKeys(config: Config): KeyInspection {
     const keyFiles = store.readKeys({ skipUnusable: true }).length;
     const previousKeys = config.secretKeyPrevious.length;
     if (config.secretKey !== null) {
-      return { state: 'configured', ring: new KeyRing(configuredKeySource(store, config.secretKey, config.secretKeyPrevious)), keyFiles, previousKeys };
+      return {
+        state: 'configured',
+        ring: new KeyRing(configuredKeySource(store, config.secretKey, config.secretKeyPrevious)),
+        keyFiles,
+        previousKeys,
+      };
     }
     if (keyFiles > 0 || store.readCurrentId() !== null) {
-      return { state: 'files', ring: new KeyRing(fileKeySource(store, config.secretKeyPrevious)), keyFiles, previousKeys };
+      return {
+        state: 'files',
+        ring: new KeyRing(fileKeySource(store, config.secretKeyPrevious)),
+        keyFiles,
+        previousKeys,
+      };
     }
     const standIn = new SecretCipher(randomBytes(32).toString('base64'));
     const previous = config.secretKeyPrevious.map((k) => new SecretCipher(k));
-    const ring = new KeyRing({ load: () => ({ currentId: standIn.keyId, ciphers: [standIn, ...previous] }), version: () => null });
+    const ring = new KeyRing({
+      load: () => ({ currentId: standIn.keyId, ciphers: [standIn, ...previous] }),
+      version: () => null,
+    });
     return { state: 'absent', ring, keyFiles: 0, previousKeys };
   } catch (error) {
     return { state: 'unreadable', error: messageOf(error) };
@@ -68,7 +81,8 @@ export async function readStoredValues(db: Db): Promise<StoredValues> {
     const byKey = new Map<string, number>();
     for (const prefix of await column.prefixesInUse(db)) {
       const keyId = SecretCipher.keyIdOf(prefix);
-      if (keyId !== null && !byKey.has(keyId)) byKey.set(keyId, total - (await column.count(db, SecretCipher.storedPrefix(keyId))));
+      if (keyId !== null && !byKey.has(keyId))
+        byKey.set(keyId, total - (await column.count(db, SecretCipher.storedPrefix(keyId))));
     }
     const sample = total === 0 ? [] : await column.batch(db, NO_VALUE_PREFIX, 0, SAMPLE_PER_COLUMN);
     columns.push({ label: column.label, total, byKey, sample });
@@ -88,7 +102,10 @@ const RESTORE_KEY_FIX =
 
 export const secretKeyCheck: Check<DoctorContext> = {
   name: 'secret key',
-  onTimeout: { status: 'fail', fix: 'reading the key files or the database took too long: check the data folder\'s file system and the database' },
+  onTimeout: {
+    status: 'fail',
+    fix: "reading the key files or the database took too long: check the data folder's file system and the database",
+  },
   async run(ctx): Promise<Finding> {
     const keys = ctx.keys();
     if (keys.state === 'unreadable') return fail(`cannot read the secret keys: ${keys.error}`, RESTORE_KEY_FIX);
@@ -106,12 +123,17 @@ export const secretKeyCheck: Check<DoctorContext> = {
     try {
       values = await ctx.storedValues();
     } catch {
-      return ok(`no key yet: one is generated into ${generatedAt} at first start (stored values not checked: see "encrypted values")`);
+      return ok(
+        `no key yet: one is generated into ${generatedAt} at first start (stored values not checked: see "encrypted values")`,
+      );
     }
     const lost = [...valuesByKey(values)].filter(([id]) => !keys.ring.keyIds().includes(id));
     if (lost.length > 0) {
       const count = lost.reduce((n, [, c]) => n + c, 0);
-      return fail(`no key: GANTRY_SECRET_KEY is unset and ${ctx.config.dataDir} holds no key file, but ${count} stored value(s) are encrypted with key(s) ${lost.map(([id]) => id).join(', ')}`, RESTORE_KEY_FIX);
+      return fail(
+        `no key: GANTRY_SECRET_KEY is unset and ${ctx.config.dataDir} holds no key file, but ${count} stored value(s) are encrypted with key(s) ${lost.map(([id]) => id).join(', ')}`,
+        RESTORE_KEY_FIX,
+      );
     }
     return ok(`no key yet: one is generated into ${generatedAt} at first start`);
   },
@@ -119,10 +141,14 @@ export const secretKeyCheck: Check<DoctorContext> = {
 
 export const encryptedValuesCheck: Check<DoctorContext> = {
   name: 'encrypted values',
-  onTimeout: { status: 'fail', fix: 'the database did not answer in time: check its load, or run doctor with a longer --timeout' },
+  onTimeout: {
+    status: 'fail',
+    fix: 'the database did not answer in time: check its load, or run doctor with a longer --timeout',
+  },
   async run(ctx): Promise<Finding> {
     const keys = ctx.keys();
-    if (keys.state === 'unreadable') throw new CheckSkipped('not checked: the secret keys cannot be read (see "secret key")');
+    if (keys.state === 'unreadable')
+      throw new CheckSkipped('not checked: the secret keys cannot be read (see "secret key")');
     const values = await ctx.storedValues();
     if (values.total === 0) return ok('none stored yet (secrets, runner registration tokens, webhook secrets)');
     const ring = keys.ring;
@@ -174,6 +200,7 @@ export const encryptedValuesCheck: Check<DoctorContext> = {
 export async function storedValuesFor(ctx: DoctorContext): Promise<StoredValues> {
   const db = await requireMigratedDatabase(ctx);
   const keys = ctx.keys();
-  if (keys.state === 'unreadable') throw new CheckSkipped('not checked: the secret keys cannot be read (see "secret key")');
+  if (keys.state === 'unreadable')
+    throw new CheckSkipped('not checked: the secret keys cannot be read (see "secret key")');
   return readStoredValues(db);
 }

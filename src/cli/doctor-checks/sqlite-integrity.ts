@@ -28,7 +28,9 @@ const MAX_OUTPUT_BYTES = 64 * 1024;
 export function integrityProblems(sqlitePath: string, timeoutMs: number): Promise<string[]> {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', CHILD_SCRIPT, driver, sqlitePath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', CHILD_SCRIPT, driver, sqlitePath], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -47,7 +49,8 @@ export function integrityProblems(sqlitePath: string, timeoutMs: number): Promis
       if (signal === 'SIGKILL') return reject(new Error(`integrity_check did not finish within ${timeoutMs / 1000} s`));
       if (code !== 0) {
         // The last line of a node error is its message (the stack comes before it in `node -e` output).
-        const message = stderr.split('\n').find((line) => /^\w*Error\b/.test(line.trim())) ?? stderr.trim().split('\n').pop() ?? '';
+        const message =
+          stderr.split('\n').find((line) => /^\w*Error\b/.test(line.trim())) ?? stderr.trim().split('\n').pop() ?? '';
         return reject(new Error(message.trim() || `exit ${code}`));
       }
       try {
@@ -74,7 +77,10 @@ export const sqliteIntegrityCheck: Check<DoctorContext> = {
     } catch (error) {
       const message = messageOf(error);
       if (message.startsWith('integrity_check did not finish')) return warn(message, TIMEOUT_FIX);
-      return fail(`integrity_check could not run: ${message}`, 'make sure the file is readable by the user running doctor and that no process holds a long lock on it');
+      return fail(
+        `integrity_check could not run: ${message}`,
+        'make sure the file is readable by the user running doctor and that no process holds a long lock on it',
+      );
     }
     if (problems.length === 1 && problems[0] === 'ok') return ok('integrity_check: ok');
     return fail(

@@ -32,7 +32,11 @@ export function unregisteredRunner(): ConnectError {
 }
 
 /** The runner the headers name, or null; marks it online (and active for task reports). */
-export async function authenticateRunner(protocol: RunnerProtocolService, method: DescMethod, header: Headers): Promise<Runner | null> {
+export async function authenticateRunner(
+  protocol: RunnerProtocolService,
+  method: DescMethod,
+  header: Headers,
+): Promise<Runner | null> {
   const uuid = header.get(UUID_HEADER) ?? '';
   const token = header.get(TOKEN_HEADER) ?? '';
   return protocol.authenticate(uuid, token, REPORT_METHODS.has(method.name));

@@ -22,7 +22,10 @@ const CODE_OF_KIND: Readonly<Record<ErrorKind, Code>> = {
 const CODE_OF_NAME: ReadonlyMap<string, Code> = new Map(
   Object.entries(Code)
     .filter((entry): entry is [string, Code] => typeof entry[1] === 'number')
-    .map(([name, code]) => [name.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c.toLowerCase() : `_${c.toLowerCase()}`)), code]),
+    .map(([name, code]) => [
+      name.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c.toLowerCase() : `_${c.toLowerCase()}`)),
+      code,
+    ]),
 );
 
 function namedCode(error: unknown): Code | undefined {

@@ -45,7 +45,10 @@ export function toProtoTask(task: TaskPayload): Task {
  * convertTimestamp). Whole seconds for task and step times, which are stored
  * as integers; log rows keep the fraction for the line's time stamp.
  */
-export function secondsOf(timestamp: Pick<Timestamp, 'seconds' | 'nanos'> | undefined, fraction = false): number | undefined {
+export function secondsOf(
+  timestamp: Pick<Timestamp, 'seconds' | 'nanos'> | undefined,
+  fraction = false,
+): number | undefined {
   if (timestamp === undefined) return undefined;
   if (timestamp.seconds === 0n && timestamp.nanos === 0) return undefined;
   return Number(timestamp.seconds) + (fraction ? timestamp.nanos / 1e9 : 0);
@@ -64,8 +67,16 @@ export interface DomainTaskState {
   steps: { id: number; result: number; startedAt?: number; stoppedAt?: number; logIndex: number; logLength: number }[];
 }
 
-function withTimes<T extends object>(base: T, startedAt: number | undefined, stoppedAt: number | undefined): T & { startedAt?: number; stoppedAt?: number } {
-  return { ...base, ...(startedAt !== undefined ? { startedAt } : {}), ...(stoppedAt !== undefined ? { stoppedAt } : {}) };
+function withTimes<T extends object>(
+  base: T,
+  startedAt: number | undefined,
+  stoppedAt: number | undefined,
+): T & { startedAt?: number; stoppedAt?: number } {
+  return {
+    ...base,
+    ...(startedAt !== undefined ? { startedAt } : {}),
+    ...(stoppedAt !== undefined ? { stoppedAt } : {}),
+  };
 }
 
 export function fromProtoTaskState(state: TaskState | undefined): DomainTaskState {
@@ -76,7 +87,12 @@ export function fromProtoTaskState(state: TaskState | undefined): DomainTaskStat
       result: state.result,
       steps: state.steps.map((step) =>
         withTimes(
-          { id: toNumber(step.id), result: step.result, logIndex: toNumber(step.logIndex), logLength: toNumber(step.logLength) },
+          {
+            id: toNumber(step.id),
+            result: step.result,
+            logIndex: toNumber(step.logIndex),
+            logLength: toNumber(step.logLength),
+          },
           secondsOf(step.startedAt),
           secondsOf(step.stoppedAt),
         ),
@@ -101,5 +117,10 @@ function fromProtoLogRow(row: LogRow): { time?: number; nanos?: number; content:
 }
 
 export function fromProtoLogRequest(req: UpdateLogRequest): DomainLogRequest {
-  return { taskId: toNumber(req.taskId), index: toNumber(req.index), rows: req.rows.map(fromProtoLogRow), noMore: req.noMore };
+  return {
+    taskId: toNumber(req.taskId),
+    index: toNumber(req.index),
+    rows: req.rows.map(fromProtoLogRow),
+    noMore: req.noMore,
+  };
 }

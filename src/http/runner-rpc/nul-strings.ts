@@ -9,7 +9,11 @@ import type { DescField, DescMessage } from '@bufbuild/protobuf';
 import type { Interceptor } from '@connectrpc/connect';
 import { AppError } from '../../modules/errors.ts';
 
-const MAY_HOLD_NUL: ReadonlySet<string> = new Set(['runner.v1.LogRow.content', 'runner.v1.UpdateTaskRequest.outputs', 'ping.v1.PingRequest.data']);
+const MAY_HOLD_NUL: ReadonlySet<string> = new Set([
+  'runner.v1.LogRow.content',
+  'runner.v1.UpdateTaskRequest.outputs',
+  'ping.v1.PingRequest.data',
+]);
 
 function hasNul(value: unknown): boolean {
   return typeof value === 'string' && value.includes('\u0000');
@@ -35,14 +39,24 @@ function valueWithNul(field: DescField, value: unknown): string | null {
       return fieldWithNul(field.message, value as Record<string, unknown>);
     case 'list':
       for (const item of value as unknown[]) {
-        const found = field.listKind === 'message' ? fieldWithNul(field.message, item as Record<string, unknown>) : hasNul(item) ? field.name : null;
+        const found =
+          field.listKind === 'message'
+            ? fieldWithNul(field.message, item as Record<string, unknown>)
+            : hasNul(item)
+              ? field.name
+              : null;
         if (found !== null) return found;
       }
       return null;
     case 'map':
       for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
         if (hasNul(key)) return field.name;
-        const found = field.mapKind === 'message' ? fieldWithNul(field.message, item as Record<string, unknown>) : hasNul(item) ? field.name : null;
+        const found =
+          field.mapKind === 'message'
+            ? fieldWithNul(field.message, item as Record<string, unknown>)
+            : hasNul(item)
+              ? field.name
+              : null;
         if (found !== null) return found;
       }
       return null;

@@ -12,7 +12,10 @@ import { Code, ConnectError } from '@connectrpc/connect';
 /** The body passed its limit: nothing after this point was read. */
 export class BodyLimitError extends ConnectError {
   constructor(maxBytes: number, setting: string | undefined) {
-    super(`the request is larger than ${maxBytes} bytes${setting === undefined ? '' : ` (${setting})`}`, Code.ResourceExhausted);
+    super(
+      `the request is larger than ${maxBytes} bytes${setting === undefined ? '' : ` (${setting})`}`,
+      Code.ResourceExhausted,
+    );
   }
 }
 
@@ -30,7 +33,10 @@ export interface BodyLimit {
 }
 
 /** `source`'s chunks, failing with BodyLimitError once more than `limit.maxBytes` came. */
-export async function* bounded(source: AsyncIterator<Uint8Array>, limit: BodyLimit): AsyncGenerator<Uint8Array, void, undefined> {
+export async function* bounded(
+  source: AsyncIterator<Uint8Array>,
+  limit: BodyLimit,
+): AsyncGenerator<Uint8Array, void, undefined> {
   let total = 0;
   for (;;) {
     const next = await source.next();
@@ -65,7 +71,8 @@ export async function* gunzipped(source: AsyncIterator<Uint8Array>): AsyncGenera
   };
   pump().catch((error: unknown) => gunzip.destroy(error instanceof Error ? error : new Error(String(error))));
   try {
-    for await (const chunk of gunzip as AsyncIterable<Buffer>) yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    for await (const chunk of gunzip as AsyncIterable<Buffer>)
+      yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   } catch (error) {
     if (error instanceof ConnectError) throw error;
     throw new BodyEncodingError((error as Error).message);

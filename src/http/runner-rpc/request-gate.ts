@@ -38,7 +38,10 @@ export interface GateOptions {
   /** The method's body limit when it is read whole, before and after decompression. */
   limit: BodyLimit;
   /** Serves a binary request of an authenticated runner itself, streaming its body under `limit` (UpdateLog). */
-  stream?: { limit: BodyLimit; serve: (runner: Runner, body: AsyncIterable<Uint8Array>) => Promise<UniversalServerResponse> };
+  stream?: {
+    limit: BodyLimit;
+    serve: (runner: Runner, body: AsyncIterable<Uint8Array>) => Promise<UniversalServerResponse>;
+  };
   /** Reports an unexpected failure (a database error while authenticating). */
   onError: (error: unknown) => ConnectError;
 }
@@ -95,7 +98,13 @@ export function gateRequests(handler: UniversalHandler, options: GateOptions): U
     const type = parseContentType(req.header.get('content-type'));
     const encoding = (req.header.get('content-encoding') ?? 'identity').trim().toLowerCase() || 'identity';
     // Anything else is Connect's to refuse (wrong method, content type or encoding).
-    if (req.method !== 'POST' || type === undefined || type.stream || !ENCODINGS.has(encoding) || !isAsyncIterable(req.body)) {
+    if (
+      req.method !== 'POST' ||
+      type === undefined ||
+      type.stream ||
+      !ENCODINGS.has(encoding) ||
+      !isAsyncIterable(req.body)
+    ) {
       return handler({ ...req, contextValues });
     }
     if (options.stream !== undefined && runner !== null && type.binary) {
@@ -103,7 +112,9 @@ export function gateRequests(handler: UniversalHandler, options: GateOptions): U
         return await options.stream.serve(runner, bodyStream(req.body, encoding, options.stream.limit));
       } catch (error) {
         // The rest of the body stays unread: the connection cannot carry another request.
-        return connectErrorResponse(error instanceof ConnectError ? error : options.onError(error), { connection: 'close' });
+        return connectErrorResponse(error instanceof ConnectError ? error : options.onError(error), {
+          connection: 'close',
+        });
       }
     }
     let bytes: Uint8Array;
@@ -112,7 +123,12 @@ export function gateRequests(handler: UniversalHandler, options: GateOptions): U
       if (type.binary) fromBinary(handler.method.input, bytes);
     } catch (error) {
       if (error instanceof ConnectError) return connectErrorResponse(error, { connection: 'close' });
-      return connectErrorResponse(new ConnectError(`cannot decode the request as ${handler.method.input.typeName}: ${(error as Error).message}`, Code.InvalidArgument));
+      return connectErrorResponse(
+        new ConnectError(
+          `cannot decode the request as ${handler.method.input.typeName}: ${(error as Error).message}`,
+          Code.InvalidArgument,
+        ),
+      );
     }
     const header = new Headers(req.header);
     header.delete('content-encoding');

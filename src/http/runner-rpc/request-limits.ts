@@ -22,7 +22,8 @@ const LOG_REQUEST_SETTING = 'GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE';
 /** The limit of `method`'s request when it is read whole (Connect's readMaxBytes, and the gate's). */
 export function bufferedLimitOf(method: DescMethod, logRequestMaxBytes: number): BodyLimit {
   if (method.name === 'UpdateTask') return { maxBytes: BUFFERED_REQUEST_BYTES };
-  if (method.name === 'UpdateLog') return { maxBytes: Math.min(BUFFERED_REQUEST_BYTES, logRequestMaxBytes), setting: LOG_REQUEST_SETTING };
+  if (method.name === 'UpdateLog')
+    return { maxBytes: Math.min(BUFFERED_REQUEST_BYTES, logRequestMaxBytes), setting: LOG_REQUEST_SETTING };
   return { maxBytes: SMALL_REQUEST_BYTES };
 }
 

@@ -49,7 +49,9 @@ function requestKeyOf(ctx: HandlerContext): string | undefined {
  */
 function maxWaitOf(ctx: HandlerContext): number | undefined {
   const timeout = ctx.timeoutMs();
-  return timeout === undefined ? undefined : Math.max(0, timeout - Math.max(DEADLINE_MARGIN_MS, Math.ceil(timeout / 3)));
+  return timeout === undefined
+    ? undefined
+    : Math.max(0, timeout - Math.max(DEADLINE_MARGIN_MS, Math.ceil(timeout / 3)));
 }
 
 /** The Connect code of a request Fastify refused (415 content type, 413 size, 400 framing). */
@@ -64,10 +66,15 @@ function runnerService(services: Services): ServiceImpl<typeof RunnerService> {
   const protocol = services.runnerProtocol;
   return {
     async register(req) {
-      if (req.token === '' || req.name === '') throw new ConnectError('missing runner token, name', Code.InvalidArgument);
+      if (req.token === '' || req.name === '')
+        throw new ConnectError('missing runner token, name', Code.InvalidArgument);
       const found = await services.runners.findActiveRegistrationToken(req.token);
       if (found === null) throw new ConnectError('runner registration token not found', Code.InvalidArgument);
-      if (found === 'inactive') throw new ConnectError('runner registration token has been invalidated, please use the latest one', Code.InvalidArgument);
+      if (found === 'inactive')
+        throw new ConnectError(
+          'runner registration token has been invalidated, please use the latest one',
+          Code.InvalidArgument,
+        );
       // act_runner before 0.2 sent labels as agent_labels only.
       const labels = req.labels.length > 0 ? req.labels : req.agentLabels;
       const { runner, token } = await services.runners.registerRunner(found.scope, {
@@ -123,17 +130,28 @@ function runnerService(services: Services): ServiceImpl<typeof RunnerService> {
   };
 }
 
-export async function runnerRpcRoutes(app: FastifyInstance, services: Services, options: RunnerRpcOptions): Promise<void> {
+export async function runnerRpcRoutes(
+  app: FastifyInstance,
+  services: Services,
+  options: RunnerRpcOptions,
+): Promise<void> {
   // Connect reads the bodies itself: drop the API's parsers (JSON, forms, the
   // 415 catch-all) in this context only, so the plugin can register its own.
   app.removeAllContentTypeParsers();
   // What Fastify refuses before Connect sees the request (a content type no
   // parser takes) is answered as a Connect error, not in the REST API's shape.
   app.setErrorHandler(async (error: FastifyError, req, reply) => {
-    const refused = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : null;
-    const connectError = refused !== null ? new ConnectError(error.message, codeOfRefusal(refused)) : toConnectError(error, req.log, req.url);
+    const refused =
+      error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : null;
+    const connectError =
+      refused !== null
+        ? new ConnectError(error.message, codeOfRefusal(refused))
+        : toConnectError(error, req.log, req.url);
     const status = refused ?? codeToHttpStatus(connectError.code);
-    return reply.status(status).type('application/json').send(Buffer.from(errorToJsonBytes(connectError, {})));
+    return reply
+      .status(status)
+      .type('application/json')
+      .send(Buffer.from(errorToJsonBytes(connectError, {})));
   });
   // A closing server ends the long polls at once instead of holding shutdown for their bound.
   app.addHook('preClose', async () => services.runnerProtocol.interruptWaits());
@@ -152,11 +170,17 @@ export async function runnerRpcRoutes(app: FastifyInstance, services: Services, 
     interceptors: [mapErrors, refuseNulStrings],
     routes: (router: ConnectRouter) => {
       // One registration per method: each has its own body limit (Connect's readMaxBytes, and the gate's).
-      const limitOf = (method: DescMethod) => ({ readMaxBytes: bufferedLimitOf(method, options.logRequestMaxBytes).maxBytes });
+      const limitOf = (method: DescMethod) => ({
+        readMaxBytes: bufferedLimitOf(method, options.logRequestMaxBytes).maxBytes,
+      });
       router.rpc(PingService.method.ping, (req) => ({ data: `Hello, ${req.data}!` }), limitOf(PingService.method.ping));
       const runnerImpl = runnerService(services);
       for (const method of RunnerService.methods) {
-        router.rpc(method, runnerImpl[method.localName as keyof typeof runnerImpl] as MethodImpl<DescMethod>, limitOf(method));
+        router.rpc(
+          method,
+          runnerImpl[method.localName as keyof typeof runnerImpl] as MethodImpl<DescMethod>,
+          limitOf(method),
+        );
       }
       // The plugin mounts router.handlers once this returns: each passes the gate first.
       const gated = router.handlers.map((handler) =>
@@ -168,7 +192,8 @@ export async function runnerRpcRoutes(app: FastifyInstance, services: Services, 
             ? {
                 stream: {
                   limit: streamedLogLimit(options.logRequestMaxBytes),
-                  serve: async (runner, body) => updateLogResponse(await updateLogFromStream(services.taskReports, runner, body)),
+                  serve: async (runner, body) =>
+                    updateLogResponse(await updateLogFromStream(services.taskReports, runner, body)),
                 },
               }
             : {}),

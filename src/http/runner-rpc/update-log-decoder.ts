@@ -46,7 +46,8 @@ async function readTag(stream: ByteStream): Promise<Tag> {
   const tag = await stream.varintNumber();
   const field = Math.floor(tag / 8);
   const wireType = tag % 8;
-  if (field <= 0 || field > 0x1fffffff || wireType === 6 || wireType === 7) throw new WireError(`illegal tag: field no ${field} wire type ${wireType}`);
+  if (field <= 0 || field > 0x1fffffff || wireType === 6 || wireType === 7)
+    throw new WireError(`illegal tag: field no ${field} wire type ${wireType}`);
   return { field, wireType };
 }
 
@@ -180,7 +181,9 @@ export class UpdateLogDecoder {
 
   private setHead(key: keyof LogRequestHead, value: bigint): void {
     if (this.frozen !== null && this.frozen[key] !== value) {
-      throw new WireError(`${key === 'taskId' ? 'task_id' : 'index'} must precede the rows of a large UpdateLog (fields in field-number order)`);
+      throw new WireError(
+        `${key === 'taskId' ? 'task_id' : 'index'} must precede the rows of a large UpdateLog (fields in field-number order)`,
+      );
     }
     this.head[key] = value;
   }
@@ -207,7 +210,10 @@ export class UpdateLogDecoder {
   }
 
   /** Fields of a repeated Timestamp merge into the one before (protobuf's merge rule). */
-  private async readTimestamp(end: number, into: { seconds: bigint; nanos: number }): Promise<{ seconds: bigint; nanos: number }> {
+  private async readTimestamp(
+    end: number,
+    into: { seconds: bigint; nanos: number },
+  ): Promise<{ seconds: bigint; nanos: number }> {
     const stream = this.stream;
     const time = { ...into };
     while (stream.offset < end) {

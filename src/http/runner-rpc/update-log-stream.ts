@@ -45,7 +45,11 @@ export interface StreamedLogAnswer {
 }
 
 /** UpdateLog whose body is `body` (binary protobuf, already decompressed and bounded). */
-export async function updateLogFromStream(reports: TaskReportService, runner: Runner, body: AsyncIterable<Uint8Array>): Promise<StreamedLogAnswer> {
+export async function updateLogFromStream(
+  reports: TaskReportService,
+  runner: Runner,
+  body: AsyncIterable<Uint8Array>,
+): Promise<StreamedLogAnswer> {
   const decoder = new UpdateLogDecoder(body);
   let batch: LogRow[] = [];
   let batchBytes = 0;
@@ -56,7 +60,12 @@ export async function updateLogFromStream(reports: TaskReportService, runner: Ru
 
   const store = async (): Promise<void> => {
     const head = (stored.head ??= decoder.freezeHead());
-    const result = await reports.updateLog(runner, { taskId: toNumber(head.taskId), index: toNumber(head.index) + handed, rows: batch, noMore: false });
+    const result = await reports.updateLog(runner, {
+      taskId: toNumber(head.taskId),
+      index: toNumber(head.index) + handed,
+      rows: batch,
+      noMore: false,
+    });
     handed += batch.length;
     ack = result.ackIndex;
     batch = [];
@@ -79,16 +88,33 @@ export async function updateLogFromStream(reports: TaskReportService, runner: Ru
   // The whole message is read: task_id, index and no_more are final.
   const head = stored.head;
   if (head === null) {
-    const result = await reports.updateLog(runner, { taskId: toNumber(decoder.taskId), index: toNumber(decoder.index), rows: batch, noMore: decoder.noMore });
+    const result = await reports.updateLog(runner, {
+      taskId: toNumber(decoder.taskId),
+      index: toNumber(decoder.index),
+      rows: batch,
+      noMore: decoder.noMore,
+    });
     return { ackIndex: result.ackIndex, complete: true };
   }
   if (batch.length > 0) await store();
-  if (decoder.noMore) ack = (await reports.updateLog(runner, { taskId: toNumber(head.taskId), index: toNumber(head.index), rows: [], noMore: true })).ackIndex;
+  if (decoder.noMore)
+    ack = (
+      await reports.updateLog(runner, {
+        taskId: toNumber(head.taskId),
+        index: toNumber(head.index),
+        rows: [],
+        noMore: true,
+      })
+    ).ackIndex;
   return { ackIndex: ack, complete: true };
 }
 
 function asConnectError(error: unknown): unknown {
-  if (error instanceof WireError) return new ConnectError(`cannot decode the request as runner.v1.UpdateLogRequest: ${error.message}`, Code.InvalidArgument);
+  if (error instanceof WireError)
+    return new ConnectError(
+      `cannot decode the request as runner.v1.UpdateLogRequest: ${error.message}`,
+      Code.InvalidArgument,
+    );
   return error;
 }
 
@@ -97,10 +123,17 @@ function asConnectError(error: unknown): unknown {
  * compressed (below compressMinBytes). A body left unread closes the connection.
  */
 export function updateLogResponse(answer: StreamedLogAnswer): UniversalServerResponse {
-  const body = toBinary(UpdateLogResponseSchema, create(UpdateLogResponseSchema, { ackIndex: BigInt(answer.ackIndex) }));
+  const body = toBinary(
+    UpdateLogResponseSchema,
+    create(UpdateLogResponseSchema, { ackIndex: BigInt(answer.ackIndex) }),
+  );
   return {
     status: 200,
-    header: new Headers({ 'content-type': contentTypeUnaryProto, 'content-length': String(body.byteLength), ...(answer.complete ? {} : { connection: 'close' }) }),
+    header: new Headers({
+      'content-type': contentTypeUnaryProto,
+      'content-length': String(body.byteLength),
+      ...(answer.complete ? {} : { connection: 'close' }),
+    }),
     body: createAsyncIterable([body]),
   };
 }

@@ -18,7 +18,10 @@ async function* chunks(data: Buffer, size: number): AsyncGenerator<Buffer> {
 }
 
 test('a streamed zip holds every entry with its CRC and sizes, UTF-8 names, and an empty entry', async () => {
-  const big = Buffer.from(Array.from({ length: 50_000 }, (_, i) => `2026-01-01T00:00:00.0000000Z line ${i} ✓\n`).join(''), 'utf8');
+  const big = Buffer.from(
+    Array.from({ length: 50_000 }, (_, i) => `2026-01-01T00:00:00.0000000Z line ${i} ✓\n`).join(''),
+    'utf8',
+  );
   const zip = new ZipStream(new Date('2026-03-04T05:06:08Z'));
   const parts: Buffer[] = [];
   parts.push(await collect(zip.entry('build-1-attempt-1.log', chunks(big, 7_000))));
@@ -54,7 +57,11 @@ test('a source that fails mid-stream ends its entry early but keeps the archive 
     throw new Error('disk gone');
   }
   const result = { error: null as Error | null };
-  const parts = [await collect(zip.entry('a.log', failing(), result)), await collect(zip.entry('a.PARTIAL', ['log read failed mid-stream\n'])), await collect(zip.finish())];
+  const parts = [
+    await collect(zip.entry('a.log', failing(), result)),
+    await collect(zip.entry('a.PARTIAL', ['log read failed mid-stream\n'])),
+    await collect(zip.finish()),
+  ];
   assert.equal(result.error?.message, 'disk gone');
   const entries = readZip(Buffer.concat(parts));
   assert.deepEqual(

@@ -77,7 +77,11 @@ export class ZipStream {
    * reported in `result.error` rather than thrown, so the caller can add a
    * marker and go on with the next entry.
    */
-  async *entry(name: string, source: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, result: EntryResult = { error: null }): AsyncGenerator<Buffer> {
+  async *entry(
+    name: string,
+    source: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
+    result: EntryResult = { error: null },
+  ): AsyncGenerator<Buffer> {
     const nameBytes = Buffer.from(name, 'utf8');
     const local = Buffer.alloc(30);
     local.writeUInt32LE(LOCAL_HEADER, 0);
@@ -105,13 +109,18 @@ export class ZipStream {
         result.error = error instanceof Error ? error : new Error(String(error));
       }
     }
-    const deflater = pipeline(Readable.from(count()), createDeflateRaw({ level: zlibConstants.Z_DEFAULT_COMPRESSION }), () => {});
+    const deflater = pipeline(
+      Readable.from(count()),
+      createDeflateRaw({ level: zlibConstants.Z_DEFAULT_COMPRESSION }),
+      () => {},
+    );
     let compressed = 0;
     for await (const chunk of deflater as AsyncIterable<Buffer>) {
       compressed += chunk.length;
       yield* this.emit(chunk);
     }
-    if (counted.size >= MAX_32 || compressed >= MAX_32) throw new Error(`zip entry ${JSON.stringify(name)} exceeds 4 GiB, which needs ZIP64`);
+    if (counted.size >= MAX_32 || compressed >= MAX_32)
+      throw new Error(`zip entry ${JSON.stringify(name)} exceeds 4 GiB, which needs ZIP64`);
 
     const descriptor = Buffer.alloc(16);
     descriptor.writeUInt32LE(DATA_DESCRIPTOR, 0);
@@ -119,7 +128,14 @@ export class ZipStream {
     descriptor.writeUInt32LE(compressed, 8);
     descriptor.writeUInt32LE(counted.size, 12);
     yield* this.emit(descriptor);
-    this.central.push({ name: nameBytes, crc: counted.crc >>> 0, compressed, size: counted.size, offset, ...this.stamp });
+    this.central.push({
+      name: nameBytes,
+      crc: counted.crc >>> 0,
+      compressed,
+      size: counted.size,
+      offset,
+      ...this.stamp,
+    });
   }
 
   /** The central directory and the end record; nothing may be added afterwards. */

@@ -87,7 +87,10 @@ export class FileKeyStore {
 
   /** Every key on disk. A file that holds no usable key is an error naming the file (restore it from a backup). */
   readKeys(options: { skipUnusable?: boolean } = {}): StoredKey[] {
-    const files = [...(fs.existsSync(this.legacyPath) ? [this.legacyPath] : []), ...this.keyFileNames().map((n) => path.join(this.dirPath, n))];
+    const files = [
+      ...(fs.existsSync(this.legacyPath) ? [this.legacyPath] : []),
+      ...this.keyFileNames().map((n) => path.join(this.dirPath, n)),
+    ];
     const keys: StoredKey[] = [];
     for (const file of files) {
       let material: string;
@@ -100,7 +103,9 @@ export class FileKeyStore {
       }
       if (material.length < MIN_KEY_LENGTH) {
         if (options.skipUnusable) continue;
-        throw new Error(`${file} holds no usable key (expected ${MIN_KEY_LENGTH}+ characters); restore it from a backup`);
+        throw new Error(
+          `${file} holds no usable key (expected ${MIN_KEY_LENGTH}+ characters); restore it from a backup`,
+        );
       }
       keys.push({ id: new SecretCipher(material).keyId, material, path: file });
     }

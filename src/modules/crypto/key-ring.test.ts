@@ -39,7 +39,10 @@ test('first start generates <data>/secret.key (0600) once; it is the current key
 test('a rotation in another process: the ring follows the pointer after its check interval, and old values still decrypt', () => {
   const dataDir = tempDir();
   const clock = manualClock();
-  const { ring } = openKeyRing({ dataDir, configuredKey: null, previousKeys: [] }, { now: clock.now, checkIntervalMs: 1000 });
+  const { ring } = openKeyRing(
+    { dataDir, configuredKey: null, previousKeys: [] },
+    { now: clock.now, checkIntervalMs: 1000 },
+  );
   const oldId = ring.currentKeyId();
   const old = ring.encrypt('dàtä', 'secret:1:0:A');
 
@@ -78,7 +81,10 @@ test('a broken pointer is an error at start, but a running ring keeps its keys a
   const dataDir = tempDir();
   const clock = manualClock();
   const errors: unknown[] = [];
-  const { ring, store } = openKeyRing({ dataDir, configuredKey: null, previousKeys: [] }, { now: clock.now, onRefreshError: (e) => errors.push(e) });
+  const { ring, store } = openKeyRing(
+    { dataDir, configuredKey: null, previousKeys: [] },
+    { now: clock.now, onRefreshError: (e) => errors.push(e) },
+  );
   const id = ring.currentKeyId();
   fs.mkdirSync(store.dirPath, { recursive: true });
   fs.writeFileSync(store.currentPath, 'deadbeef\n');
@@ -98,7 +104,11 @@ test('configured key: current, no file created; files and GANTRY_SECRET_KEY_PREV
   const previous = 'p'.repeat(40);
   const fromPrevious = new SecretCipher(previous).encrypt('from-previous', 'aad');
   const configured = 'c'.repeat(40);
-  const { ring, configured: isConfigured } = openKeyRing({ dataDir, configuredKey: configured, previousKeys: [previous] });
+  const { ring, configured: isConfigured } = openKeyRing({
+    dataDir,
+    configuredKey: configured,
+    previousKeys: [previous],
+  });
   assert.equal(isConfigured, true);
   assert.equal(ring.currentKeyId(), new SecretCipher(configured).keyId);
   assert.equal(ring.decrypt(fromFile, 'aad'), 'from-file');

@@ -137,9 +137,14 @@ export function fileKeySource(store: FileKeyStore, previousKeys: readonly string
       const currentId = store.readCurrentId() ?? legacy?.id;
       if (!currentId) throw new Error(`no secret key found in ${store.dataDir}`);
       if (!keys.some((k) => k.id === currentId)) {
-        throw new Error(`${store.currentPath} names key ${currentId}, but no key file in ${store.dirPath} holds it; restore it from a backup`);
+        throw new Error(
+          `${store.currentPath} names key ${currentId}, but no key file in ${store.dirPath} holds it; restore it from a backup`,
+        );
       }
-      return { currentId, ciphers: [...keys.map((k) => new SecretCipher(k.material)), ...previousKeys.map((k) => new SecretCipher(k))] };
+      return {
+        currentId,
+        ciphers: [...keys.map((k) => new SecretCipher(k.material)), ...previousKeys.map((k) => new SecretCipher(k))],
+      };
     },
     version: () => store.version(),
   };
@@ -150,23 +155,38 @@ export function fileKeySource(store: FileKeyStore, previousKeys: readonly string
  * folder (from before the key was configured) still decrypt, so switching
  * from the generated key to a configured one loses nothing.
  */
-export function configuredKeySource(store: FileKeyStore, configuredKey: string, previousKeys: readonly string[]): KeySource {
+export function configuredKeySource(
+  store: FileKeyStore,
+  configuredKey: string,
+  previousKeys: readonly string[],
+): KeySource {
   const current = new SecretCipher(configuredKey);
   const previous = previousKeys.map((k) => new SecretCipher(k));
   return {
     load: () => ({
       currentId: current.keyId,
-      ciphers: [...store.readKeys({ skipUnusable: true }).map((k) => new SecretCipher(k.material)), ...previous, current],
+      ciphers: [
+        ...store.readKeys({ skipUnusable: true }).map((k) => new SecretCipher(k.material)),
+        ...previous,
+        current,
+      ],
     }),
     version: () => null,
   };
 }
 
 /** Builds the ring from the configuration, generating the first key file when none is configured. */
-export function openKeyRing(config: KeyRingConfig, options: KeyRingOptions = {}): { ring: KeyRing; store: FileKeyStore; configured: boolean } {
+export function openKeyRing(
+  config: KeyRingConfig,
+  options: KeyRingOptions = {},
+): { ring: KeyRing; store: FileKeyStore; configured: boolean } {
   const store = new FileKeyStore(config.dataDir);
   if (config.configuredKey) {
-    return { ring: new KeyRing(configuredKeySource(store, config.configuredKey, config.previousKeys), options), store, configured: true };
+    return {
+      ring: new KeyRing(configuredKeySource(store, config.configuredKey, config.previousKeys), options),
+      store,
+      configured: true,
+    };
   }
   store.ensureKey();
   return { ring: new KeyRing(fileKeySource(store, config.previousKeys), options), store, configured: false };

@@ -10,7 +10,11 @@ test('passwords: salted scrypt at the configured cost, verified, wrong ones refu
   assert.deepEqual(await hasher.verify('p4ss-w0rd', stored), { ok: true, needsRehash: false });
   assert.deepEqual(await hasher.verify('p4ss-w0rD', stored), { ok: false, needsRehash: false });
   assert.deepEqual(await hasher.verify('x', 'garbage'), { ok: false, needsRehash: false });
-  assert.deepEqual(await hasher.verify('x', 'scrypt$1000$8$1$AAAA$AAAA'), { ok: false, needsRehash: false }, 'N not a power of two');
+  assert.deepEqual(
+    await hasher.verify('x', 'scrypt$1000$8$1$AAAA$AAAA'),
+    { ok: false, needsRehash: false },
+    'N not a power of two',
+  );
   assert.equal(await hasher.verifyUnknown('p4ss-w0rd'), false);
 });
 

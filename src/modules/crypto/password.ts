@@ -51,7 +51,17 @@ function parseStored(stored: string): StoredHash | null {
   const key = Buffer.from(parts[5] ?? '', 'base64');
   // N must be a power of two above 1 (scrypt's rule); r and p small positive integers.
   const validN = Number.isInteger(n) && n > 1 && (n & (n - 1)) === 0 && n <= 2 ** MAX_PASSWORD_HASH_COST;
-  if (!validN || !Number.isInteger(r) || r < 1 || r > 64 || !Number.isInteger(p) || p < 1 || p > 16 || key.length !== KEY_LENGTH) return null;
+  if (
+    !validN ||
+    !Number.isInteger(r) ||
+    r < 1 ||
+    r > 64 ||
+    !Number.isInteger(p) ||
+    p < 1 ||
+    p > 16 ||
+    key.length !== KEY_LENGTH
+  )
+    return null;
   return { n, r, p, salt, key };
 }
 
@@ -68,7 +78,9 @@ export class PasswordHasher {
   /** `cost` is log2 N (GANTRY_PASSWORD_HASH_COST). */
   constructor(readonly cost: number = DEFAULT_PASSWORD_HASH_COST) {
     if (!Number.isInteger(cost) || cost < MIN_PASSWORD_HASH_COST || cost > MAX_PASSWORD_HASH_COST) {
-      throw new RangeError(`password hash cost must be an integer from ${MIN_PASSWORD_HASH_COST} to ${MAX_PASSWORD_HASH_COST}, got ${cost}`);
+      throw new RangeError(
+        `password hash cost must be an integer from ${MIN_PASSWORD_HASH_COST} to ${MAX_PASSWORD_HASH_COST}, got ${cost}`,
+      );
     }
     this.n = 2 ** cost;
   }

@@ -71,7 +71,11 @@ describe('bare repositories', () => {
       assert.equal(await branchExists(repo, 'main'), true);
       assert.equal(await branchExists(repo, 'other'), false);
 
-      const log = await git(repo, ['log', '--format=%an%x00%ae%x00%s%x00%at%x00%cn%x00%ce%x00%ct%x00%H', 'refs/heads/main']);
+      const log = await git(repo, [
+        'log',
+        '--format=%an%x00%ae%x00%s%x00%at%x00%cn%x00%ce%x00%ct%x00%H',
+        'refs/heads/main',
+      ]);
       assert.deepEqual(log.trimEnd().split('\0'), [
         AUTHOR.name,
         AUTHOR.email,
@@ -102,7 +106,13 @@ describe('bare repositories', () => {
     });
 
     it('switches HEAD to another branch', async () => {
-      await commitInitialFile(repo, { branch: 'develop', fileName: 'NOTES', content: 'n', author: AUTHOR, message: 'dev' });
+      await commitInitialFile(repo, {
+        branch: 'develop',
+        fileName: 'NOTES',
+        content: 'n',
+        author: AUTHOR,
+        message: 'dev',
+      });
       await setHeadBranch(repo, 'develop');
       assert.equal((await git(repo, ['symbolic-ref', 'HEAD'])).trim(), 'refs/heads/develop');
       await setHeadBranch(repo, 'main');
@@ -130,7 +140,10 @@ describe('bare repositories', () => {
     const busy = join(scratch, 'busy');
     await mkdir(busy);
     await writeFile(join(busy, 'file'), 'x');
-    await assert.rejects(initBareRepository(busy, { defaultBranch: 'main' }), /already exists and is not an empty directory/);
+    await assert.rejects(
+      initBareRepository(busy, { defaultBranch: 'main' }),
+      /already exists and is not an empty directory/,
+    );
     assert.equal(await exists(join(busy, 'HEAD')), false);
 
     // Re-initialising an existing repository is refused the same way.
@@ -168,11 +181,23 @@ describe('bare repositories', () => {
       );
     }
     await assert.rejects(
-      commitInitialFile(repo, { branch: 'main', fileName: 'f', content: '', author: { name: 'a <b>', email: 'e' }, message: 'm' }),
+      commitInitialFile(repo, {
+        branch: 'main',
+        fileName: 'f',
+        content: '',
+        author: { name: 'a <b>', email: 'e' },
+        message: 'm',
+      }),
       TypeError,
     );
     // A name with a leading quote would be C-unquoted by mktree without -z.
-    await commitInitialFile(repo, { branch: 'main', fileName: '"quoted\\n"', content: 'q', author: AUTHOR, message: 'm' });
+    await commitInitialFile(repo, {
+      branch: 'main',
+      fileName: '"quoted\\n"',
+      content: 'q',
+      author: AUTHOR,
+      message: 'm',
+    });
     assert.equal(await git(repo, ['ls-tree', '-z', '--name-only', 'main']), '"quoted\\n"\0');
     assert.equal(await isEmptyRepository(repo), false);
   });

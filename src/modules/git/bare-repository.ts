@@ -121,7 +121,11 @@ export async function commitInitialFile(path: string, opts: CommitInitialFileOpt
   }
 
   // --no-filters: store the content byte for byte, whatever attributes the repo has.
-  const blob = await gitLine(['hash-object', '-w', '--no-filters', '--stdin'], gitDir, Buffer.from(opts.content, 'utf8'));
+  const blob = await gitLine(
+    ['hash-object', '-w', '--no-filters', '--stdin'],
+    gitDir,
+    Buffer.from(opts.content, 'utf8'),
+  );
 
   // -z: NUL-terminated input, so a name with a leading `"` is not unquoted as
   // a C string and no other byte in it needs escaping.
@@ -191,7 +195,12 @@ export async function moveRepository(from: string, to: string): Promise<void> {
   await rename(src, dest);
 }
 
-async function gitLine(args: string[], gitDir: string, input: Buffer | string, env?: Record<string, string>): Promise<string> {
+async function gitLine(
+  args: string[],
+  gitDir: string,
+  input: Buffer | string,
+  env?: Record<string, string>,
+): Promise<string> {
   const out = await runGit(args, { gitDir, input, ...(env !== undefined ? { env } : {}) });
   return out.toString('utf8').trim();
 }
@@ -199,7 +208,14 @@ async function gitLine(args: string[], gitDir: string, input: Buffer | string, e
 // A single tree entry at the root: no path separators, nothing git refuses
 // to check out (`.`, `..`, `.git` in any case), no NUL (our -z terminator).
 function assertTreeEntryName(name: string): void {
-  if (name.length === 0 || name.includes('/') || name.includes('\0') || name === '.' || name === '..' || name.toLowerCase() === '.git') {
+  if (
+    name.length === 0 ||
+    name.includes('/') ||
+    name.includes('\0') ||
+    name === '.' ||
+    name === '..' ||
+    name.toLowerCase() === '.git'
+  ) {
     throw new TypeError(`invalid file name: ${JSON.stringify(name)}`);
   }
 }

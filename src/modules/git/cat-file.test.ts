@@ -11,7 +11,8 @@ import { CatFileError, CatFilePool, CatFileProcess, ObjectTooLargeError } from '
 import { runGit } from './run-git.ts';
 import { fixtureGit } from './test-fixtures.ts';
 
-const git = (gitDir: string, args: string[], input?: Buffer | string): Promise<string> => fixtureGit(gitDir, args, input);
+const git = (gitDir: string, args: string[], input?: Buffer | string): Promise<string> =>
+  fixtureGit(gitDir, args, input);
 
 async function writeBlob(gitDir: string, content: Buffer | string): Promise<string> {
   return git(gitDir, ['hash-object', '-w', '--no-filters', '--stdin'], content);
@@ -66,19 +67,30 @@ describe('cat-file', () => {
       const proc = new CatFileProcess(repo);
       try {
         // Every byte value, newlines, and text that looks like protocol.
-        const binary = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from('\nx missing\n0 blob 5\n')]);
+        const binary = Buffer.concat([
+          Buffer.from(Array.from({ length: 256 }, (_, i) => i)),
+          Buffer.from('\nx missing\n0 blob 5\n'),
+        ]);
         const binaryOid = await writeBlob(repo, binary);
         const emptyOid = await writeBlob(repo, '');
         await git(repo, ['tag', '-a', '-m', 'release', 'v1', first]);
 
         const blob = await proc.read(binaryOid);
-        assert.deepEqual(blob && { ...blob, content: Buffer.compare(blob.content, binary) }, { oid: binaryOid, type: 'blob', size: binary.length, content: 0 });
+        assert.deepEqual(blob && { ...blob, content: Buffer.compare(blob.content, binary) }, {
+          oid: binaryOid,
+          type: 'blob',
+          size: binary.length,
+          content: 0,
+        });
         assert.deepEqual(await proc.read(emptyOid), { oid: emptyOid, type: 'blob', size: 0, content: Buffer.alloc(0) });
 
         const commit = await proc.read('refs/heads/main');
         assert.equal(commit?.type, 'commit');
         assert.equal(commit?.oid, first);
-        assert.equal(commit?.content.toString('utf8'), (await runGit(['cat-file', 'commit', first], { gitDir: repo })).toString('utf8'));
+        assert.equal(
+          commit?.content.toString('utf8'),
+          (await runGit(['cat-file', 'commit', first], { gitDir: repo })).toString('utf8'),
+        );
 
         const tree = await proc.read(`${first}^{tree}`);
         assert.equal(tree?.type, 'tree');
@@ -101,7 +113,10 @@ describe('cat-file', () => {
       let pair: [string, string] | null = null;
       for (let i = 0; pair === null; i++) {
         const content = `collide ${i}\n`;
-        const prefix = createHash('sha1').update(`blob ${Buffer.byteLength(content)}\0${content}`).digest('hex').slice(0, 4);
+        const prefix = createHash('sha1')
+          .update(`blob ${Buffer.byteLength(content)}\0${content}`)
+          .digest('hex')
+          .slice(0, 4);
         const other = seen.get(prefix);
         if (other !== undefined) pair = [other, content];
         else seen.set(prefix, content);
@@ -184,7 +199,11 @@ describe('cat-file', () => {
         // Relative path syntax makes cat-file exit in a bare repository.
         const killer = proc.read(`${first}:./README.md`);
         const behind = proc.read(readmeBlob);
-        await assert.rejects(killer, (err: unknown) => err instanceof CatFileError && /exited with code 128: fatal: relative path syntax/.test(err.message));
+        await assert.rejects(
+          killer,
+          (err: unknown) =>
+            err instanceof CatFileError && /exited with code 128: fatal: relative path syntax/.test(err.message),
+        );
         await assert.rejects(behind, CatFileError);
         assert.equal((await proc.read(readmeBlob))?.oid, readmeBlob);
       } finally {
@@ -268,7 +287,9 @@ describe('cat-file', () => {
         await initBareRepository(other, { defaultBranch: 'main' });
         const c4 = await commitFile(other, 'd', '4');
         await git(other, ['update-ref', 'refs/heads/side', c4]);
-        await runGit(['-c', 'fetch.unpackLimit=1', 'fetch', '--quiet', other, 'refs/heads/side:refs/heads/side'], { gitDir: fresh });
+        await runGit(['-c', 'fetch.unpackLimit=1', 'fetch', '--quiet', other, 'refs/heads/side:refs/heads/side'], {
+          gitDir: fresh,
+        });
         assert.equal(existsSync(join(fresh, 'objects', c4.slice(0, 2), c4.slice(2))), false, 'arrived packed');
         assert.equal((await proc.read('refs/heads/side'))?.oid, c4);
         assert.equal((await proc.read(`${c4}:d`))?.content.toString('utf8'), '4');
@@ -321,7 +342,9 @@ describe('cat-file', () => {
           await Promise.all(Array.from({ length: window }, () => proc.read(readmeBlob)));
         }
         const pipelined = n / ((performance.now() - start) / 1000);
-        t.diagnostic(`one process: ${Math.round(sequential)} reads/s one at a time, ${Math.round(pipelined)} reads/s with ${window} in flight`);
+        t.diagnostic(
+          `one process: ${Math.round(sequential)} reads/s one at a time, ${Math.round(pipelined)} reads/s with ${window} in flight`,
+        );
         assert.ok(sequential > 500, `sequential ${sequential}`);
       } finally {
         await proc.close();
@@ -350,7 +373,11 @@ describe('cat-file', () => {
         // r2 is the least recently used: r3 takes its place.
         assert.equal((await pool.readObject(r3.dir, 'HEAD'))?.oid, r3.commit);
         assert.equal(pool.size, 2);
-        assert.equal((await pool.readObjectInfo(join(r1.dir, '.'), 'HEAD'))?.oid, r1.commit, 'same repository, other spelling');
+        assert.equal(
+          (await pool.readObjectInfo(join(r1.dir, '.'), 'HEAD'))?.oid,
+          r1.commit,
+          'same repository, other spelling',
+        );
         assert.equal(pool.size, 2);
 
         // All busy: a third repository waits for a free slot instead of exceeding the cap.

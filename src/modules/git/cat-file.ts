@@ -208,7 +208,8 @@ class BatchChild {
         pos += 1;
         this.body = null;
         if (body.error !== null) this.settle((r) => r.reject(body.error as Error));
-        else if (body.content !== null) this.settle((r) => r.resolve({ ...body.info, content: body.content as Buffer }));
+        else if (body.content !== null)
+          this.settle((r) => r.resolve({ ...body.info, content: body.content as Buffer }));
         else this.settle((r) => r.resolve(body.info));
         continue;
       }
@@ -216,7 +217,8 @@ class BatchChild {
       if (newline === -1) {
         // Header split across reads: rare and short, so copying is fine here.
         const rest = chunk.subarray(pos);
-        this.partialHeader = this.partialHeader === null ? Buffer.from(rest) : Buffer.concat([this.partialHeader, rest]);
+        this.partialHeader =
+          this.partialHeader === null ? Buffer.from(rest) : Buffer.concat([this.partialHeader, rest]);
         return;
       }
       let line = chunk.subarray(pos, newline);
@@ -344,7 +346,8 @@ export class CatFileProcess {
     if (this.format === null) {
       const asked = runGit(['rev-parse', '--show-object-format'], { gitDir: this.gitDir }).then((out) => {
         const format = out.toString('utf8').trim();
-        if (format !== 'sha1' && format !== 'sha256') throw new Error(`unknown object format ${JSON.stringify(format)} in ${this.gitDir}`);
+        if (format !== 'sha1' && format !== 'sha256')
+          throw new Error(`unknown object format ${JSON.stringify(format)} in ${this.gitDir}`);
         return format as ObjectFormat;
       });
       // A failure (repository not there yet) is not remembered.
@@ -370,7 +373,11 @@ export class CatFileProcess {
     if (child !== null) await child.kill('closed');
   }
 
-  private request(name: string, keepContent: boolean, maxSize: number | undefined): Promise<GitObject | GitObjectInfo | null> {
+  private request(
+    name: string,
+    keepContent: boolean,
+    maxSize: number | undefined,
+  ): Promise<GitObject | GitObjectInfo | null> {
     try {
       assertBatchName(name);
     } catch (err) {
@@ -381,7 +388,13 @@ export class CatFileProcess {
     }
     const child = this.child;
     return new Promise((resolvePromise, rejectPromise) => {
-      child.enqueue({ name, keepContent, maxSize: maxSize ?? Infinity, resolve: resolvePromise, reject: rejectPromise });
+      child.enqueue({
+        name,
+        keepContent,
+        maxSize: maxSize ?? Infinity,
+        resolve: resolvePromise,
+        reject: rejectPromise,
+      });
     });
   }
 }

@@ -20,20 +20,43 @@ after(async () => {
 
 test('each commit lists the files it added, removed and modified against its first parent', async () => {
   const first = await commitTree(gitDir, { 'a.txt': 'a', 'b.txt': 'b', docs: { 'x.md': 'x' } }, [], 'first');
-  const second = await commitTree(gitDir, { 'a.txt': 'a2', 'c d.txt': 'c', docs: { 'x.md': 'x', 'y.md': 'y' } }, [first], 'second\n\nbody');
+  const second = await commitTree(
+    gitDir,
+    { 'a.txt': 'a2', 'c d.txt': 'c', docs: { 'x.md': 'x', 'y.md': 'y' } },
+    [first],
+    'second\n\nbody',
+  );
   // A merge of a side branch: its files are judged against the first parent only.
-  const side = await commitTree(gitDir, { 'a.txt': 'a', 'b.txt': 'b', docs: { 'x.md': 'x' }, 'side.txt': 's' }, [first], 'side');
-  const merge = await commitTree(gitDir, { 'a.txt': 'a2', 'c d.txt': 'c', docs: { 'x.md': 'x', 'y.md': 'y' }, 'side.txt': 's' }, [second, side], 'merge');
+  const side = await commitTree(
+    gitDir,
+    { 'a.txt': 'a', 'b.txt': 'b', docs: { 'x.md': 'x' }, 'side.txt': 's' },
+    [first],
+    'side',
+  );
+  const merge = await commitTree(
+    gitDir,
+    { 'a.txt': 'a2', 'c d.txt': 'c', docs: { 'x.md': 'x', 'y.md': 'y' }, 'side.txt': 's' },
+    [second, side],
+    'merge',
+  );
 
   const log = await commitsBetween(gitDir, first, merge, 20);
   assert.equal(log.total, 3);
   const byOid = new Map(log.commits.map((c) => [c.oid, c]));
-  assert.deepEqual(byOid.get(second)?.files, { added: ['c d.txt', 'docs/y.md'], removed: ['b.txt'], modified: ['a.txt'] });
+  assert.deepEqual(byOid.get(second)?.files, {
+    added: ['c d.txt', 'docs/y.md'],
+    removed: ['b.txt'],
+    modified: ['a.txt'],
+  });
   assert.deepEqual(byOid.get(merge)?.files, { added: ['side.txt'], removed: [], modified: [] });
   assert.deepEqual(byOid.get(side)?.files, { added: ['side.txt'], removed: [], modified: [] });
   assert.equal(byOid.get(second)?.message.trim(), 'second\n\nbody');
 
   // A new ref: the whole history, the root commit adds everything.
   const all = await commitsBetween(gitDir, null, second, 20);
-  assert.deepEqual(all.commits.find((c) => c.oid === first)?.files, { added: ['a.txt', 'b.txt', 'docs/x.md'], removed: [], modified: [] });
+  assert.deepEqual(all.commits.find((c) => c.oid === first)?.files, {
+    added: ['a.txt', 'b.txt', 'docs/x.md'],
+    removed: [],
+    modified: [],
+  });
 });

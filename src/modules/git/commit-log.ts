@@ -41,12 +41,30 @@ const RECORD_END = '\x1e';
  * history when `oldOid` is null), newest first, at most `max`; and how many
  * there are in all.
  */
-export async function commitsBetween(gitDir: string, oldOid: string | null, newOid: string, max: number): Promise<{ commits: CommitSummary[]; total: number }> {
+export async function commitsBetween(
+  gitDir: string,
+  oldOid: string | null,
+  newOid: string,
+  max: number,
+): Promise<{ commits: CommitSummary[]; total: number }> {
   const range = oldOid === null ? [newOid] : [newOid, `^${oldOid}`];
   const [countOut, logOut, filesOut] = await Promise.all([
     runGit(['rev-list', '--count', ...range, '--'], { gitDir }),
     runGit(['log', `--max-count=${max}`, `--format=${FIELDS.join('%x00')}${RECORD_END}`, ...range, '--'], { gitDir }),
-    runGit(['log', `--max-count=${max}`, `--format=${RECORD_END}%H`, '--name-status', '-z', '--no-renames', '-m', ...range, '--'], { gitDir }),
+    runGit(
+      [
+        'log',
+        `--max-count=${max}`,
+        `--format=${RECORD_END}%H`,
+        '--name-status',
+        '-z',
+        '--no-renames',
+        '-m',
+        ...range,
+        '--',
+      ],
+      { gitDir },
+    ),
   ]);
   const files = parseFileChanges(filesOut);
   const commits: CommitSummary[] = [];

@@ -32,7 +32,14 @@ export type {
 export { ensureHooks, parseRefUpdates } from './receive-hooks.ts';
 export type { RefUpdate } from './receive-hooks.ts';
 export { CatFileProcess, CatFilePool, CatFileError, ObjectTooLargeError } from './cat-file.ts';
-export type { GitObject, GitObjectInfo, GitObjectType, ReadObjectOptions, CatFileProcessOptions, CatFilePoolOptions } from './cat-file.ts';
+export type {
+  GitObject,
+  GitObjectInfo,
+  GitObjectType,
+  ReadObjectOptions,
+  CatFileProcessOptions,
+  CatFilePoolOptions,
+} from './cat-file.ts';
 export { parseTree, parseCommit } from './objects.ts';
 export type { TreeEntry, TreeEntryKind, Signature, Commit } from './objects.ts';
 export { RepositoryReader } from './repository-reader.ts';

@@ -112,7 +112,10 @@ describe('parseCommit', () => {
     const head = `tree ${C64}\nauthor `;
     const raw = Buffer.concat([
       Buffer.from(head, 'latin1'),
-      Buffer.from('J\xfcrgen <j@x> 5 +0200\ncommitter J\xfcrgen <j@x> 5 +0200\nencoding ISO-8859-1\n\nGr\xfc\xdfe\n', 'latin1'),
+      Buffer.from(
+        'J\xfcrgen <j@x> 5 +0200\ncommitter J\xfcrgen <j@x> 5 +0200\nencoding ISO-8859-1\n\nGr\xfc\xdfe\n',
+        'latin1',
+      ),
     ]);
     const commit = parseCommit(raw);
     assert.equal(commit.encoding, 'ISO-8859-1');
@@ -121,7 +124,9 @@ describe('parseCommit', () => {
     assert.equal(commit.tree, C64);
 
     // An encoding Node does not know falls back to UTF-8.
-    const odd = parseCommit(Buffer.from(`tree ${A40}\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\nencoding x-klingon\n\nqapla’\n`));
+    const odd = parseCommit(
+      Buffer.from(`tree ${A40}\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\nencoding x-klingon\n\nqapla’\n`),
+    );
     assert.equal(odd.message, 'qapla’\n');
   });
 
@@ -135,7 +140,13 @@ describe('parseCommit', () => {
 
   it('rejects commits without the required headers', () => {
     assert.throws(() => parseCommit(Buffer.from('author A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm')), /missing/);
-    assert.throws(() => parseCommit(Buffer.from(`tree nothex\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm`)), /bad object id/);
-    assert.throws(() => parseCommit(Buffer.from(`tree ${A40}\nauthor no email\ncommitter A <a@x> 1 +0000\n\nm`)), /bad identity/);
+    assert.throws(
+      () => parseCommit(Buffer.from(`tree nothex\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm`)),
+      /bad object id/,
+    );
+    assert.throws(
+      () => parseCommit(Buffer.from(`tree ${A40}\nauthor no email\ncommitter A <a@x> 1 +0000\n\nm`)),
+      /bad identity/,
+    );
   });
 });

@@ -19,7 +19,11 @@ function markerPath(gitPath: string): string {
 export async function markProvisional(gitPath: string): Promise<void> {
   const marker = markerPath(gitPath);
   await mkdir(dirname(marker), { recursive: true, mode: PRIVATE_DIR_MODE });
-  await writeFile(marker, 'A Gantry repository creation that has not committed yet; removable when no repository row has this name.\n', { mode: PRIVATE_FILE_MODE });
+  await writeFile(
+    marker,
+    'A Gantry repository creation that has not committed yet; removable when no repository row has this name.\n',
+    { mode: PRIVATE_FILE_MODE },
+  );
 }
 
 /** True when `gitPath` was left by a creation that never committed (its marker is there). */

@@ -12,8 +12,10 @@ import type { Dir } from './test-fixtures.ts';
 
 // A zone other than UTC, so the parsed signature's zone is checked.
 const TZ = '+0100';
-const git = (gitDir: string, args: string[], input?: Buffer | string): Promise<string> => fixtureGit(gitDir, args, input, TZ);
-const commitTree = (gitDir: string, dir: Dir, parents: string[], message: string): Promise<string> => fixtureCommit(gitDir, dir, parents, message, TZ);
+const git = (gitDir: string, args: string[], input?: Buffer | string): Promise<string> =>
+  fixtureGit(gitDir, args, input, TZ);
+const commitTree = (gitDir: string, dir: Dir, parents: string[], message: string): Promise<string> =>
+  fixtureCommit(gitDir, dir, parents, message, TZ);
 
 function files(objectFormat: ObjectFormat): Dir {
   return {
@@ -82,8 +84,26 @@ describe('RepositoryReader', () => {
         const blob = await git(repo, ['rev-parse', `${c1}:README.md`]);
         assert.equal(await reader.resolveCommit(blob), null);
         // Revision syntax beyond the three accepted forms, including short names.
-        for (const rev of ['main', 'v1', 'HEAD~1', 'HEAD^', 'main@{0}', '@', ':/first', 'HEAD:README.md', 'refs/heads/main^{tree}',
-          'refs/heads/../main', 'refs/heads/main.lock', '-x', '', 'abc', c2.toUpperCase(), `${c2}0`, 'refs/heads/ma in', 'refs/heads/a\nb']) {
+        for (const rev of [
+          'main',
+          'v1',
+          'HEAD~1',
+          'HEAD^',
+          'main@{0}',
+          '@',
+          ':/first',
+          'HEAD:README.md',
+          'refs/heads/main^{tree}',
+          'refs/heads/../main',
+          'refs/heads/main.lock',
+          '-x',
+          '',
+          'abc',
+          c2.toUpperCase(),
+          `${c2}0`,
+          'refs/heads/ma in',
+          'refs/heads/a\nb',
+        ]) {
           assert.equal(await reader.resolveCommit(rev), null, rev);
         }
       });
@@ -107,7 +127,8 @@ describe('RepositoryReader', () => {
         assert.equal(await reader.resolveCommit(abbrev), null);
         assert.equal(await reader.resolveCommit(c1), c1, 'full ids are never ambiguous');
 
-        for (const ref of ['refs/heads/refs/tags/v9', 'refs/tags/v9', `refs/heads/${abbrev}`]) await git(repo, ['update-ref', '-d', ref]);
+        for (const ref of ['refs/heads/refs/tags/v9', 'refs/tags/v9', `refs/heads/${abbrev}`])
+          await git(repo, ['update-ref', '-d', ref]);
       });
 
       it('guards HEAD on an unborn branch the same way', async () => {
@@ -147,7 +168,12 @@ describe('RepositoryReader', () => {
         const commit = await reader.readCommit(c2);
         assert.equal(commit?.oid, c2);
         assert.deepEqual(commit?.parents, [c1]);
-        assert.deepEqual(commit?.author, { name: 'Tess Ter', email: 'tess@example.test', timestampSec: 1_700_000_000, tz: '+0100' });
+        assert.deepEqual(commit?.author, {
+          name: 'Tess Ter',
+          email: 'tess@example.test',
+          timestampSec: 1_700_000_000,
+          tz: '+0100',
+        });
         assert.equal(commit?.message, 'second\n');
 
         const root = await reader.listTree(commit?.tree ?? '');
@@ -171,7 +197,11 @@ describe('RepositoryReader', () => {
         assert.equal(await reader.listTree(readme), null);
         assert.equal(await reader.readCommit('f'.repeat(c1.length)), null);
         await assert.rejects(reader.readBlob(readme.slice(0, 10)), TypeError, 'abbreviations are not ids');
-        await assert.rejects(reader.readBlob(format === 'sha1' ? 'a'.repeat(64) : readme.slice(0, 40)), TypeError, 'ids of the other format');
+        await assert.rejects(
+          reader.readBlob(format === 'sha1' ? 'a'.repeat(64) : readme.slice(0, 40)),
+          TypeError,
+          'ids of the other format',
+        );
         await assert.rejects(reader.readCommit('refs/heads/main'), TypeError);
       });
 
@@ -179,7 +209,11 @@ describe('RepositoryReader', () => {
         assert.equal((await reader.readPath(c2, 'src/deep/a b:c ü.txt'))?.content.toString('utf8'), 'odd name\n');
         assert.equal((await reader.readPath(c2, 'src'))?.type, 'tree');
         assert.equal((await reader.readPath(c2, ''))?.oid, (await reader.readCommit(c2))?.tree);
-        assert.equal((await reader.readPath(c2, 'link.md'))?.content.toString('utf8'), 'README.md', 'a symlink reads as its target');
+        assert.equal(
+          (await reader.readPath(c2, 'link.md'))?.content.toString('utf8'),
+          'README.md',
+          'a symlink reads as its target',
+        );
         assert.equal(await reader.readPath(c2, 'vendor'), null, 'a submodule is not in this repository');
         assert.equal(await reader.readPath(c1, 'NEW.md'), null);
         assert.equal(await reader.readPath(c2, 'README.md/x'), null);

@@ -43,7 +43,10 @@ function isFullRefName(name: string): boolean {
  * relative to a work tree, and in a bare repository cat-file exits on them.
  */
 function assertTreePath(path: string): void {
-  const bad = /[\n\r\0]/.test(path) || LONE_SURROGATE.test(path) || path.split('/').some((part) => part === '' || part === '.' || part === '..');
+  const bad =
+    /[\n\r\0]/.test(path) ||
+    LONE_SURROGATE.test(path) ||
+    path.split('/').some((part) => part === '' || part === '.' || part === '..');
   if (bad) throw new TypeError(`invalid path: ${JSON.stringify(path)}`);
 }
 
@@ -53,7 +56,13 @@ function assertTreePath(path: string): void {
  * branch someone pushed as `refs/tags/v1`, i.e. refs/heads/refs/tags/v1.
  */
 function dwimFallbacks(name: string): string[] {
-  return [`refs/${name}`, `refs/tags/${name}`, `refs/heads/${name}`, `refs/remotes/${name}`, `refs/remotes/${name}/HEAD`];
+  return [
+    `refs/${name}`,
+    `refs/tags/${name}`,
+    `refs/heads/${name}`,
+    `refs/remotes/${name}`,
+    `refs/remotes/${name}/HEAD`,
+  ];
 }
 
 export class RepositoryReader {
@@ -75,7 +84,8 @@ export class RepositoryReader {
   async resolveCommit(rev: string): Promise<string | null> {
     const hexLength = await this.hexLength();
     if (/^[0-9a-f]+$/.test(rev)) {
-      if (rev.length === hexLength) return (await this.pool.readObjectInfo(this.gitDir, `${rev}^{commit}`))?.oid ?? null;
+      if (rev.length === hexLength)
+        return (await this.pool.readObjectInfo(this.gitDir, `${rev}^{commit}`))?.oid ?? null;
       if (rev.length < MIN_ABBREV || rev.length > hexLength) return null;
       // git looks for refs before abbreviated ids; a ref named like the
       // abbreviation makes the name ambiguous, and we do not guess.
@@ -149,7 +159,9 @@ export class RepositoryReader {
    * answer is 'ambiguous' and the caller resolves exactly (or gives up).
    */
   private async resolveName(name: string, query: string): Promise<GitObjectInfo | null | 'ambiguous'> {
-    const [found, ...fallbacks] = await Promise.all([query, ...dwimFallbacks(name)].map((n) => this.pool.readObjectInfo(this.gitDir, n)));
+    const [found, ...fallbacks] = await Promise.all(
+      [query, ...dwimFallbacks(name)].map((n) => this.pool.readObjectInfo(this.gitDir, n)),
+    );
     if (found === null || found === undefined) return null;
     return fallbacks.every((f) => f === null) ? found : 'ambiguous';
   }

@@ -50,7 +50,12 @@ export class GitCommandError extends Error {
   readonly stderr: string;
   readonly timedOut: boolean;
 
-  constructor(args: readonly string[], exitCode: number | null, stderr: string, detail?: { timedOut?: boolean; signal?: string | null; timeoutMs?: number }) {
+  constructor(
+    args: readonly string[],
+    exitCode: number | null,
+    stderr: string,
+    detail?: { timedOut?: boolean; signal?: string | null; timeoutMs?: number },
+  ) {
     const sub = args[0] ?? '';
     const trimmed = stderr.trim();
     const firstLine = trimmed.split('\n', 1)[0] ?? '';

@@ -5,7 +5,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -178,7 +184,11 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
       child.stderr.on('data', (c: Buffer) => err.push(c));
       child.on('error', reject);
       child.on('close', (code) =>
-        resolvePromise({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
+        resolvePromise({
+          code,
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8'),
+        }),
       );
       child.stdin.end(input);
     });
@@ -264,16 +274,22 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
     const payload = randomBytes(200_000);
     const gz = gzipSync(payload);
     for (const enc of ['gzip', 'x-gzip', ' GZIP ']) {
-      assert.deepEqual(await readAll(decodeRequestBody(Readable.from([gz.subarray(0, 1000), gz.subarray(1000)]), enc)), payload);
+      assert.deepEqual(
+        await readAll(decodeRequestBody(Readable.from([gz.subarray(0, 1000), gz.subarray(1000)]), enc)),
+        payload,
+      );
     }
     const raw = Readable.from([payload]);
     assert.equal(decodeRequestBody(raw, undefined), raw);
     assert.equal(decodeRequestBody(raw, 'identity'), raw);
-    assert.throws(() => decodeRequestBody(raw, 'br'), (err: unknown) => {
-      assert.ok(err instanceof UnsupportedContentEncodingError);
-      assert.equal(err.encoding, 'br');
-      return true;
-    });
+    assert.throws(
+      () => decodeRequestBody(raw, 'br'),
+      (err: unknown) => {
+        assert.ok(err instanceof UnsupportedContentEncodingError);
+        assert.equal(err.encoding, 'br');
+        return true;
+      },
+    );
     // A body cut off mid-way fails the decoded stream instead of ending it.
     const cut = new PassThrough();
     const decoded = decodeRequestBody(cut, 'gzip');
@@ -300,7 +316,10 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
     // git never pushes over v2; receive-pack answers v0, so the line stays.
     const push = advertiseRefs({ gitDir, service: 'git-receive-pack', gitProtocol: 'version=2' });
     assert.equal(push.contentType, 'application/x-git-receive-pack-advertisement');
-    assert.match((await readAll(push.body)).toString(), /^001f# service=git-receive-pack\n0000[0-9a-f]{4}0{40} capabilities\^\{\}\0report-status/);
+    assert.match(
+      (await readAll(push.body)).toString(),
+      /^001f# service=git-receive-pack\n0000[0-9a-f]{4}0{40} capabilities\^\{\}\0report-status/,
+    );
 
     // A header that could carry anything else is ignored (Forgejo's rule).
     const odd = advertiseRefs({ gitDir, service: 'git-upload-pack', gitProtocol: 'version=2\nX=1' });
@@ -317,7 +336,12 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
     });
     assert.equal((await adv.done).exitCode, 128);
     assert.ok(adv.body.destroyed);
-    const rpc = serviceRpc({ gitDir, service: 'git-receive-pack', input: Readable.from([Buffer.from('0000')]), hooksDir });
+    const rpc = serviceRpc({
+      gitDir,
+      service: 'git-receive-pack',
+      input: Readable.from([Buffer.from('0000')]),
+      hooksDir,
+    });
     await assert.rejects(rpc.started, GitCommandError);
     assert.deepEqual(await rpc.updates, []);
     assert.match((await rpc.done).stderr, /fatal/);
@@ -365,7 +389,8 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
 
       const again = join(scratch, `${name}-again`);
       await gitOk([...pv, 'clone', '-q', '--mirror', url, again]);
-      const refsOf = (dir: string): Promise<string> => gitOk(['for-each-ref', '--format=%(objectname) %(refname)'], dir);
+      const refsOf = (dir: string): Promise<string> =>
+        gitOk(['for-each-ref', '--format=%(objectname) %(refname)'], dir);
       assert.equal(await refsOf(again), await refsOf(join(reposDir, `${name}.git`)));
       await gitOk(['fsck', '--strict'], again);
 
@@ -389,7 +414,10 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
     const c2 = await commit(work, 'b', '2');
     await gitOk(['checkout', '-q', '-b', 'side', c1], work);
     const s1 = await commit(work, 'c', '3');
-    await gitOk(['push', '-q', '--force', 'origin', 'main', 'side:forced', ':gone', ':light', 'side:refs/heads/new'], work);
+    await gitOk(
+      ['push', '-q', '--force', 'origin', 'main', 'side:forced', ':gone', ':light', 'side:refs/heads/new'],
+      work,
+    );
     await settled();
     const list = updatesByRepo.get(name) ?? [];
     assert.equal(list.length, 2);
@@ -454,12 +482,18 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
     // A 64 KiB post buffer (git's minimum) forces a chunked request for the ~300 KB pack.
     await gitOk(['-c', 'http.postBuffer=65536', 'push', '-q', 'origin', 'main', ...refspecs], work);
     const pushPosts = seen.filter((s) => s.repo === name && s.path === 'git-receive-pack');
-    assert.ok(pushPosts.some((s) => s.chunked), 'expected a chunked push');
+    assert.ok(
+      pushPosts.some((s) => s.chunked),
+      'expected a chunked push',
+    );
 
     for (const version of [0, 2]) {
       const dir = join(scratch, `${name}-clone-v${version}`);
       await gitOk(['-c', `protocol.version=${version}`, 'clone', '-q', '--no-single-branch', url, dir]);
-      assert.equal((await gitOk(['for-each-ref', 'refs/remotes/origin/b*'], dir)).split('\n').filter(Boolean).length, 60);
+      assert.equal(
+        (await gitOk(['for-each-ref', 'refs/remotes/origin/b*'], dir)).split('\n').filter(Boolean).length,
+        60,
+      );
     }
     const gz = seen.filter((s) => s.repo === name && s.path === 'git-upload-pack' && s.contentEncoding === 'gzip');
     assert.ok(gz.length >= 2, 'expected gzipped upload-pack requests over v0 and v2');
@@ -477,15 +511,23 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
       const out: Buffer[] = [];
       child.stdout.on('data', (c: Buffer) => out.push(c));
       child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? resolvePack(Buffer.concat(out)) : reject(new Error(`pack-objects ${code}`))));
+      child.on('close', (code) =>
+        code === 0 ? resolvePack(Buffer.concat(out)) : reject(new Error(`pack-objects ${code}`)),
+      );
       child.stdin.end(`${c1}\n`);
     });
-    for (const [enc, ref] of [['gzip', 'refs/heads/gz'], ['x-gzip', 'refs/heads/xgz']] as const) {
+    for (const [enc, ref] of [
+      ['gzip', 'refs/heads/gz'],
+      ['x-gzip', 'refs/heads/xgz'],
+    ] as const) {
       const body = Buffer.concat([Buffer.from(pkt(`${ZERO} ${c1} ${ref}\0report-status\n`) + '0000'), pack]);
       const res = await new Promise<{ status: number; text: string }>((resolveRes, reject) => {
         const req = httpRequest(
           `${url}/git-receive-pack`,
-          { method: 'POST', headers: { 'Content-Type': 'application/x-git-receive-pack-request', 'Content-Encoding': enc } },
+          {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/x-git-receive-pack-request', 'Content-Encoding': enc },
+          },
           (r) => {
             readAll(r).then((b) => resolveRes({ status: r.statusCode ?? 0, text: b.toString('latin1') }), reject);
           },
@@ -571,7 +613,7 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
     assert.ok(pushGrowth.buffers < size / 4 && cloneGrowth.buffers < size / 4);
   });
 
-  it('keeps git\'s behaviour under a concurrent push race: one wins, the other is rejected', async () => {
+  it("keeps git's behaviour under a concurrent push race: one wins, the other is rejected", async () => {
     const name = 'race';
     const url = await newRepo(name);
     const a = join(scratch, `${name}-a`);
@@ -623,7 +665,12 @@ describe('smart HTTP', { timeout: 180_000 }, () => {
     it('kills git when the request body is aborted', async () => {
       await newRepo('abort-input');
       const input = new PassThrough();
-      const rpc = serviceRpc({ gitDir: join(reposDir, 'abort-input.git'), service: 'git-receive-pack', input, hooksDir });
+      const rpc = serviceRpc({
+        gitDir: join(reposDir, 'abort-input.git'),
+        service: 'git-receive-pack',
+        input,
+        hooksDir,
+      });
       input.write(pkt(`${ZERO} ${'1'.repeat(40)} refs/heads/x\0report-status\n`));
       setTimeout(() => input.destroy(new Error('aborted')), 100);
       const exit = await rpc.done;

@@ -348,8 +348,10 @@ function streamGit(opts: StreamGitOptions): Omit<GitResponse, 'contentType'> {
   function requestRejection(exitCode: number | null, stderrText: string): GitRequestRejectedError | null {
     if (input === undefined) return null;
     const code = (inputError as { code?: unknown } | undefined)?.code;
-    if (typeof code === 'string' && code.startsWith('Z_')) return new GitRequestRejectedError(`the body is not valid gzip (${inputError?.message ?? code})`);
-    if (exitCode === 128 && REQUEST_REJECTED.test(stderrText)) return new GitRequestRejectedError(stderrText.split('\n', 1)[0] ?? '');
+    if (typeof code === 'string' && code.startsWith('Z_'))
+      return new GitRequestRejectedError(`the body is not valid gzip (${inputError?.message ?? code})`);
+    if (exitCode === 128 && REQUEST_REJECTED.test(stderrText))
+      return new GitRequestRejectedError(stderrText.split('\n', 1)[0] ?? '');
     return null;
   }
 

@@ -51,7 +51,7 @@ describe('workflow files', () => {
               'build.yml': 'on: push',
               'README.md': 'not a workflow',
               'x.YML': 'suffix is case-sensitive, as in Forgejo',
-              'sub': { 'deep.yml': 'on: push', more: { 'a.yml': 'on: push' } },
+              sub: { 'deep.yml': 'on: push', more: { 'a.yml': 'on: push' } },
               'sub-x.yml': 'on: push',
               'a.yml.bak': 'no',
             },
@@ -77,17 +77,31 @@ describe('workflow files', () => {
       });
 
       it('uses only the first directory that exists, even an empty one', async () => {
-        const all = { '.forgejo': { workflows: { 'f.yml': 'x' } }, '.gitea': { workflows: { 'g.yml': 'x' } }, '.github': { workflows: { 'h.yml': 'x' } } };
+        const all = {
+          '.forgejo': { workflows: { 'f.yml': 'x' } },
+          '.gitea': { workflows: { 'g.yml': 'x' } },
+          '.github': { workflows: { 'h.yml': 'x' } },
+        };
         assert.deepEqual(await names(all), { dir: '.forgejo/workflows', names: ['f.yml'] });
-        assert.deepEqual(await names({ ...all, '.forgejo': { other: { 'f.yml': 'x' } } }), { dir: '.gitea/workflows', names: ['g.yml'] });
+        assert.deepEqual(await names({ ...all, '.forgejo': { other: { 'f.yml': 'x' } } }), {
+          dir: '.gitea/workflows',
+          names: ['g.yml'],
+        });
         assert.deepEqual(await names({ '.github': all['.github'] }), { dir: '.github/workflows', names: ['h.yml'] });
         // Only non-workflow files: the directory still exists and hides the others.
-        assert.deepEqual(await names({ ...all, '.forgejo': { workflows: { 'notes.txt': 'x' } } }), { dir: '.forgejo/workflows', names: [] });
+        assert.deepEqual(await names({ ...all, '.forgejo': { workflows: { 'notes.txt': 'x' } } }), {
+          dir: '.forgejo/workflows',
+          names: [],
+        });
         // git stores no empty trees, but a hand-made one still counts as a directory.
         const emptyTree = await git(repo, ['mktree'], '');
         const withEmpty = await git(repo, ['mktree', '-z', '--missing'], `040000 tree ${emptyTree}\tworkflows\0`);
         const github = await writeTree(repo, { workflows: { 'h.yml': 'x' } });
-        const root = await git(repo, ['mktree', '-z', '--missing'], `040000 tree ${withEmpty}\t.forgejo\x00040000 tree ${github}\t.github\0`);
+        const root = await git(
+          repo,
+          ['mktree', '-z', '--missing'],
+          `040000 tree ${withEmpty}\t.forgejo\x00040000 tree ${github}\t.github\0`,
+        );
         const tip = await git(repo, ['commit-tree', root, '-m', 'empty dir']);
         assert.deepEqual(await listWorkflowFiles(reader, tip), { dir: '.forgejo/workflows', files: [] });
       });
@@ -95,29 +109,46 @@ describe('workflow files', () => {
       it('skips a workflows "directory" that is a file, symlink or submodule', async () => {
         const github = { '.github': { workflows: { 'h.yml': 'x' } } };
         const gitlink = '1'.repeat(format === 'sha1' ? 40 : 64);
-        assert.deepEqual(await names({ ...github, '.forgejo': { workflows: 'a file' } }), { dir: '.github/workflows', names: ['h.yml'] });
-        assert.deepEqual(await names({ ...github, '.forgejo': { workflows: { link: '../.github/workflows' } } }), { dir: '.github/workflows', names: ['h.yml'] });
-        assert.deepEqual(await names({ ...github, '.forgejo': { gitlink } }), { dir: '.github/workflows', names: ['h.yml'] });
+        assert.deepEqual(await names({ ...github, '.forgejo': { workflows: 'a file' } }), {
+          dir: '.github/workflows',
+          names: ['h.yml'],
+        });
+        assert.deepEqual(await names({ ...github, '.forgejo': { workflows: { link: '../.github/workflows' } } }), {
+          dir: '.github/workflows',
+          names: ['h.yml'],
+        });
+        assert.deepEqual(await names({ ...github, '.forgejo': { gitlink } }), {
+          dir: '.github/workflows',
+          names: ['h.yml'],
+        });
       });
 
       it('leaves out symlinks and submodules named like workflows', async () => {
         const gitlink = '2'.repeat(format === 'sha1' ? 40 : 64);
-        assert.deepEqual(await names({ '.gitea': { workflows: { 'a.yml': 'x', 'b.yml': { link: 'a.yml' }, 'c.yml': { gitlink } } } }), {
-          dir: '.gitea/workflows',
-          names: ['a.yml'],
-        });
+        assert.deepEqual(
+          await names({ '.gitea': { workflows: { 'a.yml': 'x', 'b.yml': { link: 'a.yml' }, 'c.yml': { gitlink } } } }),
+          {
+            dir: '.gitea/workflows',
+            names: ['a.yml'],
+          },
+        );
       });
 
       it('answers null when no workflow directory exists', async () => {
-        assert.equal(await names({ 'README.md': 'x', '.github': { 'CODEOWNERS': 'x' } }), null);
+        assert.equal(await names({ 'README.md': 'x', '.github': { CODEOWNERS: 'x' } }), null);
         assert.equal(await names({ '.forgejo': 'a file' }), null);
       });
 
       it('sorts names by their UTF-8 bytes', async () => {
-        assert.deepEqual(await names({ '.github': { workflows: { 'ü.yml': 'x', 'z.yml': 'x', 'Z.yml': 'x', '😀.yml': 'x', '\uff21.yml': 'x' } } }), {
-          dir: '.github/workflows',
-          names: ['Z.yml', 'z.yml', 'ü.yml', '\uff21.yml', '😀.yml'],
-        });
+        assert.deepEqual(
+          await names({
+            '.github': { workflows: { 'ü.yml': 'x', 'z.yml': 'x', 'Z.yml': 'x', '😀.yml': 'x', '\uff21.yml': 'x' } },
+          }),
+          {
+            dir: '.github/workflows',
+            names: ['Z.yml', 'z.yml', 'ü.yml', '\uff21.yml', '😀.yml'],
+          },
+        );
       });
 
       it('needs a full commit id', async () => {
@@ -132,9 +163,20 @@ describe('workflow files', () => {
         const repo = join(scratch, `changes-${format}.git`);
         await initBareRepository(repo, { defaultBranch: 'main', objectFormat: format });
         const c1 = await commit(repo, { 'a.txt': '1', 'old name': 'same', src: { 'x.ts': 'x', 'y.ts': 'y' } });
-        const c2 = await commit(repo, { 'a.txt': '2', 'new name': 'same', src: { 'x.ts': 'x', 'z ü\ttab.ts': 'z' }, 'b.txt': 'b' }, [c1]);
+        const c2 = await commit(
+          repo,
+          { 'a.txt': '2', 'new name': 'same', src: { 'x.ts': 'x', 'z ü\ttab.ts': 'z' }, 'b.txt': 'b' },
+          [c1],
+        );
 
-        assert.deepEqual(await changedPaths(repo, c1, c2), ['a.txt', 'b.txt', 'new name', 'old name', 'src/y.ts', 'src/z ü\ttab.ts']);
+        assert.deepEqual(await changedPaths(repo, c1, c2), [
+          'a.txt',
+          'b.txt',
+          'new name',
+          'old name',
+          'src/y.ts',
+          'src/z ü\ttab.ts',
+        ]);
         assert.deepEqual(await changedPaths(repo, c2, c2), []);
         // A new branch: every file of the commit counts as changed.
         const all = ['a.txt', 'old name', 'src/x.ts', 'src/y.ts'];
@@ -146,7 +188,10 @@ describe('workflow files', () => {
 
         await assert.rejects(changedPaths(repo, c1, '0'.repeat(c1.length)), TypeError);
         await assert.rejects(changedPaths(repo, '--output=/tmp/x', c1), TypeError);
-        await assert.rejects(changedPaths(repo, c1.slice(0, 40) === c1 ? 'a'.repeat(64) : 'a'.repeat(40), c1), TypeError);
+        await assert.rejects(
+          changedPaths(repo, c1.slice(0, 40) === c1 ? 'a'.repeat(64) : 'a'.repeat(40), c1),
+          TypeError,
+        );
         await assert.rejects(changedPaths(repo, 'f'.repeat(c1.length), c1), /git diff-tree failed/);
       });
     }

@@ -44,7 +44,10 @@ const EMPTY_TREE: Readonly<Record<number, string>> = {
  * Departure from Forgejo: symlinks and submodules named *.yml are left out.
  * Forgejo lists them and then fails to read them as workflows.
  */
-export async function listWorkflowFiles(reader: Pick<RepositoryReader, 'readPath' | 'listTree'>, commitOid: string): Promise<WorkflowFiles | null> {
+export async function listWorkflowFiles(
+  reader: Pick<RepositoryReader, 'readPath' | 'listTree'>,
+  commitOid: string,
+): Promise<WorkflowFiles | null> {
   // All three in one pipelined round trip: usually the cheapest way to learn which one wins.
   const candidates = await Promise.all(WORKFLOW_DIRS.map((dir) => reader.readPath(commitOid, dir)));
   const index = candidates.findIndex((object) => object?.type === 'tree');
@@ -54,20 +57,24 @@ export async function listWorkflowFiles(reader: Pick<RepositoryReader, 'readPath
 
   const files: WorkflowFile[] = [];
   // Breadth first, each level's subdirectories read in one pipelined round trip.
-  let level: Array<{ prefix: string; entries: TreeEntry[] }> = [{ prefix: '', entries: parseTree(root.content, root.oid.length === 64 ? 32 : 20) }];
+  let level: Array<{ prefix: string; entries: TreeEntry[] }> = [
+    { prefix: '', entries: parseTree(root.content, root.oid.length === 64 ? 32 : 20) },
+  ];
   while (level.length > 0) {
     const subtrees: Array<{ prefix: string; oid: string }> = [];
     for (const { prefix, entries } of level) {
       for (const entry of entries) {
         const name = prefix + entry.name;
         if (entry.kind === 'tree') subtrees.push({ prefix: `${name}/`, oid: entry.oid });
-        else if (entry.kind === 'blob' && WORKFLOW_FILE.test(entry.name)) files.push({ name, path: `${dir}/${name}`, blobOid: entry.oid });
+        else if (entry.kind === 'blob' && WORKFLOW_FILE.test(entry.name))
+          files.push({ name, path: `${dir}/${name}`, blobOid: entry.oid });
       }
     }
     const listed = await Promise.all(subtrees.map((tree) => reader.listTree(tree.oid)));
     level = subtrees.map((tree, i) => {
       const entries = listed[i];
-      if (entries === null || entries === undefined) throw new Error(`tree ${tree.oid} (${dir}/${tree.prefix}) is missing from the repository`);
+      if (entries === null || entries === undefined)
+        throw new Error(`tree ${tree.oid} (${dir}/${tree.prefix}) is missing from the repository`);
       return { prefix: tree.prefix, entries };
     });
   }
@@ -84,8 +91,14 @@ export async function listWorkflowFiles(reader: Pick<RepositoryReader, 'readPath
  * empty tree, so every file of `afterOid` counts as changed. The zero id and
  * the empty tree come in the length of `afterOid`, sha1 or sha256.
  */
-export async function changedPaths(gitDir: string, beforeOid: string | null, afterOid: string, opts: ChangedPathsOptions = {}): Promise<string[] | null> {
-  if (!OID.test(afterOid) || /^0+$/.test(afterOid)) throw new TypeError(`invalid commit id: ${JSON.stringify(afterOid)}`);
+export async function changedPaths(
+  gitDir: string,
+  beforeOid: string | null,
+  afterOid: string,
+  opts: ChangedPathsOptions = {},
+): Promise<string[] | null> {
+  if (!OID.test(afterOid) || /^0+$/.test(afterOid))
+    throw new TypeError(`invalid commit id: ${JSON.stringify(afterOid)}`);
   if (beforeOid !== null && (!OID.test(beforeOid) || beforeOid.length !== afterOid.length)) {
     throw new TypeError(`invalid commit id: ${JSON.stringify(beforeOid)}`);
   }

@@ -6,7 +6,14 @@ import type { ExpandedJob, ExpansionContext } from './expand-jobs.ts';
 import { parseWorkflow } from './parse.ts';
 
 const CONTEXT: ExpansionContext = {
-  github: { event_name: 'push', ref: 'refs/heads/main', ref_name: 'main', actor: 'alice', repository: 'org/repo', event: { head_commit: { id: 'abc' } } },
+  github: {
+    event_name: 'push',
+    ref: 'refs/heads/main',
+    ref_name: 'main',
+    actor: 'alice',
+    repository: 'org/repo',
+    event: { head_commit: { id: 'abc' } },
+  },
   vars: { RUNNER: 'docker', OSES: '["linux","bsd"]' },
   inputs: {},
 };
@@ -28,7 +35,10 @@ interface Payload {
 function readPayload(job: ExpandedJob): Payload {
   const reparsed = parseWorkflow('payload.yml', job.workflowPayload);
   assert.deepEqual(reparsed.errors, [], job.workflowPayload);
-  assert.deepEqual(reparsed.jobs.map((j) => j.id), [job.jobId]);
+  assert.deepEqual(
+    reparsed.jobs.map((j) => j.id),
+    [job.jobId],
+  );
   const workflow = parseYaml(job.workflowPayload) as { jobs: Record<string, Record<string, unknown>> };
   return { keys: Object.keys(workflow), job: workflow.jobs[job.jobId] ?? {} };
 }
@@ -68,7 +78,11 @@ jobs:
   const [build, testJob] = jobs as [ExpandedJob, ExpandedJob];
   const payload = readPayload(build);
   assert.deepEqual(payload.keys, ['name', 'run-name', 'on', 'env', 'defaults', 'permissions', 'concurrency', 'jobs']);
-  assert.deepEqual(payload.job, { name: 'build', 'runs-on': 'ubuntu-latest', steps: [{ run: 'make', env: { PY: 3.1 } }] });
+  assert.deepEqual(payload.job, {
+    name: 'build',
+    'runs-on': 'ubuntu-latest',
+    steps: [{ run: 'make', env: { PY: 3.1 } }],
+  });
   // Written as in the file: a runner reading 3.10 as 3.1 is the author's YAML, not ours.
   assert.match(build.workflowPayload, /PY: 3\.10/);
 
@@ -123,7 +137,10 @@ jobs:
     runs-on: x
     steps: [{run: echo}]
 `);
-  assert.deepEqual(jobs.map((job) => job.name), ['Lint (map[a:1 b:[x y]], <nil>, 0.5)', 'Lint (map[a:1 b:[x y]], <nil>, 1e-05)']);
+  assert.deepEqual(
+    jobs.map((job) => job.name),
+    ['Lint (map[a:1 b:[x y]], <nil>, 0.5)', 'Lint (map[a:1 b:[x y]], <nil>, 1e-05)'],
+  );
   for (const job of jobs) readPayload(job);
 });
 
@@ -146,7 +163,10 @@ jobs:
     { ...CONTEXT, inputs: { dry: 'false', target: 'prod' } },
   );
   // 'false' as a string would be truthy: a boolean input must arrive in expressions as false.
-  assert.deepEqual(jobs.map((job) => job.name), ['Deploy a to prod on main via docker (live)']);
+  assert.deepEqual(
+    jobs.map((job) => job.name),
+    ['Deploy a to prod on main via docker (live)'],
+  );
   assert.equal(readPayload(jobs[0] as ExpandedJob).job.name, 'Deploy a to prod on main via docker (live)');
 });
 
@@ -162,7 +182,10 @@ jobs:
     steps: [{run: echo}]
 `);
   assert.deepEqual(errors, []);
-  assert.deepEqual(jobs.map((job) => job.name), ['build (main, bsd)', 'build (main, linux)', 'build (stable, bsd)', 'build (stable, linux)']);
+  assert.deepEqual(
+    jobs.map((job) => job.name),
+    ['build (main, bsd)', 'build (main, linux)', 'build (stable, bsd)', 'build (stable, linux)'],
+  );
   assert.deepEqual(matrixOf(readPayload(jobs[0] as ExpandedJob)), { os: ['bsd'], branch: ['main'] });
 });
 
@@ -181,8 +204,13 @@ jobs:
     runs-on: x
     steps: [{run: echo}]
 `);
-  assert.deepEqual(jobs.map((job) => job.jobId), ['setup']);
-  assert.deepEqual(errors, ['job "build": strategy.matrix reads needs outputs, which are not known when the run is created']);
+  assert.deepEqual(
+    jobs.map((job) => job.jobId),
+    ['setup'],
+  );
+  assert.deepEqual(errors, [
+    'job "build": strategy.matrix reads needs outputs, which are not known when the run is created',
+  ]);
 });
 
 test('matrix mistakes are errors, not exceptions', () => {
@@ -193,7 +221,9 @@ jobs:
     runs-on: x
     steps: [{run: echo}]
 `);
-  assert.deepEqual(unknownExclude.errors, ['job "a": matrix exclude key "arch" does not match any key within the matrix']);
+  assert.deepEqual(unknownExclude.errors, [
+    'job "a": matrix exclude key "arch" does not match any key within the matrix',
+  ]);
 
   const notAList = expand(`on: push
 jobs:
@@ -204,8 +234,12 @@ jobs:
 `);
   assert.deepEqual(notAList.errors, ['job "a": matrix key "os" must be a list']);
 
-  const axes = Array.from({ length: 3 }, (_, i) => `        k${i}: [${Array.from({ length: 7 }, (_, j) => j)}]`).join('\n');
-  const tooBig = expand(`on: push\njobs:\n  a:\n    strategy:\n      matrix:\n${axes}\n    runs-on: x\n    steps: [{run: echo}]\n`);
+  const axes = Array.from({ length: 3 }, (_, i) => `        k${i}: [${Array.from({ length: 7 }, (_, j) => j)}]`).join(
+    '\n',
+  );
+  const tooBig = expand(
+    `on: push\njobs:\n  a:\n    strategy:\n      matrix:\n${axes}\n    runs-on: x\n    steps: [{run: echo}]\n`,
+  );
   assert.deepEqual(tooBig.errors, ['job "a": matrix has 343 combinations, more than 256']);
 });
 
@@ -226,7 +260,10 @@ jobs:
     runs-on: x
     steps: [{run: echo}]
 `);
-  assert.deepEqual(jobs.map((job) => job.name), ['only (1, a)', 'only (b)', 'none']);
+  assert.deepEqual(
+    jobs.map((job) => job.name),
+    ['only (1, a)', 'only (b)', 'none'],
+  );
   assert.equal(readPayload(jobs[2] as ExpandedJob).job.strategy, undefined);
 });
 
@@ -246,7 +283,14 @@ jobs:
 `);
   assert.deepEqual(errors, []);
   // act's FlattenRunsOnNode: labels, then the group; an unset variable leaves no empty label.
-  assert.deepEqual(jobs.map((job) => job.runsOn), [['docker', 'arm64'], ['gpu', 'big'], ['one', 'two']]);
+  assert.deepEqual(
+    jobs.map((job) => job.runsOn),
+    [
+      ['docker', 'arm64'],
+      ['gpu', 'big'],
+      ['one', 'two'],
+    ],
+  );
   assert.deepEqual(readPayload(jobs[1] as ExpandedJob).job['runs-on'], ['gpu', 'big']);
 });
 
@@ -277,8 +321,16 @@ jobs:
     secrets: inherit
 `);
   assert.deepEqual(errors, []);
-  assert.deepEqual(jobs.map((job) => [job.jobId, job.name, job.runsOn]), [['call', 'call', []]]);
-  assert.deepEqual(readPayload(jobs[0] as ExpandedJob).job, { name: 'call', uses: './.forgejo/workflows/deploy.yml', with: { env: 'prod' }, secrets: 'inherit' });
+  assert.deepEqual(
+    jobs.map((job) => [job.jobId, job.name, job.runsOn]),
+    [['call', 'call', []]],
+  );
+  assert.deepEqual(readPayload(jobs[0] as ExpandedJob).job, {
+    name: 'call',
+    uses: './.forgejo/workflows/deploy.yml',
+    with: { env: 'prod' },
+    secrets: 'inherit',
+  });
 });
 
 test('aliases are written out in the payload', () => {
@@ -298,14 +350,19 @@ jobs:
 });
 
 test('names are cut to 255 bytes on a character boundary, with an ellipsis', () => {
-  const { jobs } = expand(`on: push\njobs:\n  a:\n    name: ${'é'.repeat(200)}\n    runs-on: x\n    steps: [{run: echo}]\n`);
+  const { jobs } = expand(
+    `on: push\njobs:\n  a:\n    name: ${'é'.repeat(200)}\n    runs-on: x\n    steps: [{run: echo}]\n`,
+  );
   const name = jobs[0]?.name ?? '';
   assert.equal(Buffer.byteLength(name) <= 255, true);
   assert.equal(name, `${'é'.repeat(126)}…`);
 });
 
 test('an invalid workflow expands to its errors and no jobs', () => {
-  const parsed = parseWorkflow('ci.yml', 'on: push\njobs:\n  b:\n    needs: x\n    runs-on: y\n    steps: [{run: echo}]\n');
+  const parsed = parseWorkflow(
+    'ci.yml',
+    'on: push\njobs:\n  b:\n    needs: x\n    runs-on: y\n    steps: [{run: echo}]\n',
+  );
   const { jobs, errors } = expandJobs(parsed, CONTEXT);
   assert.deepEqual(jobs, []);
   assert.deepEqual(errors, parsed.errors);
@@ -313,7 +370,10 @@ test('an invalid workflow expands to its errors and no jobs', () => {
 });
 
 test('the same parsed workflow expands again with another context', () => {
-  const parsed = parseWorkflow('ci.yml', `on: push\njobs:\n  a:\n    runs-on: \${{ vars.RUNNER }}\n    steps: [{run: echo}]\n`);
+  const parsed = parseWorkflow(
+    'ci.yml',
+    `on: push\njobs:\n  a:\n    runs-on: \${{ vars.RUNNER }}\n    steps: [{run: echo}]\n`,
+  );
   const first = expandJobs(parsed, CONTEXT);
   const second = expandJobs(parsed, { ...CONTEXT, vars: { RUNNER: 'other' } });
   assert.deepEqual(first.jobs[0]?.runsOn, ['docker']);
@@ -331,7 +391,10 @@ test('run title: run-name evaluated, undefined when absent or failing', () => {
   const without = parseWorkflow('ci.yml', 'on: push\njobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n');
   assert.equal(evaluateRunTitle(without, CONTEXT), undefined);
 
-  const failing = parseWorkflow('ci.yml', `run-name: \${{ fromJSON('not json') }}\non: push\njobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n`);
+  const failing = parseWorkflow(
+    'ci.yml',
+    `run-name: \${{ fromJSON('not json') }}\non: push\njobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n`,
+  );
   assert.deepEqual(failing.errors, []);
   assert.equal(evaluateRunTitle(failing, CONTEXT), undefined);
 });
@@ -379,7 +442,11 @@ test('maxPayloadBytes: the payloads of all jobs are counted in UTF-8 bytes; exac
   const total = payloadBytes(all.jobs);
   assert.equal(all.jobs.length, 8);
   assert.deepEqual(expandJobs(parsed, CONTEXT, { maxJobs: 8, maxPayloadBytes: total }).jobs.length, 8);
-  assert.deepEqual(expandJobs(parsed, CONTEXT, { maxJobs: 8, maxPayloadBytes: total - 1 }), { jobs: [], errors: [], exceeded: { limit: 'payload-bytes', max: total - 1 } });
+  assert.deepEqual(expandJobs(parsed, CONTEXT, { maxJobs: 8, maxPayloadBytes: total - 1 }), {
+    jobs: [],
+    errors: [],
+    exceeded: { limit: 'payload-bytes', max: total - 1 },
+  });
 });
 
 test('maxPayloadBytes is weighed before a job is rendered: 256 legs of a 100 KB job are refused without writing 25 MB', () => {
@@ -397,7 +464,11 @@ test('a run over a limit keeps the errors found so far: the run fails for both r
   const parsed = parseWorkflow('ci.yml', bad + (matrixWorkflow(1, 8).split('jobs:\n')[1] ?? ''));
   assert.deepEqual(parsed.errors, []);
   const error = 'job "bad": strategy.matrix must be a mapping';
-  assert.deepEqual(expandJobs(parsed, CONTEXT, { maxJobs: 4, maxPayloadBytes: Infinity }), { jobs: [], errors: [error], exceeded: { limit: 'jobs', max: 4 } });
+  assert.deepEqual(expandJobs(parsed, CONTEXT, { maxJobs: 4, maxPayloadBytes: Infinity }), {
+    jobs: [],
+    errors: [error],
+    exceeded: { limit: 'jobs', max: 4 },
+  });
   const planned = expandJobs(parsed, CONTEXT, { maxJobs: 8, maxPayloadBytes: Infinity });
   assert.deepEqual([planned.jobs.length, planned.errors, planned.exceeded], [8, [error], undefined]);
 });

@@ -78,7 +78,13 @@ const MAX_JOB_NAME_BYTES = 255;
 const MAX_MATRIX_LEGS = 256;
 // What Gitea/Forgejo keep of the workflow in each job's payload (SingleWorkflow header).
 const PAYLOAD_HEADER_KEYS: ReadonlySet<string> = new Set([
-  'name', 'run-name', 'on', 'env', 'defaults', 'permissions', 'concurrency',
+  'name',
+  'run-name',
+  'on',
+  'env',
+  'defaults',
+  'permissions',
+  'concurrency',
 ]);
 // New strings are double-quoted so that the runner's YAML 1.1-leaning Go parser cannot read
 // a label such as `on` or `014` as anything but a string.
@@ -115,7 +121,9 @@ function deepEqual(a: unknown, b: unknown): boolean {
   }
   if (isRecord(a) && isRecord(b)) {
     const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && deepEqual(a[key], b[key]));
+    return (
+      keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && deepEqual(a[key], b[key]))
+    );
   }
   return false;
 }
@@ -157,14 +165,19 @@ function formatGoValue(value: unknown): string {
   if (typeof value === 'number') return formatGoNumber(value);
   if (Array.isArray(value)) return `[${value.map(formatGoValue).join(' ')}]`;
   if (isRecord(value)) {
-    const entries = Object.keys(value).sort(compareBytes).map((key) => `${key}:${formatGoValue(value[key])}`);
+    const entries = Object.keys(value)
+      .sort(compareBytes)
+      .map((key) => `${key}:${formatGoValue(value[key])}`);
     return `map[${entries.join(' ')}]`;
   }
   return String(value);
 }
 
 function legLabel(leg: Leg): string {
-  return `(${Object.keys(leg).sort(compareBytes).map((key) => formatGoValue(leg[key])).join(', ')})`;
+  return `(${Object.keys(leg)
+    .sort(compareBytes)
+    .map((key) => formatGoValue(leg[key]))
+    .join(', ')})`;
 }
 
 function matrixEntries(value: unknown, section: 'include' | 'exclude'): Leg[] {
@@ -198,7 +211,9 @@ function agreesOnSharedKeys(leg: Leg, entry: Leg): boolean {
 
 /** Every original axis the two share has equal values (act's commonKeysMatch2). */
 function agreesOnAxes(leg: Leg, entry: Leg, axes: ReadonlyMap<string, unknown[]>): boolean {
-  return Object.keys(leg).every((key) => !axes.has(key) || !Object.hasOwn(entry, key) || deepEqual(leg[key], entry[key]));
+  return Object.keys(leg).every(
+    (key) => !axes.has(key) || !Object.hasOwn(entry, key) || deepEqual(leg[key], entry[key]),
+  );
 }
 
 /**
@@ -221,9 +236,11 @@ function combineMatrix(matrix: Record<string, unknown>): NamedLeg[] {
     }
   }
   const productSize = [...axes.values()].reduce((size, values) => size * values.length, 1);
-  if (productSize > MAX_MATRIX_LEGS) throw new PlanError(`matrix has ${productSize} combinations, more than ${MAX_MATRIX_LEGS}`);
+  if (productSize > MAX_MATRIX_LEGS)
+    throw new PlanError(`matrix has ${productSize} combinations, more than ${MAX_MATRIX_LEGS}`);
 
-  const legs = axes.size === 0 ? [] : cartesianProduct(axes).filter((leg) => !excludes.some((ex) => agreesOnSharedKeys(leg, ex)));
+  const legs =
+    axes.size === 0 ? [] : cartesianProduct(axes).filter((leg) => !excludes.some((ex) => agreesOnSharedKeys(leg, ex)));
   const standalone: Leg[] = [];
   const unmatched: Leg[] = [];
   for (const include of includes) {
@@ -241,10 +258,9 @@ function combineMatrix(matrix: Record<string, unknown>): NamedLeg[] {
   }
   legs.push(...standalone, ...unmatched);
   if (legs.length === 0) legs.push({});
-  if (legs.length > MAX_MATRIX_LEGS) throw new PlanError(`matrix has ${legs.length} combinations, more than ${MAX_MATRIX_LEGS}`);
-  return legs
-    .map((values) => ({ values, label: legLabel(values) }))
-    .sort((a, b) => compareBytes(a.label, b.label));
+  if (legs.length > MAX_MATRIX_LEGS)
+    throw new PlanError(`matrix has ${legs.length} combinations, more than ${MAX_MATRIX_LEGS}`);
+  return legs.map((values) => ({ values, label: legLabel(values) })).sort((a, b) => compareBytes(a.label, b.label));
 }
 
 function matrixLegs(job: YAMLMap, scope: ExpressionScope): NamedLeg[] {
@@ -416,7 +432,14 @@ function strategyForLeg(strategy: unknown, leg: Leg, doc: Document): unknown {
  * written as `jobs: {id: {…}}`, ending the document at the job's indentation, so the
  * pre-rendered rest of the job continues that mapping.
  */
-function buildPayload(source: WorkflowSource, jobId: string, job: YAMLMap, leg: Leg, name: string, runsOn: string[]): string {
+function buildPayload(
+  source: WorkflowSource,
+  jobId: string,
+  job: YAMLMap,
+  leg: Leg,
+  name: string,
+  runsOn: string[],
+): string {
   const doc = new Document();
   const perLeg = new YAMLMap();
   perLeg.items.push(doc.createPair('name', name));
@@ -451,7 +474,12 @@ interface PlannedJob {
 }
 
 /** Renders the job's legs, handing each payload's size to `charge` as soon as it exists. */
-function expandJob(source: WorkflowSource, plan: PlannedJob, scope: ExpressionScope, charge: (bytes: number) => void): ExpandedJob[] {
+function expandJob(
+  source: WorkflowSource,
+  plan: PlannedJob,
+  scope: ExpressionScope,
+  charge: (bytes: number) => void,
+): ExpandedJob[] {
   const { spec, job, legs } = plan;
   const rawName = keyText(job.get('name', true));
   const expanded: ExpandedJob[] = [];
@@ -461,7 +489,14 @@ function expandJob(source: WorkflowSource, plan: PlannedJob, scope: ExpressionSc
     const runsOn = evaluateRunsOn(job, legScope);
     const workflowPayload = buildPayload(source, spec.id, job, leg.values, name, runsOn);
     charge(Buffer.byteLength(workflowPayload));
-    expanded.push({ jobId: spec.id, name: truncateJobName(name), needs: [...spec.needs], runsOn, hasIf: spec.hasIf, workflowPayload });
+    expanded.push({
+      jobId: spec.id,
+      name: truncateJobName(name),
+      needs: [...spec.needs],
+      runsOn,
+      hasIf: spec.hasIf,
+      workflowPayload,
+    });
   }
   return expanded;
 }
@@ -480,7 +515,11 @@ function jobError(spec: WorkflowJobSpec, error: unknown): string {
  * floor (textSize) is weighed against what is left of `maxPayloadBytes`, and each payload
  * is counted as it is made. Over a limit, planning stops and `exceeded` says which.
  */
-export function expandJobs(parsed: ParsedWorkflow, ctx: ExpansionContext, limits: ExpansionLimits = NO_LIMITS): Expansion {
+export function expandJobs(
+  parsed: ParsedWorkflow,
+  ctx: ExpansionContext,
+  limits: ExpansionLimits = NO_LIMITS,
+): Expansion {
   if (parsed.errors.length > 0) return { jobs: [], errors: [...parsed.errors] };
   const source = parsed.source;
   if (!source) return { jobs: [], errors: ['the workflow could not be read'] };

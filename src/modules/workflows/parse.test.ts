@@ -67,7 +67,11 @@ jobs:
 `,
   );
   assert.deepEqual(parsed.errors, []);
-  assert.deepEqual(parsed.events.push, { branches: ['main', 'release/**'], 'tags-ignore': ['v0.*'], paths: ['src/**'] });
+  assert.deepEqual(parsed.events.push, {
+    branches: ['main', 'release/**'],
+    'tags-ignore': ['v0.*'],
+    paths: ['src/**'],
+  });
   assert.deepEqual(parsed.events.workflow_dispatch?.inputs, {
     target: { type: 'string', description: 'Where to', required: true },
     verbose: { type: 'boolean', default: true },
@@ -117,25 +121,43 @@ test('invalid YAML is an error with its position, never an exception', () => {
 
 test('schema errors name the line and column', () => {
   const parsed = parseWorkflow('ci.yml', `on: push\njobs:\n  a:\n    runs-on: x\n    stepz: [{run: echo}]\n`);
-  assert.ok(parsed.errors.some((error) => /ci\.yml \(Line: 5, Col: 5\): Unexpected value 'stepz'/.test(error)), parsed.errors.join('\n'));
+  assert.ok(
+    parsed.errors.some((error) => /ci\.yml \(Line: 5, Col: 5\): Unexpected value 'stepz'/.test(error)),
+    parsed.errors.join('\n'),
+  );
   assert.equal(parsed.source, undefined);
 });
 
 test('needs of an unknown job and dependency cycles are errors', () => {
-  const unknown = parseWorkflow('ci.yml', `on: push\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n  b:\n    needs: [a, x]\n    runs-on: x\n    ${STEPS}\n`);
-  assert.ok(unknown.errors.some((error) => error.includes("Job 'b' depends on unknown job 'x'")), unknown.errors.join('\n'));
+  const unknown = parseWorkflow(
+    'ci.yml',
+    `on: push\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n  b:\n    needs: [a, x]\n    runs-on: x\n    ${STEPS}\n`,
+  );
+  assert.ok(
+    unknown.errors.some((error) => error.includes("Job 'b' depends on unknown job 'x'")),
+    unknown.errors.join('\n'),
+  );
 
   const cycle = parseWorkflow(
     'ci.yml',
     `on: push\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n  b:\n    needs: c\n    runs-on: x\n    ${STEPS}\n  c:\n    needs: b\n    runs-on: x\n    ${STEPS}\n`,
   );
-  assert.ok(cycle.errors.some((error) => error.includes('cycle')), cycle.errors.join('\n'));
+  assert.ok(
+    cycle.errors.some((error) => error.includes('cycle')),
+    cycle.errors.join('\n'),
+  );
   // The events are still known, for a caller that reports the broken workflow on its trigger.
   assert.deepEqual(cycle.events, { push: {} });
 });
 
 test('empty files, scalars, several documents and missing sections are errors', () => {
-  for (const content of ['', 'just text', 'on: push\n---\non: push\n', 'on: push\n', 'jobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n']) {
+  for (const content of [
+    '',
+    'just text',
+    'on: push\n---\non: push\n',
+    'on: push\n',
+    'jobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n',
+  ]) {
     const parsed = parseWorkflow('w.yml', content);
     assert.equal(parsed.errors.length > 0, true, JSON.stringify(content));
     assert.equal(parsed.source, undefined);
@@ -143,16 +165,28 @@ test('empty files, scalars, several documents and missing sections are errors', 
 });
 
 test('duplicate job ids are errors', () => {
-  const parsed = parseWorkflow('ci.yml', `on: push\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n  a:\n    runs-on: y\n    ${STEPS}\n`);
-  assert.ok(parsed.errors.some((error) => error.includes("'a' is already defined")), parsed.errors.join('\n'));
+  const parsed = parseWorkflow(
+    'ci.yml',
+    `on: push\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n  a:\n    runs-on: y\n    ${STEPS}\n`,
+  );
+  assert.ok(
+    parsed.errors.some((error) => error.includes("'a' is already defined")),
+    parsed.errors.join('\n'),
+  );
 });
 
 test('aliases are accepted, an alias bomb is refused quickly', () => {
-  const anchored = parseWorkflow('ci.yml', `on: push\nenv: &shared {A: '1'}\njobs:\n  a:\n    runs-on: x\n    env: *shared\n    ${STEPS}\n`);
+  const anchored = parseWorkflow(
+    'ci.yml',
+    `on: push\nenv: &shared {A: '1'}\njobs:\n  a:\n    runs-on: x\n    env: *shared\n    ${STEPS}\n`,
+  );
   assert.deepEqual(anchored.errors, []);
 
   let bomb = 'on: push\nx0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n';
-  for (let level = 1; level < 9; level++) bomb += `x${level}: &a${level} [${Array(10).fill(`*a${level - 1}`).join(', ')}]\n`;
+  for (let level = 1; level < 9; level++)
+    bomb += `x${level}: &a${level} [${Array(10)
+      .fill(`*a${level - 1}`)
+      .join(', ')}]\n`;
   bomb += `jobs:\n  a:\n    runs-on: x\n    env: {A: *a8}\n    ${STEPS}\n`;
   const started = Date.now();
   const parsed = parseWorkflow('bomb.yml', bomb);
@@ -163,7 +197,10 @@ test('aliases are accepted, an alias bomb is refused quickly', () => {
 test('a filter pattern over the limits makes the workflow invalid (its on: is dropped); malformed but small patterns do not', () => {
   const long = 'a'.repeat(1001);
   const stars = '*a'.repeat(65);
-  const parsed = parseWorkflow('ci.yml', `on:\n  push:\n    branches: [main, '${long}']\n    paths-ignore: ['!${stars}']\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n`);
+  const parsed = parseWorkflow(
+    'ci.yml',
+    `on:\n  push:\n    branches: [main, '${long}']\n    paths-ignore: ['!${stars}']\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n`,
+  );
   assert.deepEqual(parsed.errors, [
     'ci.yml: on.push.branches[1]: pattern longer than 1000 characters',
     'ci.yml: on.push.paths-ignore[0]: pattern more than 64 wildcards (*, ? and +)',
@@ -171,12 +208,23 @@ test('a filter pattern over the limits makes the workflow invalid (its on: is dr
   assert.deepEqual(parsed.events, {});
   assert.equal(parsed.source, undefined);
 
-  const fine = parseWorkflow('ci.yml', `on:\n  push:\n    branches: ['x[', '${'*a'.repeat(32)}']\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n`);
+  const fine = parseWorkflow(
+    'ci.yml',
+    `on:\n  push:\n    branches: ['x[', '${'*a'.repeat(32)}']\njobs:\n  a:\n    runs-on: x\n    ${STEPS}\n`,
+  );
   assert.deepEqual(fine.errors, []);
 });
 
 test('aliases of long text are refused before the workflow parser sees them: 1,000 copies of 10 KB', () => {
-  const lines = ['on: push', 'env:', `  X: &text "${'x'.repeat(10_000)}"`, 'jobs:', '  a:', '    runs-on: x', '    steps:'];
+  const lines = [
+    'on: push',
+    'env:',
+    `  X: &text "${'x'.repeat(10_000)}"`,
+    'jobs:',
+    '  a:',
+    '    runs-on: x',
+    '    steps:',
+  ];
   for (let i = 0; i < 1000; i += 1) lines.push('      - run: *text');
   const started = Date.now();
   const parsed = parseWorkflow('text.yml', `${lines.join('\n')}\n`);
@@ -197,6 +245,9 @@ test('many aliases cost what the same file written out costs: 3,000 aliases of o
 });
 
 test('errors of a workflow with aliases name no line: the parser read the file written out without them', () => {
-  const parsed = parseWorkflow('ci.yml', `on: push\nx-steps: &steps [{run: echo}]\njobs:\n  a:\n    runs-on: x\n    steps: *steps\n`);
+  const parsed = parseWorkflow(
+    'ci.yml',
+    `on: push\nx-steps: &steps [{run: echo}]\njobs:\n  a:\n    runs-on: x\n    steps: *steps\n`,
+  );
   assert.deepEqual(parsed.errors, ["ci.yml: Unexpected value 'x-steps'"]);
 });

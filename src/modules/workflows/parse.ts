@@ -108,8 +108,10 @@ function resolveAliases(doc: Document.Parsed): number {
   const grow = (nodes: number, text: number): void => {
     size += nodes;
     chars += text;
-    if (size > MAX_EXPANDED_NODES) throw new Error(`more than ${MAX_EXPANDED_NODES} YAML nodes once aliases are expanded`);
-    if (chars > MAX_EXPANDED_CHARS) throw new Error(`more than ${MAX_EXPANDED_CHARS} characters of YAML text once aliases are expanded`);
+    if (size > MAX_EXPANDED_NODES)
+      throw new Error(`more than ${MAX_EXPANDED_NODES} YAML nodes once aliases are expanded`);
+    if (chars > MAX_EXPANDED_CHARS)
+      throw new Error(`more than ${MAX_EXPANDED_CHARS} characters of YAML text once aliases are expanded`);
   };
   const walk = (node: unknown): unknown => {
     if (isAlias(node)) {
@@ -196,7 +198,8 @@ function oversizedFilterPatterns(fileName: string, events: EventsConfig): string
 }
 
 function failed(fileName: string, error: unknown): ParsedWorkflow {
-  const reason = error instanceof RangeError ? 'nested too deeply' : error instanceof Error ? error.message : String(error);
+  const reason =
+    error instanceof RangeError ? 'nested too deeply' : error instanceof Error ? error.message : String(error);
   return { events: {}, jobs: [], errors: [`${fileName}: ${reason}`] };
 }
 
@@ -210,7 +213,8 @@ function readWorkflow(fileName: string, content: string): ParsedWorkflow {
   // file took it 73 s. It reads the document written out without them instead, whose size
   // the limits above bound; its line numbers would then point into that text, so they go.
   const parserInput = aliases > 0 ? doc.toString({ lineWidth: 0 }) : content;
-  const located = (message: string): string => (aliases > 0 ? message.replace(/ \(Line: \d+, Col: \d+\)/g, '') : message);
+  const located = (message: string): string =>
+    aliases > 0 ? message.replace(/ \(Line: \d+, Col: \d+\)/g, '') : message;
 
   const template = parseWorkflowTemplate({ name: fileName, content: parserInput }, new NoOperationTraceWriter());
   if (!template.value) {

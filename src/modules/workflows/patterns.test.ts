@@ -19,8 +19,16 @@ function check(patterns: string[], yes: string[], no: string[]): void {
 
 // GitHub's "Filter pattern cheat sheet", branches and tags.
 test('cheat sheet: branch and tag patterns', () => {
-  check(['feature/*'], ['feature/my-branch', 'feature/your-branch', 'feature/'], ['feature/beta-a/my-branch', 'feature']);
-  check(['feature/**'], ['feature/beta-a/my-branch', 'feature/your-branch', 'feature/mona/the/octocat'], ['features/x']);
+  check(
+    ['feature/*'],
+    ['feature/my-branch', 'feature/your-branch', 'feature/'],
+    ['feature/beta-a/my-branch', 'feature'],
+  );
+  check(
+    ['feature/**'],
+    ['feature/beta-a/my-branch', 'feature/your-branch', 'feature/mona/the/octocat'],
+    ['features/x'],
+  );
   check(['main', 'releases/mona-the-octocat'], ['main', 'releases/mona-the-octocat'], ['mainline', 'releases/other']);
   check(['*'], ['main', 'releases'], ['releases/v1']);
   check(['**'], ['all/the/branches', 'every/tag', 'x'], []);
@@ -107,7 +115,10 @@ test('star stops at slashes; double star and names with newlines', () => {
 });
 
 /** A matcher, or where and why the pattern is refused. */
-function attempt(compile: (pattern: string) => (text: string) => boolean, pattern: string): ((text: string) => boolean) | string {
+function attempt(
+  compile: (pattern: string) => (text: string) => boolean,
+  pattern: string,
+): ((text: string) => boolean) | string {
   try {
     return compile(pattern);
   } catch (error) {
@@ -122,23 +133,44 @@ const referenceMatcher = (pattern: string) => {
   return (text: string) => regex.test(text);
 };
 
-test('agrees with the RegExp reference (act\'s translation) on random short patterns and values', () => {
-  const patternChars = fc.constantFrom('a', 'b', '/', '.', '*', '?', '+', '[', ']', '-', 'z', '0', '9', '\\', 'é', '\n');
+test("agrees with the RegExp reference (act's translation) on random short patterns and values", () => {
+  const patternChars = fc.constantFrom(
+    'a',
+    'b',
+    '/',
+    '.',
+    '*',
+    '?',
+    '+',
+    '[',
+    ']',
+    '-',
+    'z',
+    '0',
+    '9',
+    '\\',
+    'é',
+    '\n',
+  );
   const valueChars = fc.constantFrom('a', 'b', '/', '.', 'z', '0', '-', '+', '?', '*', 'é', '\n');
   fc.assert(
-    fc.property(fc.array(patternChars, { maxLength: 10 }), fc.array(fc.array(valueChars, { maxLength: 12 }), { minLength: 1, maxLength: 8 }), (p, values) => {
-      const pattern = p.join('');
-      const ours = attempt(compileFilterPattern, pattern);
-      const theirs = attempt(referenceMatcher, pattern);
-      if (typeof theirs === 'string' || typeof ours === 'string') {
-        assert.equal(ours, theirs, `compile ${JSON.stringify(pattern)}`);
-        return;
-      }
-      for (const v of values) {
-        const value = v.join('');
-        assert.equal(ours(value), theirs(value), `${JSON.stringify(pattern)} on ${JSON.stringify(value)}`);
-      }
-    }),
+    fc.property(
+      fc.array(patternChars, { maxLength: 10 }),
+      fc.array(fc.array(valueChars, { maxLength: 12 }), { minLength: 1, maxLength: 8 }),
+      (p, values) => {
+        const pattern = p.join('');
+        const ours = attempt(compileFilterPattern, pattern);
+        const theirs = attempt(referenceMatcher, pattern);
+        if (typeof theirs === 'string' || typeof ours === 'string') {
+          assert.equal(ours, theirs, `compile ${JSON.stringify(pattern)}`);
+          return;
+        }
+        for (const v of values) {
+          const value = v.join('');
+          assert.equal(ours(value), theirs(value), `${JSON.stringify(pattern)} on ${JSON.stringify(value)}`);
+        }
+      },
+    ),
     { numRuns: 3000 },
   );
 });
@@ -167,9 +199,15 @@ test('hostile patterns match in linear time: 20 and 64 wildcards against 10,000 
 test('limits on one pattern: length and wildcards; malformed patterns are not a limit problem', () => {
   assert.equal(filterPatternProblem('docs/**/*.md'), null);
   assert.equal(filterPatternProblem('x'.repeat(MAX_FILTER_PATTERN_CHARS)), null);
-  assert.equal(filterPatternProblem('x'.repeat(MAX_FILTER_PATTERN_CHARS + 1)), `longer than ${MAX_FILTER_PATTERN_CHARS} characters`);
+  assert.equal(
+    filterPatternProblem('x'.repeat(MAX_FILTER_PATTERN_CHARS + 1)),
+    `longer than ${MAX_FILTER_PATTERN_CHARS} characters`,
+  );
   assert.equal(filterPatternProblem('*'.repeat(MAX_FILTER_PATTERN_WILDCARDS)), null);
-  assert.equal(filterPatternProblem(`!${'*a'.repeat(MAX_FILTER_PATTERN_WILDCARDS)}+`), `more than ${MAX_FILTER_PATTERN_WILDCARDS} wildcards (*, ? and +)`);
+  assert.equal(
+    filterPatternProblem(`!${'*a'.repeat(MAX_FILTER_PATTERN_WILDCARDS)}+`),
+    `more than ${MAX_FILTER_PATTERN_WILDCARDS} wildcards (*, ? and +)`,
+  );
   assert.equal(filterPatternProblem('\\*'.repeat(MAX_FILTER_PATTERN_WILDCARDS + 1)), null, 'escaped stars are text');
   assert.equal(filterPatternProblem('x['), null, 'a syntax error only makes the filter never match (act)');
 });

@@ -106,7 +106,10 @@ export function parseFilterPattern(pattern: string): FilterPatternShape {
         wildcards += 2;
         if (chars[i + 2] === '/') {
           // `(?:.+/)?`: zero or more leading directories.
-          items.push({ kind: 'opt', item: { kind: 'seq', items: [{ kind: 'plus', item: { kind: 'char', test: anyChar } }, literal('/')] } });
+          items.push({
+            kind: 'opt',
+            item: { kind: 'seq', items: [{ kind: 'plus', item: { kind: 'char', test: anyChar } }, literal('/')] },
+          });
           i += 3;
         } else {
           items.push(star(anyChar));
@@ -173,10 +176,12 @@ export const MAX_FILTER_PATTERN_WILDCARDS = 64;
  */
 export function filterPatternProblem(raw: string): string | null {
   let length = 0;
-  for (const _ of raw) if (++length > MAX_FILTER_PATTERN_CHARS) return `longer than ${MAX_FILTER_PATTERN_CHARS} characters`;
+  for (const _ of raw)
+    if (++length > MAX_FILTER_PATTERN_CHARS) return `longer than ${MAX_FILTER_PATTERN_CHARS} characters`;
   try {
     const { wildcards } = parseFilterPattern(raw.startsWith('!') ? raw.slice(1) : raw);
-    if (wildcards > MAX_FILTER_PATTERN_WILDCARDS) return `more than ${MAX_FILTER_PATTERN_WILDCARDS} wildcards (*, ? and +)`;
+    if (wildcards > MAX_FILTER_PATTERN_WILDCARDS)
+      return `more than ${MAX_FILTER_PATTERN_WILDCARDS} wildcards (*, ? and +)`;
   } catch (error) {
     if (!(error instanceof InvalidFilterPatternError)) throw error;
   }

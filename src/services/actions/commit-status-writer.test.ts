@@ -18,7 +18,8 @@ test("job statuses map to Forgejo 16's commit states", () => {
   assert.equal(commitStatusState(ActionStatus.failure), 'failure');
   assert.equal(commitStatusState(ActionStatus.cancelled), 'failure');
   assert.equal(commitStatusState(ActionStatus.skipped), 'skipped');
-  for (const status of [ActionStatus.waiting, ActionStatus.blocked, ActionStatus.running]) assert.equal(commitStatusState(status), 'pending');
+  for (const status of [ActionStatus.waiting, ActionStatus.blocked, ActionStatus.running])
+    assert.equal(commitStatusState(status), 'pending');
   assert.equal(commitStatusState(ActionStatus.unknown), 'error');
 });
 

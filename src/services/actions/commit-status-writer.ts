@@ -111,7 +111,14 @@ function pushedCommit(run: ActionRun): { sha: string; commit: unknown } | null {
 export function createCommitStatusWriter(options: CommitStatusWriterOptions): DomainEventHandler {
   const { clock, rootUrl } = options;
 
-  const write = async (tx: Queryable, run: ActionRun, repo: Repository, owner: User, jobs: readonly ActionRunJob[], order: readonly number[]): Promise<void> => {
+  const write = async (
+    tx: Queryable,
+    run: ActionRun,
+    repo: Repository,
+    owner: User,
+    jobs: readonly ActionRunJob[],
+    order: readonly number[],
+  ): Promise<void> => {
     const pushed = pushedCommit(run);
     if (pushed === null) return;
     const nowSec = clock.nowSec();
@@ -137,7 +144,14 @@ export function createCommitStatusWriter(options: CommitStatusWriterOptions): Do
 
   return async (tx: Queryable, event: DomainEvent): Promise<void> => {
     if (event.type === 'actions.run.created') {
-      await write(tx, event.run, event.repo, event.owner, event.jobs, event.jobs.map((job) => job.id));
+      await write(
+        tx,
+        event.run,
+        event.repo,
+        event.owner,
+        event.jobs,
+        event.jobs.map((job) => job.id),
+      );
     } else if (event.type === 'actions.jobs.changed') {
       // Cheap exit before any read: only push runs report.
       if (pushedCommit(event.run) === null) return;

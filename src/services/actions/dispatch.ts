@@ -35,7 +35,13 @@ export class DispatchService {
     private readonly db: Db,
   ) {}
 
-  async dispatch(repo: Repository, owner: User, doer: User, fileName: string, input: DispatchInput): Promise<DispatchResult> {
+  async dispatch(
+    repo: Repository,
+    owner: User,
+    doer: User,
+    fileName: string,
+    input: DispatchInput,
+  ): Promise<DispatchResult> {
     if (input.ref === '') throw AppError.invalid('ref is empty');
     if (fileName === '') throw AppError.invalid('workflow file name is empty');
     // Before the ref is resolved, as Gitea's DispatchActionWorkflow (services/actions/workflow.go).
@@ -43,7 +49,8 @@ export class DispatchService {
     const reader = this.git.reader(repo);
     const { ref, commitSha } = await this.expandRef(reader, input.ref);
     const workflow = await this.catalog.workflowAt(reader, commitSha, fileName);
-    if (workflow === null) throw AppError.notFoundMessage(`workflow not found: there is no workflow file '${fileName}' at ${ref}`);
+    if (workflow === null)
+      throw AppError.notFoundMessage(`workflow not found: there is no workflow file '${fileName}' at ${ref}`);
     if (workflow.parsed.errors.length > 0) {
       throw AppError.invalid(`workflow '${fileName}' at ${ref} is invalid: ${workflow.parsed.errors.join('; ')}`);
     }
@@ -118,6 +125,7 @@ function resolveInputs(workflow: WorkflowFile, given: Record<string, string>): R
     if (String(spec.type) === 'boolean' && value === 'on') value = 'true';
     resolved[key] = value;
   }
-  if (Object.keys(resolved).length > MAX_DISPATCH_INPUTS) throw AppError.invalid(`too many inputs: at most ${MAX_DISPATCH_INPUTS} are accepted`);
+  if (Object.keys(resolved).length > MAX_DISPATCH_INPUTS)
+    throw AppError.invalid(`too many inputs: at most ${MAX_DISPATCH_INPUTS} are accepted`);
   return resolved;
 }

@@ -69,7 +69,8 @@ export class JobLogService {
     let task: JobTask | undefined;
     if (attempt !== undefined) {
       task = await findJobTaskByAttempt(this.db, job.id, attempt);
-      if (task === undefined) throw AppError.notFoundMessage(`task with job_id ${job.id} and attempt ${attempt}: resource does not exist`);
+      if (task === undefined)
+        throw AppError.notFoundMessage(`task with job_id ${job.id} and attempt ${attempt}: resource does not exist`);
     } else {
       if (job.taskId === 0) throw AppError.notFoundMessage('job has not been executed yet');
       task = await findJobTaskById(this.db, job.taskId);
@@ -116,7 +117,7 @@ export class JobLogService {
       }
       const name = `${base}.log`;
       if (!zip.fits(Buffer.byteLength(name, 'utf8'), task.logSize)) {
-        yield* missing('log open failed: the run\'s logs exceed the 4 GiB a zip archive without ZIP64 holds');
+        yield* missing("log open failed: the run's logs exceed the 4 GiB a zip archive without ZIP64 holds");
         continue;
       }
       let stream: Readable;
@@ -138,7 +139,11 @@ export class JobLogService {
     let current = task;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.store.openRange({ filename: current.logFilename, inStorage: current.logInStorage, size: current.logSize }, start, end);
+        return await this.store.openRange(
+          { filename: current.logFilename, inStorage: current.logInStorage, size: current.logSize },
+          start,
+          end,
+        );
       } catch (error) {
         if (!isMissing(error) || attempt >= MAX_OPEN_ATTEMPTS) throw error;
         const fresh = await findJobTaskById(this.db, current.id);

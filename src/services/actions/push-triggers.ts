@@ -33,7 +33,6 @@ export interface PushContext {
   reader: RepositoryReader;
 }
 
-
 function kindOf(update: PushedRef): RefUpdateKind {
   if (isZeroOid(update.oldOid)) return 'created';
   if (isZeroOid(update.newOid)) return 'deleted';
@@ -61,7 +60,14 @@ export class PushTriggers {
     // where git would hold SQLite's only connection (every query waits).
     if (await webhooksMayWantPush(this.db, ctx.repo, ctx.owner)) await Promise.all(updates.map(commitLog));
     await this.db.transaction().execute((tx) =>
-      this.events.record(tx, { type: 'repository.pushed', repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, updates, commitLog }),
+      this.events.record(tx, {
+        type: 'repository.pushed',
+        repo: ctx.repo,
+        owner: ctx.owner,
+        pusher: ctx.pusher,
+        updates,
+        commitLog,
+      }),
     );
     if (!ctx.repo.units.actions || ctx.repo.isArchived || isActionsUser(ctx.pusher)) return;
     for (const update of updates) {
@@ -69,7 +75,10 @@ export class PushTriggers {
         await this.triggerWorkflows(ctx, update, commitLog);
       } catch (error) {
         // One broken ref must not stop the others; the push itself has succeeded.
-        this.logger.error({ err: error, repo: `${ctx.owner.name}/${ctx.repo.name}`, ref: update.ref }, 'could not start the workflows of a push');
+        this.logger.error(
+          { err: error, repo: `${ctx.owner.name}/${ctx.repo.name}`, ref: update.ref },
+          'could not start the workflows of a push',
+        );
       }
     }
   }
@@ -78,7 +87,8 @@ export class PushTriggers {
     const kind = kindOf(update);
     // A deleted ref has no commit of its own: `delete` workflows are read from
     // the default branch, as Forgejo does for events that run there.
-    const commitSha = kind === 'deleted' ? await ctx.reader.resolveCommit(`refs/heads/${ctx.repo.defaultBranch}`) : update.newOid;
+    const commitSha =
+      kind === 'deleted' ? await ctx.reader.resolveCommit(`refs/heads/${ctx.repo.defaultBranch}`) : update.newOid;
     if (commitSha === null) return;
     const found = await this.catalog.workflowsAt(ctx.reader, commitSha);
     if (found.length === 0) return;
@@ -95,20 +105,34 @@ export class PushTriggers {
     const lazyChangedPaths = (): Promise<string[] | null> =>
       (changed ??= (async () => {
         try {
-          const base = kind === 'created' ? ((await ctx.reader.readCommit(update.newOid))?.parents[0] ?? null) : update.oldOid;
+          const base =
+            kind === 'created' ? ((await ctx.reader.readCommit(update.newOid))?.parents[0] ?? null) : update.oldOid;
           return await changedPaths(ctx.gitDir, base, update.newOid);
         } catch (error) {
           // Unknown changes (e.g. a force push whose old commit is gone) must not
           // hide the push: paths filters then do not exclude, as on GitHub.
-          this.logger.warn({ err: error, ref: update.ref }, 'could not list the files a push changed; paths filters will not exclude it');
+          this.logger.warn(
+            { err: error, ref: update.ref },
+            'could not list the files a push changed; paths filters will not exclude it',
+          );
           return null;
         }
       })());
 
     for (const event of eventsForRefUpdate(kind, update.ref)) {
       const facts: EventFacts =
-        event === 'push' ? { event, ref: update.ref, commitMessage: headCommit?.message ?? '', changedPaths: lazyChangedPaths } : { event, ref: update.ref };
-      const payload = pushEventPayload(event, { repo: ctx.repo, owner: ctx.owner, pusher: ctx.pusher, update, commits: log.commits, total: log.total, rootUrl: this.rootUrl });
+        event === 'push'
+          ? { event, ref: update.ref, commitMessage: headCommit?.message ?? '', changedPaths: lazyChangedPaths }
+          : { event, ref: update.ref };
+      const payload = pushEventPayload(event, {
+        repo: ctx.repo,
+        owner: ctx.owner,
+        pusher: ctx.pusher,
+        update,
+        commits: log.commits,
+        total: log.total,
+        rootUrl: this.rootUrl,
+      });
       for (const workflow of workflows) {
         if (!(await this.matches(workflow, facts))) continue;
         await this.runs.create({
@@ -132,8 +156,8 @@ export class PushTriggers {
    * (failed) run for pushes, once, so its author sees the error.
    */
   private async matches(workflow: WorkflowFile, facts: EventFacts): Promise<boolean> {
-    if (workflow.parsed.errors.length > 0 && Object.keys(workflow.parsed.events).length === 0) return facts.event === 'push';
+    if (workflow.parsed.errors.length > 0 && Object.keys(workflow.parsed.events).length === 0)
+      return facts.event === 'push';
     return workflowMatchesEvent(workflow.parsed.events, facts);
   }
-
 }

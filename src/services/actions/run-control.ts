@@ -29,14 +29,27 @@ import { isWorkflowDisabled } from '../../models/workflow-states.ts';
 import { AppError } from '../../modules/errors.ts';
 import { rerunStatuses } from '../../modules/rerun-selection.ts';
 import type { RerunSelection } from '../../modules/rerun-selection.ts';
-import { deleteFinishedRun, findRunById, listJobsOfRun, lockRun, restartRun, unblockJobs } from '../../models/action-runs.ts';
+import {
+  deleteFinishedRun,
+  findRunById,
+  listJobsOfRun,
+  lockRun,
+  restartRun,
+  unblockJobs,
+} from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, DeletedTaskLog } from '../../models/action-runs.ts';
 import type { Db, Queryable } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import { cancelJob, lockUnfinishedJobsOfRun, prepareNextAttempt } from '../../models/run-control.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import { findJobById } from '../../models/task-claims.ts';
-import { closeUnfinishedSteps, deleteEphemeralRunner, findReportedTask, finishTask, takeWriteLock } from '../../models/task-reports.ts';
+import {
+  closeUnfinishedSteps,
+  deleteEphemeralRunner,
+  findReportedTask,
+  finishTask,
+  takeWriteLock,
+} from '../../models/task-reports.ts';
 import type { DomainEvents } from '../events.ts';
 import type { GitRepositories } from '../git-repositories.ts';
 import type { RunProgress } from './run-progress.ts';
@@ -145,7 +158,8 @@ export class RunControlService {
         const current = await this.runOf(tx, repo, run.id);
         const jobs = await listJobsOfRun(tx, run.id);
         if (!isDone(current.status) || !jobs.every((job) => isDone(job.status))) throw AppError.invalid(RUN_NOT_DONE);
-        if (selection.kind === 'job' && !jobs.some((job) => job.id === selection.id)) throw AppError.notFoundMessage(`workflow job with id ${selection.id}`);
+        if (selection.kind === 'job' && !jobs.some((job) => job.id === selection.id))
+          throw AppError.notFoundMessage(`workflow job with id ${selection.id}`);
         const next = rerunStatuses(jobs, selection);
         if (next.size === 0) throw AppError.invalid('this workflow run has no failed jobs to re-run');
         const now = this.clock.nowSec();
@@ -153,13 +167,15 @@ export class RunControlService {
           const status = next.get(job.id);
           if (status === undefined) continue;
           // Under the run's lock nothing else moves a finished job; if one did, start over.
-          if (!(await prepareNextAttempt(tx, job, status, randomUUID(), now))) throw AppError.conflict('the run changed meanwhile, try again');
+          if (!(await prepareNextAttempt(tx, job, status, randomUUID(), now)))
+            throw AppError.conflict('the run changed meanwhile, try again');
         }
         const status = aggregateJobStatus((await listJobsOfRun(tx, run.id)).map((job) => job.status));
         const restarted = await restartRun(tx, current, status, now);
         if (restarted === undefined) throw AppError.conflict('the run changed meanwhile, try again');
         // Recorded before the jobs' events, as for a new run: workflow_run `requested`, then workflow_job `queued`.
-        if (restarted.status !== current.status) await this.events.record(tx, { type: 'actions.run.status-changed', run: restarted, previous: current });
+        if (restarted.status !== current.status)
+          await this.events.record(tx, { type: 'actions.run.status-changed', run: restarted, previous: current });
         const settled = (await this.progress.settle(tx, run.id, [...next.keys()])) ?? restarted;
         // Runners long-polling this scope look again (the jobs are waiting now).
         await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
@@ -227,9 +243,11 @@ export class RunControlService {
   /** Forgejo refuses to rerun a workflow that is no longer valid at the run's commit (rerun.go). */
   private async checkWorkflow(repo: Repository, run: ActionRun): Promise<void> {
     // A disabled workflow is triggered by nothing, a rerun included (Gitea: 400).
-    if (await isWorkflowDisabled(this.db, repo.id, run.workflowId)) throw AppError.invalid(`workflow ${run.workflowId} is disabled`);
+    if (await isWorkflowDisabled(this.db, repo.id, run.workflowId))
+      throw AppError.invalid(`workflow ${run.workflowId} is disabled`);
     const workflow = await this.catalog.workflowAt(this.git.reader(repo), run.commitSha, run.workflowId);
-    if (workflow === null || workflow.parsed.errors.length > 0) throw AppError.invalid(`workflow ${run.workflowId} is invalid`);
+    if (workflow === null || workflow.parsed.errors.length > 0)
+      throw AppError.invalid(`workflow ${run.workflowId} is invalid`);
   }
 
   /** The plain and archived log of each deleted task (either may exist after a crash between archive and cleanup). */

@@ -85,7 +85,10 @@ export class RunCreator {
     const errors = [...workflow.parsed.errors];
     let jobs: NewJob[] = [];
     if (errors.length === 0) {
-      const expanded = expandJobs(workflow.parsed, context, { maxJobs: this.limits.maxJobsPerRun, maxPayloadBytes: this.limits.maxRunPayloadBytes });
+      const expanded = expandJobs(workflow.parsed, context, {
+        maxJobs: this.limits.maxJobsPerRun,
+        maxPayloadBytes: this.limits.maxRunPayloadBytes,
+      });
       if (expanded.exceeded !== undefined) {
         const message = runTooLargeMessage(workflow.name, expanded.exceeded);
         if (trigger.overLimit === 'refuse') throw AppError.invalid(message);
@@ -104,7 +107,8 @@ export class RunCreator {
         status: job.needs.length > 0 ? ActionStatus.blocked : ActionStatus.waiting,
       }));
     }
-    const title = (errors.length === 0 ? evaluateRunTitle(workflow.parsed, context) : undefined) ?? trigger.defaultTitle;
+    const title =
+      (errors.length === 0 ? evaluateRunTitle(workflow.parsed, context) : undefined) ?? trigger.defaultTitle;
     const now = this.clock.nowSec();
     // A workflow that cannot run still gets a run: failed, without jobs, with
     // the reason, so the author sees why nothing happened.
@@ -130,8 +134,16 @@ export class RunCreator {
         invalid ? [] : jobs,
         now,
       );
-      if (created.jobs.some((job) => job.status === ActionStatus.waiting)) await bumpTasksVersionsForRepo(tx, owner.id, repo.id, now);
-      await this.events.record(tx, { type: 'actions.run.created', repo, owner, run: created.run, jobs: created.jobs, triggerUser: trigger.triggerUser });
+      if (created.jobs.some((job) => job.status === ActionStatus.waiting))
+        await bumpTasksVersionsForRepo(tx, owner.id, repo.id, now);
+      await this.events.record(tx, {
+        type: 'actions.run.created',
+        repo,
+        owner,
+        run: created.run,
+        jobs: created.jobs,
+        triggerUser: trigger.triggerUser,
+      });
       return created;
     });
   }

@@ -47,8 +47,15 @@ export class RunProgress {
       current = await updateRunStatus(tx, run, change, now);
     }
     const changedJobs = jobs.filter((job) => changed.has(job.id));
-    if (changedJobs.length > 0) await this.events.record(tx, { type: 'actions.jobs.changed', run: current, jobs: changedJobs, runJobIds: jobs.map((job) => job.id) });
-    if (current.status !== run.status) await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });
+    if (changedJobs.length > 0)
+      await this.events.record(tx, {
+        type: 'actions.jobs.changed',
+        run: current,
+        jobs: changedJobs,
+        runJobIds: jobs.map((job) => job.id),
+      });
+    if (current.status !== run.status)
+      await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });
     // Last: run creation takes the run counts, then the tasks versions; taking
     // the versions before updateRunStatus's counts deadlocked with it on PostgreSQL.
     if (wakeRunners) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);

@@ -14,7 +14,13 @@ import type { Clock } from '../../modules/clock.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { lockRun } from '../../models/action-runs.ts';
 import type { Db, Queryable } from '../../models/database.ts';
-import { bumpTasksVersionsForRepo, findRunnerByUuid, tasksVersion, touchRunner, updateRunnerDeclaration } from '../../models/runners.ts';
+import {
+  bumpTasksVersionsForRepo,
+  findRunnerByUuid,
+  tasksVersion,
+  touchRunner,
+  updateRunnerDeclaration,
+} from '../../models/runners.ts';
 import type { Runner, RunnerScope } from '../../models/runners.ts';
 import {
   claimJob,
@@ -185,7 +191,8 @@ export class RunnerProtocolService {
     if (last === undefined || (active ? last.active !== now : last.online !== now)) {
       await touchRunner(this.db, runner.id, now, active);
       this.touched.set(runner.id, { online: now, active: active ? now : (last?.active ?? 0) });
-      if (this.touched.size > 10_000) for (const [id, seen] of this.touched) if (seen.online < now - 120) this.touched.delete(id);
+      if (this.touched.size > 10_000)
+        for (const [id, seen] of this.touched) if (seen.online < now - 120) this.touched.delete(id);
       runner.lastOnline = now;
       if (active) runner.lastActive = now;
     }
@@ -244,7 +251,12 @@ export class RunnerProtocolService {
     this.watch.interruptAll();
   }
 
-  private async claimTasks(runner: Runner, capacity: number, request: FetchTasksRequest, key: string | null): Promise<TaskPayload[]> {
+  private async claimTasks(
+    runner: Runner,
+    capacity: number,
+    request: FetchTasksRequest,
+    key: string | null,
+  ): Promise<TaskPayload[]> {
     // A runner that already gave up (its fetch timed out while the server was
     // busy) must not be handed work: let pending socket events land first.
     if (await this.clientGone(request, key)) return [];
@@ -255,7 +267,8 @@ export class RunnerProtocolService {
     let tasks: TaskPayload[];
     try {
       tasks = [];
-      for (const claim of claims) tasks.push(await this.payloads.build(claim.claimed.taskId, claim.token, claim.claimed.job));
+      for (const claim of claims)
+        tasks.push(await this.payloads.build(claim.claimed.taskId, claim.token, claim.claimed.job));
     } catch (error) {
       await this.release(claims);
       throw error;
@@ -288,13 +301,19 @@ export class RunnerProtocolService {
    * tasks claimed under `key` are there already. Empty when nothing in scope
    * matches the runner's labels.
    */
-  private async claimBatch(runner: Runner, capacity: number, handle: string | undefined, key: string | null): Promise<Claim[] | 'claimed under the key'> {
+  private async claimBatch(
+    runner: Runner,
+    capacity: number,
+    handle: string | undefined,
+    key: string | null,
+  ): Promise<Claim[] | 'claimed under the key'> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await this.db.transaction().execute(async (tx) => {
           if (!(await lockRunnerForClaim(tx, runner.id))) return [];
           const now = this.clock.nowSec();
-          if (key !== null && (await findTasksByRequestKey(tx, runner.id, key, now)).length > 0) return 'claimed under the key' as const;
+          if (key !== null && (await findTasksByRequestKey(tx, runner.id, key, now)).length > 0)
+            return 'claimed under the key' as const;
           if (runner.ephemeral && (await runnerHasAnyTask(tx, runner.id))) return [];
           const requestKey = key === null ? null : { key, expires: now + REQUEST_KEY_TTL_SEC };
           const claims: Claim[] = [];
@@ -315,7 +334,13 @@ export class RunnerProtocolService {
   }
 
   /** One claim inside claimBatch's transaction; null when nothing in scope matches the runner's labels. */
-  private async claimOne(tx: Queryable, runner: Runner, handle: string | undefined, requestKey: ClaimRequestKey | null, now: number): Promise<Claim | null> {
+  private async claimOne(
+    tx: Queryable,
+    runner: Runner,
+    handle: string | undefined,
+    requestKey: ClaimRequestKey | null,
+    now: number,
+  ): Promise<Claim | null> {
     const labels = new Set(runner.labels ?? []);
     const scope = scopeOf(runner);
     let afterId = 0;
@@ -331,7 +356,14 @@ export class RunnerProtocolService {
         // Lower ids were taken or are being taken by someone else.
         ids = ids.filter((id) => id > job.id);
         const token = generateTokenString();
-        const claimed = await claimJob(tx, job, runner.id, { hash: hashToken(token), lastEight: token.slice(-8) }, now, requestKey);
+        const claimed = await claimJob(
+          tx,
+          job,
+          runner.id,
+          { hash: hashToken(token), lastEight: token.slice(-8) },
+          now,
+          requestKey,
+        );
         if (claimed === null) continue;
         await insertTaskSteps(tx, claimed.taskId, job.repoId, stepNamesOf(job.workflowPayload), now);
         await lockRun(tx, job.runId);
@@ -367,7 +399,15 @@ export class RunnerProtocolService {
       const job = await findJobById(this.db, row.jobId);
       if (job === null) continue;
       const token = generateTokenString();
-      if (!(await replaceTaskToken(this.db, row.id, { hash: hashToken(token), lastEight: token.slice(-8) }, this.clock.nowSec()))) continue;
+      if (
+        !(await replaceTaskToken(
+          this.db,
+          row.id,
+          { hash: hashToken(token), lastEight: token.slice(-8) },
+          this.clock.nowSec(),
+        ))
+      )
+        continue;
       tasks.push(await this.payloads.build(row.id, token, job));
     }
     return tasks;

@@ -202,7 +202,8 @@ export class RunnerService {
     const token = generateRegistrationToken();
     const tokenHash = hashToken(token);
     const tokenEncrypted = this.keys.encrypt(token, tokenAssociatedData(scope.ownerId, scope.repoId, tokenHash));
-    if (await insertRegistrationTokenIfNoneActive(this.db, { scope, tokenHash, tokenEncrypted }, this.clock.nowSec())) return token;
+    if (await insertRegistrationTokenIfNoneActive(this.db, { scope, tokenHash, tokenEncrypted }, this.clock.nowSec()))
+      return token;
     const winner = await findActiveRegistrationToken(this.db, scope);
     // Only a rotation (DELETE) landing between the insert and this read leaves
     // no active row; a caller that raced with it gets the next token.
@@ -255,7 +256,10 @@ export class RunnerService {
 
   async list(scope: RunnerApiScope, options: RunnerListOptions): Promise<{ runners: Runner[]; total: number }> {
     const selection: RunnerSelection = options.visible ? visibleSelection(scope) : [ownScope(scope)];
-    const [runners, total] = await Promise.all([listRunners(this.db, selection, options.page), countRunners(this.db, selection)]);
+    const [runners, total] = await Promise.all([
+      listRunners(this.db, selection, options.page),
+      countRunners(this.db, selection),
+    ]);
     return { runners, total };
   }
 

@@ -20,7 +20,10 @@ export class RunQueryService {
   constructor(private readonly db: Db) {}
 
   async list(repo: Repository, filter: RunFilter, slice: Slice): Promise<{ runs: RunWithUser[]; total: number }> {
-    const [runs, total] = await Promise.all([listRuns(this.db, repo.id, filter, slice), countRuns(this.db, repo.id, filter)]);
+    const [runs, total] = await Promise.all([
+      listRuns(this.db, repo.id, filter, slice),
+      countRuns(this.db, repo.id, filter),
+    ]);
     return { runs: await this.withUsers(runs), total };
   }
 
@@ -33,13 +36,23 @@ export class RunQueryService {
     return withUser as RunWithUser;
   }
 
-  async tasks(repo: Repository, statuses: readonly number[], slice: Slice): Promise<{ tasks: TaskListEntry[]; total: number }> {
-    const [tasks, total] = await Promise.all([listTasksOfRepo(this.db, repo.id, statuses, slice), countTasksOfRepo(this.db, repo.id, statuses)]);
+  async tasks(
+    repo: Repository,
+    statuses: readonly number[],
+    slice: Slice,
+  ): Promise<{ tasks: TaskListEntry[]; total: number }> {
+    const [tasks, total] = await Promise.all([
+      listTasksOfRepo(this.db, repo.id, statuses, slice),
+      countTasksOfRepo(this.db, repo.id, statuses),
+    ]);
     return { tasks, total };
   }
 
   private async withUsers(runs: ActionRun[]): Promise<RunWithUser[]> {
-    const users = await findAccountsByIds(this.db, runs.map((run) => run.triggerUserId));
+    const users = await findAccountsByIds(
+      this.db,
+      runs.map((run) => run.triggerUserId),
+    );
     // Forgejo's GetPossibleUserByID: the Actions user has no row but a name of its own.
     const userOf = (id: number): User => (isActionsUser({ id }) ? actionsUser() : (users.get(id) ?? ghostUser()));
     return runs.map((run) => ({ run, triggerUser: userOf(run.triggerUserId) }));

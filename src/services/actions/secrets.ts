@@ -4,11 +4,22 @@
 // ever decrypted for the jobs that use them (and key rotation).
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
-import { MAX_VALUE_BYTES, normalizeLineBreaks, normalizeName, secretNameProblem, valueTooLarge } from '../../modules/actions-names.ts';
+import {
+  MAX_VALUE_BYTES,
+  normalizeLineBreaks,
+  normalizeName,
+  secretNameProblem,
+  valueTooLarge,
+} from '../../modules/actions-names.ts';
 import type { KeyRing } from '../../modules/crypto/key-ring.ts';
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
-import { countScopedValues, deleteScopedValue, findScopedValue, listScopedValuesForRepository } from '../../models/scoped-values.ts';
+import {
+  countScopedValues,
+  deleteScopedValue,
+  findScopedValue,
+  listScopedValuesForRepository,
+} from '../../models/scoped-values.ts';
 import {
   countSecretsNotUnderPrefix,
   insertSecretIfAbsent,
@@ -40,8 +51,14 @@ export class SecretService {
     private readonly keys: KeyRing,
   ) {}
 
-  async list(scope: ActionsScope, page: { limit: number; offset: number }): Promise<{ secrets: SecretListItem[]; total: number }> {
-    const [secrets, total] = await Promise.all([listSecrets(this.db, scope, page.limit, page.offset), countScopedValues(this.db, 'secret', scope)]);
+  async list(
+    scope: ActionsScope,
+    page: { limit: number; offset: number },
+  ): Promise<{ secrets: SecretListItem[]; total: number }> {
+    const [secrets, total] = await Promise.all([
+      listSecrets(this.db, scope, page.limit, page.offset),
+      countScopedValues(this.db, 'secret', scope),
+    ]);
     return { secrets, total };
   }
 
@@ -69,7 +86,8 @@ export class SecretService {
 
   /** Forgejo does not validate the name here, so a stored name that breaks today's rules can still be deleted. */
   async delete(scope: ActionsScope, name: string): Promise<void> {
-    if (!(await deleteScopedValue(this.db, 'secret', scope, normalizeName(name)))) throw AppError.notFoundMessage('secret was not found [name: ]');
+    if (!(await deleteScopedValue(this.db, 'secret', scope, normalizeName(name))))
+      throw AppError.notFoundMessage('secret was not found [name: ]');
   }
 
   /** The plaintext of one secret, or null. For jobs and tests; never for an API answer. */
@@ -84,7 +102,8 @@ export class SecretService {
     const rows = await listScopedValuesForRepository(this.db, 'secret', repo.ownerId, repo.id);
     const values = new Map<string, string>();
     for (const level of [rows.filter((r) => r.repoId === 0), rows.filter((r) => r.repoId !== 0)]) {
-      for (const row of level) values.set(row.name, this.keys.decrypt(row.data, secretAssociatedData(row.ownerId, row.repoId, row.name)));
+      for (const row of level)
+        values.set(row.name, this.keys.decrypt(row.data, secretAssociatedData(row.ownerId, row.repoId, row.name)));
     }
     return values;
   }

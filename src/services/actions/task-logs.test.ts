@@ -10,7 +10,11 @@ test("a runner's timestamp prints as Forgejo prints it: nanoseconds cut to seven
   assert.equal(formatLogTime(T0, 999_999_999), '2023-11-14T22:13:20.9999999Z', 'Go truncates');
   assert.equal(formatLogTime(T0, 123_456_789), '2023-11-14T22:13:20.1234567Z');
   assert.equal(formatLogTime(T0, 0), '2023-11-14T22:13:20.0000000Z');
-  assert.equal(formatLogTime(T0, 1_500_000_000), '2023-11-14T22:13:21.5000000Z', 'out-of-range nanoseconds normalised as time.Unix does');
+  assert.equal(
+    formatLogTime(T0, 1_500_000_000),
+    '2023-11-14T22:13:21.5000000Z',
+    'out-of-range nanoseconds normalised as time.Unix does',
+  );
   assert.equal(formatLogLine({ time: T0, nanos: 7_000_000, content: 'hello' }), '2023-11-14T22:13:20.0070000Z hello\n');
   for (let ms = 0; ms < 1000; ms += 1) {
     const expected = new Date(T0 * 1000 + ms).toISOString().replace(/Z$/, '0000Z');

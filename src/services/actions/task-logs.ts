@@ -214,7 +214,13 @@ export class TaskLogStore {
   /** The absolute path of a stored name; refuses names that would leave the root. */
   resolve(name: string): string {
     const normalized = path.posix.normalize(name);
-    if (name === '' || path.posix.isAbsolute(normalized) || normalized.startsWith('../') || normalized === '..' || normalized.includes('\0')) {
+    if (
+      name === '' ||
+      path.posix.isAbsolute(normalized) ||
+      normalized.startsWith('../') ||
+      normalized === '..' ||
+      normalized.includes('\0')
+    ) {
       throw new Error(`unsafe log file name ${JSON.stringify(name)}`);
     }
     return path.join(this.root, ...normalized.split('/'));
@@ -264,12 +270,18 @@ export class TaskLogStore {
     // Room for the notice is always kept: its timestamp and the fixed rest.
     const reserve = NOTICE_TIME_BYTES + this.sealedSuffix.length;
     // A log is sealed only after a line (at most MAX_STORED_LINE_BYTES) did not fit: only near the limit is it worth a look.
-    if (offset + MAX_STORED_LINE_BYTES + reserve > this.maxBytes && (await this.endsWithNotice(file, offset))) return Buffer.alloc(0);
+    if (offset + MAX_STORED_LINE_BYTES + reserve > this.maxBytes && (await this.endsWithNotice(file, offset)))
+      return Buffer.alloc(0);
     const kept: Buffer[] = [];
     let size = offset;
     for (const [index, line] of formatted.entries()) {
       if (size + line.length + reserve > this.maxBytes) {
-        kept.push(Buffer.concat([Buffer.from(formatLogTime(lines[index]?.time, lines[index]?.nanos), 'utf8'), this.sealedSuffix]));
+        kept.push(
+          Buffer.concat([
+            Buffer.from(formatLogTime(lines[index]?.time, lines[index]?.nanos), 'utf8'),
+            this.sealedSuffix,
+          ]),
+        );
         break;
       }
       kept.push(line);
@@ -311,7 +323,11 @@ export class TaskLogStore {
     const target = this.resolve(archivedName);
     const temporary = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {
-      await pipeline(createReadStream(plain, { start: 0, end: size - 1 }), createGzip(), createWriteStream(temporary, { mode: PRIVATE_FILE_MODE }));
+      await pipeline(
+        createReadStream(plain, { start: 0, end: size - 1 }),
+        createGzip(),
+        createWriteStream(temporary, { mode: PRIVATE_FILE_MODE }),
+      );
       await fsyncPath(temporary);
       await fs.rename(temporary, target);
     } catch (error) {
@@ -354,7 +370,8 @@ export class TaskLogStore {
    * archive holds exactly that many bytes). Throws ENOENT as `open` does.
    */
   async openRange(location: LogLocation, start: number, end: number): Promise<Readable> {
-    if (end < start || location.filename === '' || (!location.inStorage && location.size === 0)) return Readable.from([]);
+    if (end < start || location.filename === '' || (!location.inStorage && location.size === 0))
+      return Readable.from([]);
     const file = this.resolve(location.filename);
     const handle = await fs.open(file, 'r');
     if (!location.inStorage) return handle.createReadStream({ start, end });

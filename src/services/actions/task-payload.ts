@@ -67,11 +67,14 @@ export class TaskPayloadBuilder {
   /** The task payload of §1.10: workflow, github context, secrets, vars, needs. */
   async build(taskId: number, token: string, job: ActionRunJob): Promise<TaskPayload> {
     const [run, repo] = await Promise.all([findRunById(this.db, job.runId), findRepositoryById(this.db, job.repoId)]);
-    if (run === undefined || repo === null) throw new Error(`task ${taskId}: run ${job.runId} or repository ${job.repoId} is gone`);
+    if (run === undefined || repo === null)
+      throw new Error(`task ${taskId}: run ${job.runId} or repository ${job.repoId} is gone`);
     const triggerUser = await findPossibleUserById(this.db, run.triggerUserId);
     // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).
     const forkWithoutTarget = run.isForkPullRequest && run.triggerEvent !== 'pull_request_target';
-    const secrets: Record<string, string> = forkWithoutTarget ? {} : Object.fromEntries(await this.secrets.secretsForRepo(repo));
+    const secrets: Record<string, string> = forkWithoutTarget
+      ? {}
+      : Object.fromEntries(await this.secrets.secretsForRepo(repo));
     for (const name of ['GITHUB_TOKEN', 'GITEA_TOKEN', 'FORGEJO_TOKEN']) secrets[name] = token;
     return {
       id: taskId,
@@ -84,11 +87,18 @@ export class TaskPayloadBuilder {
   }
 
   /** Forgejo's GenerateGiteaContext plus the task token. Strings unless noted, as the runner expects. */
-  private githubContext(run: ActionRun, repo: Repository, job: ActionRunJob, actor: string, token: string): Record<string, unknown> {
+  private githubContext(
+    run: ActionRun,
+    repo: Repository,
+    job: ActionRunJob,
+    actor: string,
+    token: string,
+  ): Record<string, unknown> {
     let event: Record<string, unknown> = {};
     try {
       const parsed: unknown = JSON.parse(run.eventPayload);
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) event = parsed as Record<string, unknown>;
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
+        event = parsed as Record<string, unknown>;
     } catch {
       // A payload that does not parse reads as an empty event.
     }
@@ -156,9 +166,13 @@ export class TaskPayloadBuilder {
     const jobs = await listJobsOfRun(db, job.runId);
     const needed = new Set(job.needs);
     const legsById = new Map<string, ActionRunJob[]>();
-    for (const leg of jobs) if (needed.has(leg.jobId)) legsById.set(leg.jobId, [...(legsById.get(leg.jobId) ?? []), leg]);
+    for (const leg of jobs)
+      if (needed.has(leg.jobId)) legsById.set(leg.jobId, [...(legsById.get(leg.jobId) ?? []), leg]);
     const finished = jobs.filter((leg) => needed.has(leg.jobId) && leg.taskId !== 0 && isDone(leg.status));
-    const outputs = await outputsOfTasks(db, finished.map((leg) => leg.taskId));
+    const outputs = await outputsOfTasks(
+      db,
+      finished.map((leg) => leg.taskId),
+    );
     const needs: Record<string, TaskNeedPayload> = {};
     for (const [jobId, legs] of legsById) {
       const merged: Record<string, string> = {};

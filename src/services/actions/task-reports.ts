@@ -111,7 +111,11 @@ interface OutputsToStore {
 function outputsToStore(outputs: Record<string, string>): OutputsToStore {
   const result: OutputsToStore = { rows: [], sentAs: [] };
   for (const [key, value] of Object.entries(outputs)) {
-    if (Buffer.byteLength(key, 'utf8') > MAX_OUTPUT_KEY_BYTES || Buffer.byteLength(value, 'utf8') > MAX_OUTPUT_VALUE_BYTES) continue;
+    if (
+      Buffer.byteLength(key, 'utf8') > MAX_OUTPUT_KEY_BYTES ||
+      Buffer.byteLength(value, 'utf8') > MAX_OUTPUT_VALUE_BYTES
+    )
+      continue;
     const storedKey = key.replaceAll('\0', NUL_REPLACEMENT);
     result.rows.push([storedKey, value.replaceAll('\0', NUL_REPLACEMENT)]);
     if (storedKey !== key) result.sentAs.push(key);
@@ -154,8 +158,14 @@ export class TaskReportService {
   async updateTask(runner: Runner, state: TaskStateReport, outputs: Record<string, string>): Promise<TaskStateAnswer> {
     if (!isResult(state.result)) throw AppError.invalid(`unknown result ${state.result}`);
     for (const step of state.steps) {
-      if (!Number.isInteger(step.id) || !isResult(step.result)) throw AppError.invalid(`invalid state of step ${step.id}`);
-      if (!Number.isInteger(step.logIndex) || !Number.isInteger(step.logLength) || step.logIndex < 0 || step.logLength < 0) {
+      if (!Number.isInteger(step.id) || !isResult(step.result))
+        throw AppError.invalid(`invalid state of step ${step.id}`);
+      if (
+        !Number.isInteger(step.logIndex) ||
+        !Number.isInteger(step.logLength) ||
+        step.logIndex < 0 ||
+        step.logLength < 0
+      ) {
         throw AppError.invalid(`invalid log range of step ${step.id}`);
       }
     }
@@ -288,7 +298,12 @@ export class TaskReportService {
    * The server's view of the task; an ephemeral runner whose task is done is
    * removed. `sentAs`: keys the runner sent in another form than stored.
    */
-  private async answer(tx: Queryable, runner: Runner, taskId: number, sentAs: readonly string[] = []): Promise<TaskStateAnswer> {
+  private async answer(
+    tx: Queryable,
+    runner: Runner,
+    taskId: number,
+    sentAs: readonly string[] = [],
+  ): Promise<TaskStateAnswer> {
     const task = await findReportedTask(tx, taskId);
     const status = task?.status ?? ActionStatus.cancelled;
     if (isDone(status) && runner.ephemeral) await deleteEphemeralRunner(tx, runner.id);

@@ -8,7 +8,12 @@ import { normalizeName, variableNameProblem } from '../../modules/actions-names.
 import type { Db } from '../../models/database.ts';
 import { isUniqueViolation } from '../../models/database.ts';
 import { insertVariable, listVariables, updateVariable } from '../../models/action-variables.ts';
-import { countScopedValues, deleteScopedValue, findScopedValue, listScopedValuesForRepository } from '../../models/scoped-values.ts';
+import {
+  countScopedValues,
+  deleteScopedValue,
+  findScopedValue,
+  listScopedValuesForRepository,
+} from '../../models/scoped-values.ts';
 import type { ScopedValue } from '../../models/scoped-values.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { ActionsScope } from './scope.ts';
@@ -38,8 +43,14 @@ export class VariableService {
     private readonly clock: Clock,
   ) {}
 
-  async list(scope: ActionsScope, page: { limit: number; offset: number }): Promise<{ variables: ScopedValue[]; total: number }> {
-    const [variables, total] = await Promise.all([listVariables(this.db, scope, page.limit, page.offset), countScopedValues(this.db, 'action_variable', scope)]);
+  async list(
+    scope: ActionsScope,
+    page: { limit: number; offset: number },
+  ): Promise<{ variables: ScopedValue[]; total: number }> {
+    const [variables, total] = await Promise.all([
+      listVariables(this.db, scope, page.limit, page.offset),
+      countScopedValues(this.db, 'action_variable', scope),
+    ]);
     return { variables, total };
   }
 
@@ -72,9 +83,11 @@ export class VariableService {
     const newName = input.name || pathName;
     checkName(newName);
     const upper = normalizeName(newName);
-    if (upper !== existing.name && (await findScopedValue(this.db, 'action_variable', scope, upper))) throw alreadyExists(newName);
+    if (upper !== existing.name && (await findScopedValue(this.db, 'action_variable', scope, upper)))
+      throw alreadyExists(newName);
     try {
-      if (!(await updateVariable(this.db, existing.id, upper, value, this.clock.nowSec()))) throw AppError.notFoundMessage(NOT_FOUND);
+      if (!(await updateVariable(this.db, existing.id, upper, value, this.clock.nowSec())))
+        throw AppError.notFoundMessage(NOT_FOUND);
     } catch (error) {
       if (isUniqueViolation(error)) throw alreadyExists(newName);
       throw error;
@@ -82,7 +95,8 @@ export class VariableService {
   }
 
   async delete(scope: ActionsScope, name: string): Promise<void> {
-    if (!(await deleteScopedValue(this.db, 'action_variable', scope, normalizeName(name)))) throw AppError.notFoundMessage(NOT_FOUND);
+    if (!(await deleteScopedValue(this.db, 'action_variable', scope, normalizeName(name))))
+      throw AppError.notFoundMessage(NOT_FOUND);
   }
 
   /** What a job of `repo` sees: the owner's variables, overridden by the repository's own. */

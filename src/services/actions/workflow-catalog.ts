@@ -66,7 +66,12 @@ export class WorkflowCatalog {
     if (listing === null) return [];
     const files: WorkflowFile[] = [];
     for (const file of listing.files) {
-      files.push({ dir: listing.dir, name: file.name, blobOid: file.blobOid, parsed: await this.parse(reader, file.blobOid, file.name) });
+      files.push({
+        dir: listing.dir,
+        name: file.name,
+        blobOid: file.blobOid,
+        parsed: await this.parse(reader, file.blobOid, file.name),
+      });
     }
     return files;
   }
@@ -76,7 +81,12 @@ export class WorkflowCatalog {
     const listing = await this.listing(reader, commitOid);
     const file = listing?.files.find((f) => f.name === name);
     if (listing === null || file === undefined) return null;
-    return { dir: listing.dir, name: file.name, blobOid: file.blobOid, parsed: await this.parse(reader, file.blobOid, file.name) };
+    return {
+      dir: listing.dir,
+      name: file.name,
+      blobOid: file.blobOid,
+      parsed: await this.parse(reader, file.blobOid, file.name),
+    };
   }
 
   private async listing(reader: RepositoryReader, commitOid: string): Promise<Listing> {
@@ -99,7 +109,11 @@ export class WorkflowCatalog {
     } catch (error) {
       if (!(error instanceof ObjectTooLargeError)) throw error;
       // No events: like a file that does not parse, it fails one run per push (push-triggers.ts).
-      parsed = { events: {}, jobs: [], errors: [workflowTooLargeMessage(name, error.object.size, this.maxWorkflowBytes)] };
+      parsed = {
+        events: {},
+        jobs: [],
+        errors: [workflowTooLargeMessage(name, error.object.size, this.maxWorkflowBytes)],
+      };
     }
     // Cached under the blob id: the limit is fixed for the life of the process.
     this.parsed.set(blobOid, parsed);

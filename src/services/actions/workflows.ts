@@ -81,7 +81,10 @@ export class WorkflowService {
   async list(repo: Repository, owner: User): Promise<ActionWorkflowJson[]> {
     const head = await this.defaultHead(repo);
     if (head === null) return [];
-    const [files, disabled] = await Promise.all([this.catalog.workflowsAt(this.git.reader(repo), head.oid), listDisabledWorkflows(this.db, repo.id)]);
+    const [files, disabled] = await Promise.all([
+      this.catalog.workflowsAt(this.git.reader(repo), head.oid),
+      listDisabledWorkflows(this.db, repo.id),
+    ]);
     return files.map((file) => this.toApi(repo, owner, file, disabled.has(file.name), head.authorSec));
   }
 
@@ -104,7 +107,12 @@ export class WorkflowService {
    * (the (repo_id, workflow_id, id) index and the run counts). 404 only when
    * the file is gone from the default branch and no run of it exists (Gitea).
    */
-  async runs(repo: Repository, workflowId: string, query: WorkflowRunsQuery, slice: Slice): Promise<{ runs: RunWithUser[]; total: number }> {
+  async runs(
+    repo: Repository,
+    workflowId: string,
+    query: WorkflowRunsQuery,
+    slice: Slice,
+  ): Promise<{ runs: RunWithUser[]; total: number }> {
     const filter: RunFilter = { workflowId };
     if (query.event !== undefined && query.event !== '') filter.events = [query.event];
     if (query.branch !== undefined && query.branch !== '') filter.ref = `refs/heads/${query.branch}`;
@@ -126,8 +134,14 @@ export class WorkflowService {
       if (actor === null) return { runs: [], total: 0 };
       filter.triggerUserId = actor.id;
     }
-    const [runs, total] = await Promise.all([listRuns(this.db, repo.id, filter, slice), countRuns(this.db, repo.id, filter)]);
-    const users = await findAccountsByIds(this.db, runs.map((run) => run.triggerUserId));
+    const [runs, total] = await Promise.all([
+      listRuns(this.db, repo.id, filter, slice),
+      countRuns(this.db, repo.id, filter),
+    ]);
+    const users = await findAccountsByIds(
+      this.db,
+      runs.map((run) => run.triggerUserId),
+    );
     return { runs: runs.map((run) => ({ run, triggerUser: users.get(run.triggerUserId) ?? ghostUser() })), total };
   }
 
@@ -147,7 +161,13 @@ export class WorkflowService {
     return file === null ? null : { file, authorSec: head.authorSec };
   }
 
-  private toApi(repo: Repository, owner: User, file: WorkflowFile, disabled: boolean, authorSec: number): ActionWorkflowJson {
+  private toApi(
+    repo: Repository,
+    owner: User,
+    file: WorkflowFile,
+    disabled: boolean,
+    authorSec: number,
+  ): ActionWorkflowJson {
     const repoPath = `${encodeURIComponent(owner.name)}/${encodeURIComponent(repo.name)}`;
     const html = `${this.rootUrl}${repoPath}`;
     const name = escapePath(file.name);

@@ -57,7 +57,9 @@ function urls(ctx: ActionHookContext): { api: string; html: string } {
 }
 
 function common(ctx: ActionHookContext): Record<string, unknown> {
-  const out: Record<string, unknown> = { repository: toApiRepo(ctx.repo, ctx.owner, AccessMode.none, ANONYMOUS_VIEWER, ctx.rootUrl) };
+  const out: Record<string, unknown> = {
+    repository: toApiRepo(ctx.repo, ctx.owner, AccessMode.none, ANONYMOUS_VIEWER, ctx.rootUrl),
+  };
   if (ctx.owner.isOrganization) out.organization = toApiOrg(ctx.owner, ctx.rootUrl);
   out.sender = toApiUser(ctx.triggerUser, ANONYMOUS_VIEWER, ctx.rootUrl);
   return out;
@@ -136,7 +138,13 @@ export function workflowRunPayload(ctx: ActionHookContext, run: ActionRun): Reco
 }
 
 /** Gitea's WorkflowJobPayload; `jobIndex` is the job's position in its run (its page URL). */
-export function workflowJobPayload(ctx: ActionHookContext, run: ActionRun, job: ActionRunJob, jobIndex: number, task: TaskSummary | undefined): Record<string, unknown> {
+export function workflowJobPayload(
+  ctx: ActionHookContext,
+  run: ActionRun,
+  job: ActionRunJob,
+  jobIndex: number,
+  task: TaskSummary | undefined,
+): Record<string, unknown> {
   const { api, html } = urls(ctx);
   const { status, conclusion } = githubStatusOf(job.status);
   return {
@@ -159,7 +167,14 @@ export function workflowJobPayload(ctx: ActionHookContext, run: ActionRun, job: 
       // Each step's own status (Gitea 1.24 repeats the job's status on every step).
       steps: (task?.steps ?? []).map((step, number) => {
         const s = githubStatusOf(step.status);
-        return { name: step.name, number, status: s.status, conclusion: s.conclusion ?? '', started_at: apiTime(step.started), completed_at: apiTime(step.stopped) };
+        return {
+          name: step.name,
+          number,
+          status: s.status,
+          conclusion: s.conclusion ?? '',
+          started_at: apiTime(step.started),
+          completed_at: apiTime(step.stopped),
+        };
       }),
       created_at: apiTime(job.created),
       started_at: apiTime(job.started),

@@ -29,7 +29,13 @@ import { actionRunPayload, workflowJobPayload, workflowRunAction, workflowRunPay
 import type { ActionHookContext } from './action-payloads.ts';
 import { hookWantsEvent } from './hook-events.ts';
 
-const ACTION_EVENTS = ['workflow_run', 'workflow_job', 'action_run_success', 'action_run_failure', 'action_run_recover'] as const;
+const ACTION_EVENTS = [
+  'workflow_run',
+  'workflow_job',
+  'action_run_success',
+  'action_run_failure',
+  'action_run_recover',
+] as const;
 type ActionEvent = (typeof ACTION_EVENTS)[number];
 
 export interface ActionsWebhookOutboxOptions {
@@ -50,12 +56,20 @@ async function subscribersOf(tx: Queryable, repoId: number, ownerId: number): Pr
 }
 
 export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions): DomainEventHandler {
-  const enqueue = async (tx: Queryable, hooks: readonly WebhookRecord[] | undefined, eventType: ActionEvent, payload: unknown): Promise<void> => {
+  const enqueue = async (
+    tx: Queryable,
+    hooks: readonly WebhookRecord[] | undefined,
+    eventType: ActionEvent,
+    payload: unknown,
+  ): Promise<void> => {
     if (!hooks || hooks.length === 0) return;
     // Indented as Forgejo stores payloads.
     const body = JSON.stringify(payload, null, 2);
     const nowMs = options.clock.nowMs();
-    await insertHookTasks(tx, hooks.map((hook) => ({ hookId: hook.id, uuid: randomUUID(), eventType, payload: body, nowMs })));
+    await insertHookTasks(
+      tx,
+      hooks.map((hook) => ({ hookId: hook.id, uuid: randomUUID(), eventType, payload: body, nowMs })),
+    );
   };
 
   /** Repository, owner and trigger user of a run; null when the repository is gone (nothing to report). */
@@ -64,50 +78,114 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
     if (repo === null) return null;
     const owner = await findAccountById(tx, repo.ownerId);
     if (owner === null) return null;
-    return { repo, owner, triggerUser: await findPossibleUserById(tx, run.triggerUserId), rootUrl: options.rootUrl, nowSec: options.clock.nowSec() };
+    return {
+      repo,
+      owner,
+      triggerUser: await findPossibleUserById(tx, run.triggerUserId),
+      rootUrl: options.rootUrl,
+      nowSec: options.clock.nowSec(),
+    };
   };
 
   /** `order`: the ids of all the run's jobs in order; a job's position names its page (…/runs/N/jobs/<index>). */
-  const jobEvents = async (tx: Queryable, ctx: ActionHookContext, subs: Subscribers, run: ActionRun, jobs: readonly ActionRunJob[], order: readonly number[]): Promise<void> => {
+  const jobEvents = async (
+    tx: Queryable,
+    ctx: ActionHookContext,
+    subs: Subscribers,
+    run: ActionRun,
+    jobs: readonly ActionRunJob[],
+    order: readonly number[],
+  ): Promise<void> => {
     const hooks = subs.get('workflow_job');
     if (!hooks) return;
     for (const job of jobs) {
       const task = job.taskId !== 0 ? await findTaskSummary(tx, job.taskId) : undefined;
-      await enqueue(tx, hooks, 'workflow_job', workflowJobPayload(ctx, run, job, Math.max(0, order.indexOf(job.id)), task));
+      await enqueue(
+        tx,
+        hooks,
+        'workflow_job',
+        workflowJobPayload(ctx, run, job, Math.max(0, order.indexOf(job.id)), task),
+      );
     }
   };
 
-  const runEvents = async (tx: Queryable, ctx: ActionHookContext, subs: Subscribers, run: ActionRun, previous: ActionRun | null): Promise<void> => {
+  const runEvents = async (
+    tx: Queryable,
+    ctx: ActionHookContext,
+    subs: Subscribers,
+    run: ActionRun,
+    previous: ActionRun | null,
+  ): Promise<void> => {
     // One workflow_run per GitHub-level step (requested, in_progress, completed), not per aggregate status change.
-    if (previous === null || workflowRunAction(previous) !== workflowRunAction(run)) await enqueue(tx, subs.get('workflow_run'), 'workflow_run', workflowRunPayload(ctx, run));
+    if (previous === null || workflowRunAction(previous) !== workflowRunAction(run))
+      await enqueue(tx, subs.get('workflow_run'), 'workflow_run', workflowRunPayload(ctx, run));
     const previousStatus = previous?.status ?? ActionStatus.unknown;
     if (!isDone(run.status)) return;
     const success = run.status === ActionStatus.success;
     if (!success && run.status !== ActionStatus.failure) return;
-    const wantsDone = subs.has('action_run_success') || subs.has('action_run_failure') || subs.has('action_run_recover');
+    const wantsDone =
+      subs.has('action_run_success') || subs.has('action_run_failure') || subs.has('action_run_recover');
     if (!wantsDone) return;
     const before = await findPreviousFinishedRun(tx, run);
-    const lastRun = before ? { run: before, triggerUser: await findPossibleUserById(tx, before.triggerUserId) } : undefined;
+    const lastRun = before
+      ? { run: before, triggerUser: await findPossibleUserById(tx, before.triggerUserId) }
+      : undefined;
     if (success) {
-      await enqueue(tx, subs.get('action_run_success'), 'action_run_success', actionRunPayload(ctx, 'success', run, previousStatus, lastRun));
+      await enqueue(
+        tx,
+        subs.get('action_run_success'),
+        'action_run_success',
+        actionRunPayload(ctx, 'success', run, previousStatus, lastRun),
+      );
       if (before && before.status === ActionStatus.failure) {
-        await enqueue(tx, subs.get('action_run_recover'), 'action_run_recover', actionRunPayload(ctx, 'recover', run, previousStatus, lastRun));
+        await enqueue(
+          tx,
+          subs.get('action_run_recover'),
+          'action_run_recover',
+          actionRunPayload(ctx, 'recover', run, previousStatus, lastRun),
+        );
       }
     } else {
-      await enqueue(tx, subs.get('action_run_failure'), 'action_run_failure', actionRunPayload(ctx, 'failure', run, previousStatus, lastRun));
+      await enqueue(
+        tx,
+        subs.get('action_run_failure'),
+        'action_run_failure',
+        actionRunPayload(ctx, 'failure', run, previousStatus, lastRun),
+      );
     }
   };
 
   const handle = async (tx: Queryable, event: DomainEvent): Promise<void> => {
-    if (event.type !== 'actions.run.created' && event.type !== 'actions.jobs.changed' && event.type !== 'actions.run.status-changed') return;
+    if (
+      event.type !== 'actions.run.created' &&
+      event.type !== 'actions.jobs.changed' &&
+      event.type !== 'actions.run.status-changed'
+    )
+      return;
     const subs = await subscribersOf(tx, event.run.repoId, event.run.ownerId);
     if (subs === null) return;
-    const ctx = event.type === 'actions.run.created' ? { repo: event.repo, owner: event.owner, triggerUser: event.triggerUser, rootUrl: options.rootUrl, nowSec: options.clock.nowSec() } : await contextOf(tx, event.run);
+    const ctx =
+      event.type === 'actions.run.created'
+        ? {
+            repo: event.repo,
+            owner: event.owner,
+            triggerUser: event.triggerUser,
+            rootUrl: options.rootUrl,
+            nowSec: options.clock.nowSec(),
+          }
+        : await contextOf(tx, event.run);
     if (ctx === null) return;
     if (event.type === 'actions.run.created') {
       // A new run is "requested" (or already completed when its workflow could not be parsed).
       await runEvents(tx, ctx, subs, event.run, null);
-      await jobEvents(tx, ctx, subs, event.run, event.jobs, event.jobs.map((job) => job.id));
+      await jobEvents(
+        tx,
+        ctx,
+        subs,
+        event.run,
+        event.jobs,
+        event.jobs.map((job) => job.id),
+      );
     } else if (event.type === 'actions.jobs.changed') {
       await jobEvents(tx, ctx, subs, event.run, event.jobs, event.runJobIds);
     } else {

@@ -17,7 +17,13 @@ import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
 import type { Page } from '../../modules/pagination.ts';
 import type { Db } from '../../models/database.ts';
-import { findHookTask, HookTaskStatus, insertHookTask, listHookTaskAttempts, listHookTasks } from '../../models/hook-tasks.ts';
+import {
+  findHookTask,
+  HookTaskStatus,
+  insertHookTask,
+  listHookTaskAttempts,
+  listHookTasks,
+} from '../../models/hook-tasks.ts';
 import type { HookTask, HookTaskAttempt } from '../../models/hook-tasks.ts';
 import { findWebhookOfScope } from '../../models/webhooks.ts';
 import type { HookScope, WebhookRecord } from '../../models/webhooks.ts';
@@ -82,7 +88,13 @@ function parseJsonObject(text: string): Record<string, string> {
 function summary(task: HookTask): HookDeliverySummary {
   const state = STATUS_NAMES[task.status] ?? 'pending';
   const statusText =
-    task.attempts === 0 ? '' : task.last_status_code >= 200 && task.last_status_code < 300 ? 'OK' : task.last_status_code > 0 ? `Invalid HTTP Response: ${task.last_status_code}` : task.last_error;
+    task.attempts === 0
+      ? ''
+      : task.last_status_code >= 200 && task.last_status_code < 300
+        ? 'OK'
+        : task.last_status_code > 0
+          ? `Invalid HTTP Response: ${task.last_status_code}`
+          : task.last_error;
   return {
     id: task.id,
     guid: task.uuid,
@@ -106,7 +118,11 @@ function attemptOf(a: HookTaskAttempt): HookDeliveryAttempt {
     duration: a.duration_ms / 1000,
     url: a.request_url,
     request: { headers: parseJsonObject(a.request_headers), payload: a.request_body },
-    response: { status_code: a.response_status, headers: parseJsonObject(a.response_headers), payload: a.response_body },
+    response: {
+      status_code: a.response_status,
+      headers: parseJsonObject(a.response_headers),
+      payload: a.response_body,
+    },
     error: a.error,
   };
 }
@@ -132,7 +148,11 @@ export class HookDeliveryService {
   }
 
   /** Newest first. */
-  async list(scope: HookScope, hookId: number, page: Page): Promise<{ deliveries: HookDeliverySummary[]; total: number }> {
+  async list(
+    scope: HookScope,
+    hookId: number,
+    page: Page,
+  ): Promise<{ deliveries: HookDeliverySummary[]; total: number }> {
     const hook = await this.hookOf(scope, hookId);
     const { tasks, total } = await listHookTasks(this.db, hook.id, page.offset, page.limit);
     return { deliveries: tasks.map(summary), total };
@@ -163,7 +183,14 @@ export class HookDeliveryService {
     const hook = await this.hookOf(scope, hookId);
     const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : undefined;
     if (!task) throw AppError.notFound();
-    const id = await insertHookTask(this.db, { hookId: hook.id, uuid: randomUUID(), eventType: task.event_type, payload: task.payload_content, isRedelivery: true, nowMs: this.clock.nowMs() });
+    const id = await insertHookTask(this.db, {
+      hookId: hook.id,
+      uuid: randomUUID(),
+      eventType: task.event_type,
+      payload: task.payload_content,
+      isRedelivery: true,
+      nowMs: this.clock.nowMs(),
+    });
     const created = await findHookTask(this.db, hook.id, id);
     if (!created) throw new Error('redelivery vanished');
     return summary(created);
@@ -188,7 +215,13 @@ export class HookDeliveryService {
         : { repository: toApiRepo(place.repo, place.owner, AccessMode.none, viewer, this.rootUrl) }),
       sender: toApiUser(doer, viewer, this.rootUrl),
     };
-    const id = await insertHookTask(this.db, { hookId: hook.id, uuid: randomUUID(), eventType: 'ping', payload: JSON.stringify(payload, null, 2), nowMs: this.clock.nowMs() });
+    const id = await insertHookTask(this.db, {
+      hookId: hook.id,
+      uuid: randomUUID(),
+      eventType: 'ping',
+      payload: JSON.stringify(payload, null, 2),
+      nowMs: this.clock.nowMs(),
+    });
     const created = await findHookTask(this.db, hook.id, id);
     if (!created) throw new Error('ping vanished');
     return summary(created);

@@ -22,7 +22,12 @@ import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../../modules/clock.ts';
 import type { Db } from '../../models/database.ts';
-import { claimDueHookTasks, claimExpiredHookTasks, recordHookTaskAttempts, releaseHookTasks } from '../../models/hook-tasks.ts';
+import {
+  claimDueHookTasks,
+  claimExpiredHookTasks,
+  recordHookTaskAttempts,
+  releaseHookTasks,
+} from '../../models/hook-tasks.ts';
 import type { AttemptOutcome, AttemptRecord, HookTask, SettledAttempt } from '../../models/hook-tasks.ts';
 import { findWebhooksByIds } from '../../models/webhooks.ts';
 import type { WebhookRecord } from '../../models/webhooks.ts';
@@ -58,7 +63,10 @@ function withClearValuesCached(secrets: HookSecrets): HookSecrets {
   };
   return {
     secretOf: (hook) => cached(`${hook.id}:secret:${hook.secretEncrypted}`, () => secrets.secretOf(hook)),
-    authorizationHeaderOf: (hook) => cached(`${hook.id}:authorization:${hook.authorizationHeaderEncrypted}`, () => secrets.authorizationHeaderOf(hook)),
+    authorizationHeaderOf: (hook) =>
+      cached(`${hook.id}:authorization:${hook.authorizationHeaderEncrypted}`, () =>
+        secrets.authorizationHeaderOf(hook),
+      ),
     ...(secrets.readRepositoryFile ? { readRepositoryFile: secrets.readRepositoryFile.bind(secrets) } : {}),
   };
 }
@@ -129,7 +137,9 @@ export class WebhookDeliveryWorker {
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.ownsDispatcher = !options.dispatcher;
-    this.dispatcher = options.dispatcher ?? createGuardedAgent(options.allowedHosts ?? 'external', { connectTimeoutMs: this.timeoutMs });
+    this.dispatcher =
+      options.dispatcher ??
+      createGuardedAgent(options.allowedHosts ?? 'external', { connectTimeoutMs: this.timeoutMs });
   }
 
   start(): void {
@@ -146,7 +156,12 @@ export class WebhookDeliveryWorker {
     await this.polling;
     const unstarted = this.queue.splice(0);
     try {
-      await releaseHookTasks(this.db, this.owner, unstarted.map((q) => q.task.id), this.clock.nowMs());
+      await releaseHookTasks(
+        this.db,
+        this.owner,
+        unstarted.map((q) => q.task.id),
+        this.clock.nowMs(),
+      );
     } catch (error) {
       // Their leases expire instead.
       this.options.onError?.(error);
@@ -168,15 +183,23 @@ export class WebhookDeliveryWorker {
       this.expiredCheckedAt = nowMs;
       tasks = await claimExpiredHookTasks(this.db, this.owner, nowMs, this.leaseMs, room);
     }
-    if (tasks.length < room) tasks = tasks.concat(await claimDueHookTasks(this.db, this.owner, nowMs, this.leaseMs, room - tasks.length));
+    if (tasks.length < room)
+      tasks = tasks.concat(await claimDueHookTasks(this.db, this.owner, nowMs, this.leaseMs, room - tasks.length));
     this.rowsFlowing = tasks.length > 0;
     if (tasks.length === 0) return 0;
     let hooks: Map<number, WebhookRecord>;
     try {
-      hooks = new Map((await findWebhooksByIds(this.db, [...new Set(tasks.map((t) => t.hook_id))])).map((h) => [h.id, h]));
+      hooks = new Map(
+        (await findWebhooksByIds(this.db, [...new Set(tasks.map((t) => t.hook_id))])).map((h) => [h.id, h]),
+      );
     } catch (error) {
       // Give the rows back rather than leave them leased (if this fails too, the leases expire).
-      await releaseHookTasks(this.db, this.owner, tasks.map((t) => t.id), this.clock.nowMs()).catch(() => {});
+      await releaseHookTasks(
+        this.db,
+        this.owner,
+        tasks.map((t) => t.id),
+        this.clock.nowMs(),
+      ).catch(() => {});
       throw error;
     }
     for (const task of tasks) this.queue.push({ task, hook: hooks.get(task.hook_id) ?? null });
@@ -291,10 +314,22 @@ export class WebhookDeliveryWorker {
     let record: AttemptRecord;
     let permanent = false;
     let retryAfterMs: number | null = null;
-    const empty = { started: startedMs, durationMs: 0, requestUrl: hook?.url ?? '', requestHeaders: {}, requestBody: '', responseStatus: 0, responseHeaders: {}, responseBody: '' };
+    const empty = {
+      started: startedMs,
+      durationMs: 0,
+      requestUrl: hook?.url ?? '',
+      requestHeaders: {},
+      requestBody: '',
+      responseStatus: 0,
+      responseHeaders: {},
+      responseBody: '',
+    };
     if (!hook || !hook.isActive) {
       // Forgejo drops the task of a deactivated hook without sending; so do we, visibly.
-      record = { ...empty, error: hook ? 'the webhook is not active: not delivered' : 'the webhook was deleted: not delivered' };
+      record = {
+        ...empty,
+        error: hook ? 'the webhook is not active: not delivered' : 'the webhook was deleted: not delivered',
+      };
       permanent = true;
     } else {
       const prepared = await prepareRequest(hook, task, this.secrets, attemptNumber);
@@ -303,7 +338,11 @@ export class WebhookDeliveryWorker {
         permanent = prepared.permanent;
       } else {
         const { request } = prepared;
-        const result = await sendRequest(request, { dispatcher: this.dispatcher, timeoutMs: this.timeoutMs, maxResponseBytes: this.maxResponseBytes });
+        const result = await sendRequest(request, {
+          dispatcher: this.dispatcher,
+          timeoutMs: this.timeoutMs,
+          maxResponseBytes: this.maxResponseBytes,
+        });
         const ok = result.status >= 200 && result.status < 300;
         record = {
           started: startedMs,
@@ -314,9 +353,13 @@ export class WebhookDeliveryWorker {
           responseStatus: result.status,
           responseHeaders: result.headers,
           responseBody: result.body,
-          error: ok ? '' : result.error || `the receiver answered ${result.status}${result.status >= 300 && result.status < 400 ? ' (redirects are not followed)' : ''}`,
+          error: ok
+            ? ''
+            : result.error ||
+              `the receiver answered ${result.status}${result.status >= 300 && result.status < 400 ? ' (redirects are not followed)' : ''}`,
         };
-        if (result.status === 429 || result.status === 503) retryAfterMs = parseRetryAfter(result.retryAfter, this.clock.nowMs());
+        if (result.status === 429 || result.status === 503)
+          retryAfterMs = parseRetryAfter(result.retryAfter, this.clock.nowMs());
         // A target the allow list refuses stays refused until someone edits the hook or the setting: no retries.
         if (result.refused) permanent = true;
       }

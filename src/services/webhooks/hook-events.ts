@@ -39,7 +39,12 @@ export const INTERNAL_EVENTS = [
 export type InternalEvent = (typeof INTERNAL_EVENTS)[number];
 
 /** Forgejo's PATCH leaves these as they were (they can only be chosen at creation). */
-export const CREATE_ONLY_EVENTS: readonly InternalEvent[] = ['package', 'action_run_failure', 'action_run_recover', 'action_run_success'];
+export const CREATE_ONLY_EVENTS: readonly InternalEvent[] = [
+  'package',
+  'action_run_failure',
+  'action_run_recover',
+  'action_run_success',
+];
 
 // The `issues` and `pull_request` API names turn on their whole family.
 const ISSUE_GROUP: readonly InternalEvent[] = INTERNAL_EVENTS.filter((e) => e === 'issues' || e.startsWith('issue_'));
@@ -47,16 +52,41 @@ const PULL_GROUP: readonly InternalEvent[] = INTERNAL_EVENTS.filter((e) => e.sta
 
 /** What each accepted API name turns on (names are matched case-insensitively). */
 const API_EVENT_ENABLES: ReadonlyMap<string, readonly InternalEvent[]> = new Map<string, readonly InternalEvent[]>([
-  ...(['create', 'delete', 'fork', 'push', 'wiki', 'repository', 'release', 'package', 'status', 'action_run_failure', 'action_run_recover', 'action_run_success', 'workflow_run', 'workflow_job'] as const).map(
-    (e): [string, readonly InternalEvent[]] => [e, [e]],
-  ),
+  ...(
+    [
+      'create',
+      'delete',
+      'fork',
+      'push',
+      'wiki',
+      'repository',
+      'release',
+      'package',
+      'status',
+      'action_run_failure',
+      'action_run_recover',
+      'action_run_success',
+      'workflow_run',
+      'workflow_job',
+    ] as const
+  ).map((e): [string, readonly InternalEvent[]] => [e, [e]]),
   ['issues', ISSUE_GROUP],
   ['issues_only', ['issues']],
-  ...(['issue_assign', 'issue_label', 'issue_milestone', 'issue_comment'] as const).map((e): [string, readonly InternalEvent[]] => [e, [e]]),
+  ...(['issue_assign', 'issue_label', 'issue_milestone', 'issue_comment'] as const).map(
+    (e): [string, readonly InternalEvent[]] => [e, [e]],
+  ),
   ['pull_request', PULL_GROUP],
   ['pull_request_only', ['pull_request']],
   ...(
-    ['pull_request_assign', 'pull_request_label', 'pull_request_milestone', 'pull_request_comment', 'pull_request_review', 'pull_request_review_request', 'pull_request_sync'] as const
+    [
+      'pull_request_assign',
+      'pull_request_label',
+      'pull_request_milestone',
+      'pull_request_comment',
+      'pull_request_review',
+      'pull_request_review_request',
+      'pull_request_sync',
+    ] as const
   ).map((e): [string, readonly InternalEvent[]] => [e, [e]]),
 ]);
 
@@ -122,7 +152,10 @@ export function internalEventsFromApi(apiEvents: readonly string[] | undefined):
 }
 
 /** PATCH: everything is recomputed from the list except the create-only events, which keep their value. */
-export function internalEventsForEdit(previous: readonly string[], apiEvents: readonly string[] | undefined): InternalEvent[] {
+export function internalEventsForEdit(
+  previous: readonly string[],
+  apiEvents: readonly string[] | undefined,
+): InternalEvent[] {
   const kept = CREATE_ONLY_EVENTS.filter((e) => previous.includes(e));
   const recomputed = internalEventsFromApi(apiEvents).filter((e) => !CREATE_ONLY_EVENTS.includes(e));
   return sortInternal([...recomputed, ...kept]);

@@ -30,7 +30,21 @@ import type { EncryptedColumn } from '../key-rotation.ts';
 import { internalEventsForEdit, internalEventsFromApi } from './hook-events.ts';
 
 /** Every type with a delivery handler (Forgejo's services/webhook registry). */
-export const HOOK_TYPES = ['forgejo', 'gitea', 'gogs', 'slack', 'discord', 'dingtalk', 'telegram', 'msteams', 'feishu', 'matrix', 'wechatwork', 'packagist', 'sourcehut_builds'] as const;
+export const HOOK_TYPES = [
+  'forgejo',
+  'gitea',
+  'gogs',
+  'slack',
+  'discord',
+  'dingtalk',
+  'telegram',
+  'msteams',
+  'feishu',
+  'matrix',
+  'wechatwork',
+  'packagist',
+  'sourcehut_builds',
+] as const;
 
 export interface CreateHookInput {
   type?: string;
@@ -117,7 +131,10 @@ export class WebhookService {
   ) {}
 
   async list(scope: HookScope, page: Page): Promise<{ hooks: WebhookRecord[]; total: number }> {
-    const [hooks, total] = await Promise.all([listWebhooksOfScope(this.db, scope, page.limit, page.offset), countWebhooksOfScope(this.db, scope)]);
+    const [hooks, total] = await Promise.all([
+      listWebhooksOfScope(this.db, scope, page.limit, page.offset),
+      countWebhooksOfScope(this.db, scope),
+    ]);
     return { hooks, total };
   }
 
@@ -135,7 +152,8 @@ export class WebhookService {
     const config = input.config;
     if (config === undefined) throw AppError.unprocessable('[Config]: Required');
     const branchFilter = checkBranchFilter(input.branch_filter);
-    if (!(HOOK_TYPES as readonly string[]).includes(rawType)) throw AppError.unprocessable(`Invalid hook type: ${rawType}`);
+    if (!(HOOK_TYPES as readonly string[]).includes(rawType))
+      throw AppError.unprocessable(`Invalid hook type: ${rawType}`);
     const url = config.url;
     if (url === undefined) throw AppError.unprocessable('Missing config option: url');
     if (config.content_type === undefined) throw AppError.unprocessable('Missing config option: content_type');
@@ -202,7 +220,11 @@ export class WebhookService {
     }
     changes.events = internalEventsForEdit(hook.events, input.events);
     changes.branchFilter = branchFilter;
-    changes.authorizationHeaderEncrypted = this.encrypt(input.authorization_header ?? '', hook.id, 'authorization_header_encrypted');
+    changes.authorizationHeaderEncrypted = this.encrypt(
+      input.authorization_header ?? '',
+      hook.id,
+      'authorization_header_encrypted',
+    );
     if (input.active !== undefined) changes.isActive = input.active;
     await updateWebhook(this.db, hook.id, changes, this.clock.nowSec());
     return this.get(scope, id);
@@ -246,7 +268,9 @@ function associatedData(id: number, column: WebhookCipherColumn): string {
 }
 
 /** `webhook.secret_encrypted` and `webhook.authorization_header_encrypted` for key rotation (listed in services/encrypted-columns.ts). */
-export const WEBHOOK_COLUMNS: readonly EncryptedColumn[] = (['secret_encrypted', 'authorization_header_encrypted'] as const).map(webhookColumn);
+export const WEBHOOK_COLUMNS: readonly EncryptedColumn[] = (
+  ['secret_encrypted', 'authorization_header_encrypted'] as const
+).map(webhookColumn);
 
 function webhookColumn(column: WebhookCipherColumn): EncryptedColumn {
   return {

@@ -47,10 +47,18 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventH
   const rootUrl = options.rootUrl;
 
   /** One row per hook, one delivery id each; the payload is serialised once and the rows written in one statement. */
-  const enqueue = async (tx: Queryable, hooks: readonly WebhookRecord[], eventType: string, payload: unknown): Promise<void> => {
+  const enqueue = async (
+    tx: Queryable,
+    hooks: readonly WebhookRecord[],
+    eventType: string,
+    payload: unknown,
+  ): Promise<void> => {
     const serialised = serialise(eventType, payload);
     const nowMs = options.clock.nowMs();
-    await insertHookTasks(tx, hooks.map((hook) => ({ hookId: hook.id, uuid: randomUUID(), eventType, payload: serialised, nowMs })));
+    await insertHookTasks(
+      tx,
+      hooks.map((hook) => ({ hookId: hook.id, uuid: randomUUID(), eventType, payload: serialised, nowMs })),
+    );
   };
 
   const onPush = async (tx: Queryable, event: Extract<DomainEvent, { type: 'repository.pushed' }>): Promise<void> => {
@@ -60,7 +68,10 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventH
       const created = isZeroOid(update.oldOid);
       const deleted = isZeroOid(update.newOid);
       const types: Array<'push' | 'create' | 'delete'> = deleted ? ['delete'] : created ? ['push', 'create'] : ['push'];
-      const wanted = types.map((type) => ({ type, hooks: candidates.filter((h) => hookWantsEvent(h, type) && hookWantsRef(h, type, update.ref)) }));
+      const wanted = types.map((type) => ({
+        type,
+        hooks: candidates.filter((h) => hookWantsEvent(h, type) && hookWantsRef(h, type, update.ref)),
+      }));
       if (wanted.every((w) => w.hooks.length === 0)) continue;
       const log =
         !deleted && wanted.some((w) => w.type === 'push' && w.hooks.length > 0)
@@ -68,7 +79,15 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventH
           : { commits: [], total: 0 };
       for (const { type, hooks: targets } of wanted) {
         if (targets.length === 0) continue;
-        const payload = pushEventPayload(type, { repo: event.repo, owner: event.owner, pusher: event.pusher, update, commits: log.commits, total: log.total, rootUrl });
+        const payload = pushEventPayload(type, {
+          repo: event.repo,
+          owner: event.owner,
+          pusher: event.pusher,
+          update,
+          commits: log.commits,
+          total: log.total,
+          rootUrl,
+        });
         await enqueue(tx, targets, type, payload);
       }
     }
@@ -76,7 +95,10 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): DomainEventH
 
   // To the owner's hooks only: a new repository has no hooks yet, and a
   // deleted one's go with it (Forgejo queues to them, then deletes the rows).
-  const onRepository = async (tx: Queryable, event: Extract<DomainEvent, { type: 'repository.created' | 'repository.deleted' }>): Promise<void> => {
+  const onRepository = async (
+    tx: Queryable,
+    event: Extract<DomainEvent, { type: 'repository.created' | 'repository.deleted' }>,
+  ): Promise<void> => {
     if (!event.owner.isOrganization) return;
     const targets = (await listActiveHooksOfOwner(tx, event.owner.id)).filter((h) => hookWantsEvent(h, 'repository'));
     if (targets.length === 0) return;

@@ -71,7 +71,10 @@ function prepareRaw(hook: WebhookRecord, task: HookTask, secrets: HookSecrets, a
   }
 }
 
-async function readManifest(input: Parameters<typeof manifestLocationOf>[0], secrets: HookSecrets): Promise<ManifestRead | undefined> {
+async function readManifest(
+  input: Parameters<typeof manifestLocationOf>[0],
+  secrets: HookSecrets,
+): Promise<ManifestRead | undefined> {
   const where = manifestLocationOf(input);
   if (!where) return undefined;
   const missing = { error: `could not open manifest "${where.path}" at ${where.commitId}` };
@@ -80,11 +83,29 @@ async function readManifest(input: Parameters<typeof manifestLocationOf>[0], sec
   return text === null ? missing : { text };
 }
 
-function finish(typed: TypedRequest, hook: WebhookRecord, task: HookTask, secrets: HookSecrets, attempt: number): PreparedRequest {
+function finish(
+  typed: TypedRequest,
+  hook: WebhookRecord,
+  task: HookTask,
+  secrets: HookSecrets,
+  attempt: number,
+): PreparedRequest {
   try {
     const { secret, authorization } = credentialsOf(hook, secrets);
     const headers: Record<string, string> = { ...typed.headers };
-    if (typed.forgejoHeaders) Object.assign(headers, forgejoHeaders({ uuid: task.uuid, eventType: task.event_type, body: typed.body, secret, hookId: hook.id, ownerId: hook.ownerId, repoId: hook.repoId }));
+    if (typed.forgejoHeaders)
+      Object.assign(
+        headers,
+        forgejoHeaders({
+          uuid: task.uuid,
+          eventType: task.event_type,
+          body: typed.body,
+          secret,
+          hookId: hook.id,
+          ownerId: hook.ownerId,
+          repoId: hook.repoId,
+        }),
+      );
     headers['x-gantry-delivery-attempt'] = String(attempt);
     // deliver.go sets the hook's Authorization header on every type's request.
     if (authorization) headers.authorization = authorization;
@@ -94,17 +115,37 @@ function finish(typed: TypedRequest, hook: WebhookRecord, task: HookTask, secret
   }
 }
 
-export async function prepareRequest(hook: WebhookRecord, task: HookTask, secrets: HookSecrets, attempt: number): Promise<PreparedRequest> {
+export async function prepareRequest(
+  hook: WebhookRecord,
+  task: HookTask,
+  secrets: HookSecrets,
+  attempt: number,
+): Promise<PreparedRequest> {
   if (RAW_PAYLOAD_TYPES.has(hook.type)) return prepareRaw(hook, task, secrets, attempt);
   const convert = converterFor(hook.type);
-  if (!convert) return { kind: 'unsendable', error: `hook type "${hook.type}" cannot be delivered by this server`, permanent: true };
+  if (!convert)
+    return {
+      kind: 'unsendable',
+      error: `hook type "${hook.type}" cannot be delivered by this server`,
+      permanent: true,
+    };
   let payload: unknown;
   try {
     payload = JSON.parse(task.payload_content);
   } catch {
-    return { kind: 'unsendable', error: `not sent: the stored ${task.event_type} payload is not valid JSON`, permanent: true };
+    return {
+      kind: 'unsendable',
+      error: `not sent: the stored ${task.event_type} payload is not valid JSON`,
+      permanent: true,
+    };
   }
-  const input = { eventType: task.event_type, payload: obj(payload), meta: obj(hook.meta), url: hook.url, uuid: task.uuid };
+  const input = {
+    eventType: task.event_type,
+    payload: obj(payload),
+    meta: obj(hook.meta),
+    url: hook.url,
+    uuid: task.uuid,
+  };
   let manifest: ManifestRead | undefined;
   try {
     manifest = hook.type === 'sourcehut_builds' ? await readManifest(input, secrets) : undefined;

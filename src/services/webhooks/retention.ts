@@ -50,11 +50,14 @@ export class WebhookRetention {
       });
     };
     // First pass soon after start (not at once: startup has enough to do).
-    this.timer = setTimeout(() => {
-      tick();
-      this.timer = setInterval(tick, intervalMs);
-      this.timer.unref?.();
-    }, Math.min(intervalMs, 30_000));
+    this.timer = setTimeout(
+      () => {
+        tick();
+        this.timer = setInterval(tick, intervalMs);
+        this.timer.unref?.();
+      },
+      Math.min(intervalMs, 30_000),
+    );
     this.timer.unref?.();
   }
 

@@ -30,7 +30,12 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = {
  * delivery has used all its attempts. A `Retry-After` the receiver sent
  * (429/503) lengthens the wait, never beyond the cap.
  */
-export function retryDelayMs(policy: RetryPolicy, attemptsDone: number, retryAfterMs: number | null = null, random: () => number = Math.random): number | null {
+export function retryDelayMs(
+  policy: RetryPolicy,
+  attemptsDone: number,
+  retryAfterMs: number | null = null,
+  random: () => number = Math.random,
+): number | null {
   if (attemptsDone >= policy.maxAttempts) return null;
   const exponential = Math.min(policy.maxDelayMs, policy.baseDelayMs * policy.factor ** Math.max(0, attemptsDone - 1));
   const jittered = exponential * (1 - policy.jitter * random());

@@ -110,7 +110,15 @@ export function buildRequest(d: OutgoingDelivery): BuiltRequest {
   const body = form ? `payload=${encodeURIComponent(d.payload)}` : d.payload;
   const headers: Record<string, string> = {
     'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
-    ...forgejoHeaders({ uuid: d.uuid, eventType: d.eventType, body: d.payload, secret: d.secret, hookId: d.hookId, ownerId: d.ownerId, repoId: d.repoId }),
+    ...forgejoHeaders({
+      uuid: d.uuid,
+      eventType: d.eventType,
+      body: d.payload,
+      secret: d.secret,
+      hookId: d.hookId,
+      ownerId: d.ownerId,
+      repoId: d.repoId,
+    }),
     'x-gantry-delivery-attempt': String(d.attempt),
   };
   if (d.authorizationHeader) headers.authorization = d.authorizationHeader;
@@ -144,7 +152,8 @@ export interface SendOptions {
 
 function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
+  for (const [name, value] of Object.entries(headers))
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
   return out;
 }
 
@@ -152,7 +161,9 @@ function describe(error: unknown): string {
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause;
     if (error.name === 'TimeoutError' || error.name === 'AbortError') return 'timed out';
-    return cause instanceof Error && cause.message && cause.message !== error.message ? `${error.message}: ${cause.message}` : error.message;
+    return cause instanceof Error && cause.message && cause.message !== error.message
+      ? `${error.message}: ${cause.message}`
+      : error.message;
   }
   return String(error);
 }
@@ -163,7 +174,13 @@ export async function sendRequest(req: BuiltRequest, options: SendOptions): Prom
   const started = performance.now();
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    const response = await request(req.url, { method: req.method ?? 'POST', headers: req.headers, body: req.body, dispatcher: options.dispatcher, signal });
+    const response = await request(req.url, {
+      method: req.method ?? 'POST',
+      headers: req.headers,
+      body: req.body,
+      dispatcher: options.dispatcher,
+      signal,
+    });
     const chunks: Buffer[] = [];
     let size = 0;
     try {
@@ -179,10 +196,26 @@ export async function sendRequest(req: BuiltRequest, options: SendOptions): Prom
     }
     const headers = flattenHeaders(response.headers);
     const retryAfter = headers['retry-after'];
-    return { status: response.statusCode, headers, body: Buffer.concat(chunks).toString('utf8'), error: '', durationMs: Math.round(performance.now() - started), retryAfter, refused: false };
+    return {
+      status: response.statusCode,
+      headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+      error: '',
+      durationMs: Math.round(performance.now() - started),
+      retryAfter,
+      refused: false,
+    };
   } catch (error) {
     const refused = isRefusedTarget(error);
     const message = signal.aborted && !refused ? `timed out after ${timeoutMs} ms` : describe(error);
-    return { status: 0, headers: {}, body: '', error: message, durationMs: Math.round(performance.now() - started), retryAfter: undefined, refused };
+    return {
+      status: 0,
+      headers: {},
+      body: '',
+      error: message,
+      durationMs: Math.round(performance.now() - started),
+      retryAfter: undefined,
+      refused,
+    };
   }
 }

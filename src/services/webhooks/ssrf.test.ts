@@ -9,7 +9,18 @@ import { createGuardedAgent, isAddressAllowed, parseAllowedHosts } from './ssrf.
 
 test('external refuses loopback, private, link-local, CGNAT and NAT64; the other entries allow them', () => {
   const external = parseAllowedHosts('external');
-  for (const ip of ['127.0.0.1', '::1', '10.1.2.3', '192.168.1.1', '169.254.169.254', '100.64.0.1', '64:ff9b::a00:1', '::ffff:127.0.0.1', 'fd00::1', '0.0.0.0'])
+  for (const ip of [
+    '127.0.0.1',
+    '::1',
+    '10.1.2.3',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '64:ff9b::a00:1',
+    '::ffff:127.0.0.1',
+    'fd00::1',
+    '0.0.0.0',
+  ])
     assert.equal(isAddressAllowed(external, ip), false, ip);
   for (const ip of ['8.8.8.8', '2606:4700::1111']) assert.equal(isAddressAllowed(external, ip), true, ip);
   assert.equal(isAddressAllowed(parseAllowedHosts('loopback'), '127.0.0.2'), true);
@@ -21,7 +32,18 @@ test('external refuses loopback, private, link-local, CGNAT and NAT64; the other
 test('a host name is judged by the address it resolves to at connect time; a name glob allows it', async () => {
   const receiver = await startWebhookReceiver();
   const port = new URL(receiver.url).port;
-  const request = buildRequest({ url: `http://localhost:${port}/x`, contentType: 'json', uuid: 'u', eventType: 'push', payload: '{}', secret: '', authorizationHeader: '', hookId: 1, ownerId: 1, attempt: 1 });
+  const request = buildRequest({
+    url: `http://localhost:${port}/x`,
+    contentType: 'json',
+    uuid: 'u',
+    eventType: 'push',
+    payload: '{}',
+    secret: '',
+    authorizationHeader: '',
+    hookId: 1,
+    ownerId: 1,
+    attempt: 1,
+  });
   const external = createGuardedAgent('external');
   const byName = createGuardedAgent('external, LOCALHOST');
   try {

@@ -45,10 +45,38 @@ function blockList(v4: string[], v6: string[]): net.BlockList {
 
 const NOT_EXTERNAL = blockList(
   [
-    '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.0.0.0/24', '192.0.2.0/24',
-    '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4',
+    '0.0.0.0/8',
+    '10.0.0.0/8',
+    '100.64.0.0/10',
+    '127.0.0.0/8',
+    '169.254.0.0/16',
+    '172.16.0.0/12',
+    '192.0.0.0/24',
+    '192.0.2.0/24',
+    '192.88.99.0/24',
+    '192.168.0.0/16',
+    '198.18.0.0/15',
+    '198.51.100.0/24',
+    '203.0.113.0/24',
+    '224.0.0.0/4',
+    '240.0.0.0/4',
   ],
-  ['::/96', '64:ff9b::/96', '64:ff9b:1::/48', '100::/64', '2001::/32', '2001:2::/48', '2001:10::/28', '2001:20::/28', '2001:db8::/32', '2002::/16', '3fff::/20', 'fc00::/7', 'fe80::/10', 'ff00::/8'],
+  [
+    '::/96',
+    '64:ff9b::/96',
+    '64:ff9b:1::/48',
+    '100::/64',
+    '2001::/32',
+    '2001:2::/48',
+    '2001:10::/28',
+    '2001:20::/28',
+    '2001:db8::/32',
+    '2002::/16',
+    '3fff::/20',
+    'fc00::/7',
+    'fe80::/10',
+    'ff00::/8',
+  ],
 );
 const GLOBAL_UNICAST_V6 = blockList([], ['2000::/3']);
 const PRIVATE = blockList(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'], ['fc00::/7']);
@@ -65,7 +93,15 @@ function globToRegExp(glob: string): RegExp {
 }
 
 export function parseAllowedHosts(setting: string): AllowList {
-  const list: AllowList = { all: false, external: false, private: false, loopback: false, networks: new net.BlockList(), hostGlobs: [], source: setting };
+  const list: AllowList = {
+    all: false,
+    external: false,
+    private: false,
+    loopback: false,
+    networks: new net.BlockList(),
+    hostGlobs: [],
+    source: setting,
+  };
   for (const raw of setting.split(',')) {
     const entry = raw.trim().toLowerCase();
     if (!entry) continue;
@@ -118,19 +154,29 @@ export const REFUSED_TARGET_CODE = 'GANTRY_WEBHOOK_REFUSED';
 export class RefusedTargetError extends Error {
   readonly code = REFUSED_TARGET_CODE;
   constructor(host: string) {
-    super(`webhook can only call allowed HTTP servers (check GANTRY_WEBHOOK_ALLOWED_HOSTS, Forgejo's webhook.ALLOWED_HOST_LIST), deny '${host}'`);
+    super(
+      `webhook can only call allowed HTTP servers (check GANTRY_WEBHOOK_ALLOWED_HOSTS, Forgejo's webhook.ALLOWED_HOST_LIST), deny '${host}'`,
+    );
   }
 }
 
 /** Whether `error` (or an error it wraps) is a refusal by the allow list. */
 export function isRefusedTarget(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
+  for (
+    let e: unknown = error, depth = 0;
+    e instanceof Error && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth += 1
+  ) {
     if ((e as { code?: unknown }).code === REFUSED_TARGET_CODE) return true;
   }
   return false;
 }
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | dns.LookupAddress[],
+  family?: number,
+) => void;
 
 /**
  * An undici dispatcher whose every connection is checked against the allow

@@ -49,13 +49,24 @@ export class HookTestDelivery {
       rootUrl: this.rootUrl,
     });
     // Indented as Forgejo stores payloads (services/webhooks/outbox.ts).
-    await insertHookTask(this.db, { hookId: hook.id, uuid: randomUUID(), eventType: 'push', payload: JSON.stringify(payload, null, 2), nowMs: this.clock.nowMs() });
+    await insertHookTask(this.db, {
+      hookId: hook.id,
+      uuid: randomUUID(),
+      eventType: 'push',
+      payload: JSON.stringify(payload, null, 2),
+      nowMs: this.clock.nowMs(),
+    });
   }
 
   /** Forgejo's RepoRefForAPI order: a branch, then a tag, then a full commit id. */
   private async resolve(repo: Repository, ref: string): Promise<string | null> {
     const reader = this.git.reader(repo);
-    const candidates = ref === '' ? [`refs/heads/${repo.defaultBranch}`] : ref.startsWith('refs/') ? [ref] : [`refs/heads/${ref}`, `refs/tags/${ref}`];
+    const candidates =
+      ref === ''
+        ? [`refs/heads/${repo.defaultBranch}`]
+        : ref.startsWith('refs/')
+          ? [ref]
+          : [`refs/heads/${ref}`, `refs/tags/${ref}`];
     for (const candidate of candidates) {
       const sha = await reader.resolveCommit(candidate);
       if (sha !== null) return sha;

@@ -17,12 +17,32 @@ export interface Body {
 }
 
 const JSON_TYPES = [
-  'application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'APPLICATION/JSON', 'application/json; charset=latin1',
-  'application/json; charset=utf-16', 'application/json;', 'application/vnd.api+json', 'text/json', 'application/json, text/plain',
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json;charset=UTF-8',
+  'APPLICATION/JSON',
+  'application/json; charset=latin1',
+  'application/json; charset=utf-16',
+  'application/json;',
+  'application/vnd.api+json',
+  'text/json',
+  'application/json, text/plain',
 ];
 const OTHER_TYPES = [
-  'text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'multipart/form-data', 'application/octet-stream', '*/*', 'application/x-www-form-urlencoded',
-  'application/proto', 'application/connect+proto', 'application/grpc', 'application/x-git-upload-pack-request', 'application/x-git-receive-pack-request', ';', 'a/b/c',
+  'text/plain',
+  'application/xml',
+  'multipart/form-data; boundary=x',
+  'multipart/form-data',
+  'application/octet-stream',
+  '*/*',
+  'application/x-www-form-urlencoded',
+  'application/proto',
+  'application/connect+proto',
+  'application/grpc',
+  'application/x-git-upload-pack-request',
+  'application/x-git-receive-pack-request',
+  ';',
+  'a/b/c',
 ];
 
 const json = (text: string, contentType = 'application/json'): Body => ({ contentType, body: Buffer.from(text) });
@@ -38,8 +58,14 @@ function deepNesting(): Arbitrary<Body> {
 
 function hugeString(fields: string[]): Arbitrary<Body> {
   return fc
-    .tuple(fc.constantFrom(...fields, 'data'), fc.integer({ min: 60_000, max: 1_100_000 }), fc.constantFrom('x', 'é', '\\u0000', '\\ud800'))
-    .map(([field, length, unit]) => json(`{${JSON.stringify(field)}:"${unit.repeat(Math.floor(length / Math.max(1, Buffer.byteLength(unit))))}"}`));
+    .tuple(
+      fc.constantFrom(...fields, 'data'),
+      fc.integer({ min: 60_000, max: 1_100_000 }),
+      fc.constantFrom('x', 'é', '\\u0000', '\\ud800'),
+    )
+    .map(([field, length, unit]) =>
+      json(`{${JSON.stringify(field)}:"${unit.repeat(Math.floor(length / Math.max(1, Buffer.byteLength(unit))))}"}`),
+    );
 }
 
 function shaped(schema: JsonSchema | null, world: FuzzWorld): Arbitrary<unknown> {
@@ -52,12 +78,21 @@ export function apiBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
   const fieldNames = fields.length > 0 ? fields : ['name', 'data', 'value'];
   return fc.oneof(
     { weight: 3, arbitrary: fc.constant<Body>({ contentType: null, body: null }) },
-    { weight: 8, arbitrary: fc.tuple(shaped(route.body, world), fc.constantFrom(...JSON_TYPES)).map(([v, t]) => json(jsonText(v), t)) },
+    {
+      weight: 8,
+      arbitrary: fc
+        .tuple(shaped(route.body, world), fc.constantFrom(...JSON_TYPES))
+        .map(([v, t]) => json(jsonText(v), t)),
+    },
     { weight: 2, arbitrary: fc.jsonValue().map((v) => json(JSON.stringify(v))) },
     {
       weight: 1,
       arbitrary: fc
-        .tuple(shaped(route.body, world), fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty'), fc.jsonValue({ maxDepth: 2 }))
+        .tuple(
+          shaped(route.body, world),
+          fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty'),
+          fc.jsonValue({ maxDepth: 2 }),
+        )
         .map(([v, k, inner]) => {
           const text = jsonText(v);
           const extra = `${JSON.stringify(k)}:${JSON.stringify(inner) ?? 'null'}`;
@@ -68,10 +103,17 @@ export function apiBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
     { weight: 1, arbitrary: hugeString(fieldNames) },
     {
       weight: 1,
-      arbitrary: fc.tuple(fc.constantFrom(...fieldNames), fc.uint8Array({ minLength: 1, maxLength: 12 })).map(([field, bytes]) => ({
-        contentType: 'application/json',
-        body: Buffer.concat([Buffer.from(`{"${field}":"`), Buffer.from([0xff, 0xfe, 0xc0, 0xaf, 0xed, 0xa0, 0x80]), Buffer.from(bytes), Buffer.from('"}')]),
-      })),
+      arbitrary: fc
+        .tuple(fc.constantFrom(...fieldNames), fc.uint8Array({ minLength: 1, maxLength: 12 }))
+        .map(([field, bytes]) => ({
+          contentType: 'application/json',
+          body: Buffer.concat([
+            Buffer.from(`{"${field}":"`),
+            Buffer.from([0xff, 0xfe, 0xc0, 0xaf, 0xed, 0xa0, 0x80]),
+            Buffer.from(bytes),
+            Buffer.from('"}'),
+          ]),
+        })),
     },
     {
       weight: 1,
@@ -83,15 +125,31 @@ export function apiBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
     {
       weight: 1,
       arbitrary: fc
-        .array(fc.tuple(fc.constantFrom(...fieldNames, 'inputs[x]', 'inputs[]', 'inputs[__proto__]', 'return_run_info'), fc.string({ unit: 'binary', maxLength: 20 })), { maxLength: 6 })
-        .map((pairs) => ({ contentType: 'application/x-www-form-urlencoded', body: Buffer.from(pairs.map(([k, v]) => `${pct(k)}=${pct(v)}`).join('&')) })),
+        .array(
+          fc.tuple(
+            fc.constantFrom(...fieldNames, 'inputs[x]', 'inputs[]', 'inputs[__proto__]', 'return_run_info'),
+            fc.string({ unit: 'binary', maxLength: 20 }),
+          ),
+          { maxLength: 6 },
+        )
+        .map((pairs) => ({
+          contentType: 'application/x-www-form-urlencoded',
+          body: Buffer.from(pairs.map(([k, v]) => `${pct(k)}=${pct(v)}`).join('&')),
+        })),
     },
     {
       weight: 1,
-      arbitrary: fc.tuple(fc.constantFrom(...OTHER_TYPES), fc.uint8Array({ maxLength: 64 })).map(([t, bytes]) => ({ contentType: t, body: Buffer.from(bytes) })),
+      arbitrary: fc
+        .tuple(fc.constantFrom(...OTHER_TYPES), fc.uint8Array({ maxLength: 64 }))
+        .map(([t, bytes]) => ({ contentType: t, body: Buffer.from(bytes) })),
     },
     { weight: 1, arbitrary: fc.constantFrom(...JSON_TYPES).map((t) => ({ contentType: t, body: Buffer.alloc(0) })) },
-    { weight: 1, arbitrary: fc.constantFrom('   ', '\n', 'null', '""', '0', 'true', '[]', '{}', '{"a":1}garbage', '\uFEFF{}').map((text) => json(text)) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('   ', '\n', 'null', '""', '0', 'true', '[]', '{}', '{"a":1}garbage', '\uFEFF{}')
+        .map((text) => json(text)),
+    },
   );
 }
 
@@ -100,7 +158,13 @@ function scalarValue(scalar: ScalarType, field: string, world: FuzzWorld, strict
     case ScalarType.STRING:
       // Register's token: the fixture's registration token most of the time, so registration goes through.
       if (field === 'token') {
-        return strict ? fc.constant(world.values.registrationToken) : fc.oneof({ weight: 3, arbitrary: fc.constant(world.values.registrationToken) }, { weight: 1, arbitrary: fc.constantFrom(world.runner.token, '') }, { weight: 1, arbitrary: stringsFor(field, world) });
+        return strict
+          ? fc.constant(world.values.registrationToken)
+          : fc.oneof(
+              { weight: 3, arbitrary: fc.constant(world.values.registrationToken) },
+              { weight: 1, arbitrary: fc.constantFrom(world.runner.token, '') },
+              { weight: 1, arbitrary: stringsFor(field, world) },
+            );
       }
       return stringsFor(field, world, strict);
     case ScalarType.BOOL:
@@ -124,13 +188,25 @@ function scalarValue(scalar: ScalarType, field: string, world: FuzzWorld, strict
 /** A request message as protobuf JSON: fields of the right kind, some of the wrong one unless `strict`. */
 function messageValue(desc: DescMessage, world: FuzzWorld, depth: number, strict = false): Arbitrary<unknown> {
   if (desc.typeName === 'google.protobuf.Timestamp') {
-    const now = fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2030-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString());
-    return strict ? now : fc.oneof(now, fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), fc.constantFrom('0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z', 'yesterday', ''));
+    const now = fc
+      .date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2030-01-01T00:00:00Z'), noInvalidDate: true })
+      .map((d) => d.toISOString());
+    return strict
+      ? now
+      : fc.oneof(
+          now,
+          fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+          fc.constantFrom('0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z', 'yesterday', ''),
+        );
   }
-  if (desc.typeName === 'google.protobuf.Struct' || depth > 3) return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
+  if (desc.typeName === 'google.protobuf.Struct' || depth > 3)
+    return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
   const entries = desc.fields.map((f) => {
     const good = fieldValue(f, world, depth, strict);
-    return [f.jsonName, strict ? good : fc.oneof({ weight: 5, arbitrary: good }, { weight: 1, arbitrary: wrongValue })] as const;
+    return [
+      f.jsonName,
+      strict ? good : fc.oneof({ weight: 5, arbitrary: good }, { weight: 1, arbitrary: wrongValue }),
+    ] as const;
   });
   return fc.record(Object.fromEntries(entries), { requiredKeys: [] });
 }
@@ -140,7 +216,9 @@ function fieldValue(field: DescField, world: FuzzWorld, depth: number, strict: b
     case 'scalar':
       return scalarValue(field.scalar, field.localName, world, strict);
     case 'enum':
-      return strict ? fc.constantFrom(...field.enum.values.map((v) => v.name)) : fc.oneof(fc.constantFrom(...field.enum.values.map((v) => v.name)), fc.integer({ min: -2, max: 10 }));
+      return strict
+        ? fc.constantFrom(...field.enum.values.map((v) => v.name))
+        : fc.oneof(fc.constantFrom(...field.enum.values.map((v) => v.name)), fc.integer({ min: -2, max: 10 }));
     case 'message':
       return messageValue(field.message, world, depth + 1, strict);
     case 'list': {
@@ -153,7 +231,11 @@ function fieldValue(field: DescField, world: FuzzWorld, depth: number, strict: b
       return fc.array(item, { maxLength: field.localName === 'rows' ? 40 : 5 });
     }
     case 'map':
-      return fc.dictionary(fc.string({ maxLength: 10 }), strict ? NAME_LIKE : fc.string({ unit: 'binary', maxLength: 20 }), { maxKeys: 4 });
+      return fc.dictionary(
+        fc.string({ maxLength: 10 }),
+        strict ? NAME_LIKE : fc.string({ unit: 'binary', maxLength: 20 }),
+        { maxKeys: 4 },
+      );
   }
 }
 
@@ -161,7 +243,10 @@ function fieldValue(field: DescField, world: FuzzWorld, depth: number, strict: b
 function asBinary(message: DescMessage | null, value: unknown): Body {
   if (message) {
     try {
-      return { contentType: 'application/proto', body: Buffer.from(toBinary(message, fromJson(message, value as JsonValue, { ignoreUnknownFields: true }))) };
+      return {
+        contentType: 'application/proto',
+        body: Buffer.from(toBinary(message, fromJson(message, value as JsonValue, { ignoreUnknownFields: true }))),
+      };
     } catch {
       // Not a valid message: sent as it is.
     }
@@ -206,13 +291,45 @@ export function rpcBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
   const shapedMessage: Arbitrary<unknown> = message ? messageValue(message, world, 0) : fc.jsonValue();
   const binary = shapedMessage.map((value) => asBinary(message, value));
   return fc.oneof(
-    { weight: 4, arbitrary: fc.tuple(shapedMessage, fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1')).map(([v, t]) => json(jsonText(v), t)) },
+    {
+      weight: 4,
+      arbitrary: fc
+        .tuple(
+          shapedMessage,
+          fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1'),
+        )
+        .map(([v, t]) => json(jsonText(v), t)),
+    },
     { weight: 4, arbitrary: binary },
     { weight: 1, arbitrary: binary.map((b) => ({ ...b, body: b.body ? gzipSync(b.body) : null, encoding: 'gzip' })) },
-    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => ({ contentType: 'application/proto', body: Buffer.from(b), encoding: 'gzip' })) },
-    { weight: 1, arbitrary: fc.tuple(binary, fc.constantFrom(...BOMB_SIZES)).map(([b, size]) => ({ contentType: 'application/proto', body: gzipBomb(b.body ?? Buffer.alloc(0), size), encoding: 'gzip' })) },
-    { weight: 1, arbitrary: fc.constantFrom(...BOMB_SIZES).map((size) => ({ contentType: 'application/json', body: gzipBomb(Buffer.from('{"data":"'), size), encoding: 'gzip' })) },
-    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => ({ contentType: 'application/proto', body: Buffer.from(b) })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .uint8Array({ maxLength: 200 })
+        .map((b) => ({ contentType: 'application/proto', body: Buffer.from(b), encoding: 'gzip' })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(binary, fc.constantFrom(...BOMB_SIZES)).map(([b, size]) => ({
+        contentType: 'application/proto',
+        body: gzipBomb(b.body ?? Buffer.alloc(0), size),
+        encoding: 'gzip',
+      })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(...BOMB_SIZES).map((size) => ({
+        contentType: 'application/json',
+        body: gzipBomb(Buffer.from('{"data":"'), size),
+        encoding: 'gzip',
+      })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .uint8Array({ maxLength: 200 })
+        .map((b) => ({ contentType: 'application/proto', body: Buffer.from(b) })),
+    },
     { weight: 1, arbitrary: apiBody(route, world) },
   );
 }
@@ -228,17 +345,50 @@ export function gitBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
   const line = fc.oneof(
     sha.map((s) => pktLine(`want ${s}\n`)),
     sha.map((s) => pktLine(`have ${s}\n`)),
-    fc.tuple(sha, sha, fc.constantFrom('refs/heads/main', 'refs/heads/x', 'refs/tags/v1', 'HEAD', 'refs/heads/../x', 'refs/heads/a..b', 'refs/heads/😀'))
+    fc
+      .tuple(
+        sha,
+        sha,
+        fc.constantFrom(
+          'refs/heads/main',
+          'refs/heads/x',
+          'refs/tags/v1',
+          'HEAD',
+          'refs/heads/../x',
+          'refs/heads/a..b',
+          'refs/heads/😀',
+        ),
+      )
       .map(([a, b, ref]) => pktLine(`${a} ${b} ${ref}\u0000report-status side-band-64k\n`)),
-    fc.constantFrom('0000', '0001', '0002', pktLine('done\n'), pktLine('command=ls-refs\n'), pktLine('command=fetch\n'), pktLine('deepen 2147483648\n'), pktLine('agent=git/2.40\n'), 'zzzz', 'ffff', '0004', '0003'),
+    fc.constantFrom(
+      '0000',
+      '0001',
+      '0002',
+      pktLine('done\n'),
+      pktLine('command=ls-refs\n'),
+      pktLine('command=fetch\n'),
+      pktLine('deepen 2147483648\n'),
+      pktLine('agent=git/2.40\n'),
+      'zzzz',
+      'ffff',
+      '0004',
+      '0003',
+    ),
     fc.string({ maxLength: 30 }).map(pktLine),
   );
-  const type = route.template.endsWith('git-receive-pack') ? 'application/x-git-receive-pack-request' : 'application/x-git-upload-pack-request';
+  const type = route.template.endsWith('git-receive-pack')
+    ? 'application/x-git-receive-pack-request'
+    : 'application/x-git-upload-pack-request';
   const pkt = fc.array(line, { maxLength: 8 }).map((lines) => Buffer.from(lines.join('')));
   return fc.oneof(
     { weight: 4, arbitrary: pkt.map((b) => ({ contentType: type, body: b })) },
     { weight: 1, arbitrary: pkt.map((b) => ({ contentType: type, body: gzipSync(b), encoding: 'gzip' })) },
-    { weight: 1, arbitrary: fc.tuple(fc.uint8Array({ maxLength: 300 }), fc.constantFrom('gzip', 'x-gzip', 'deflate', 'br', 'bogus')).map(([b, e]) => ({ contentType: type, body: Buffer.from(b), encoding: e })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.uint8Array({ maxLength: 300 }), fc.constantFrom('gzip', 'x-gzip', 'deflate', 'br', 'bogus'))
+        .map(([b, e]) => ({ contentType: type, body: Buffer.from(b), encoding: e })),
+    },
     { weight: 1, arbitrary: apiBody(route, world) },
   );
 }
@@ -247,7 +397,10 @@ export function gitBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
 export function plausibleBody(route: FuzzRoute, world: FuzzWorld): Arbitrary<Body> {
   if (route.kind === 'rpc') {
     const value = route.message ? messageValue(route.message, world, 0, true) : fc.constant({});
-    return fc.oneof(value.map((v) => json(jsonText(v))), value.map((v) => asBinary(route.message, v)));
+    return fc.oneof(
+      value.map((v) => json(jsonText(v))),
+      value.map((v) => asBinary(route.message, v)),
+    );
   }
   if (route.kind === 'git') return gitBody(route, world);
   if (route.body === null) return fc.constant<Body>({ contentType: null, body: null });

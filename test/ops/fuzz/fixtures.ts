@@ -42,9 +42,18 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
 
   await ok(s, 'POST', '/orgs', t, { username: 'acme' });
   await ok(s, 'POST', '/user/repos', t, { name: 'app', auto_init: false });
-  await ok(s, 'POST', '/orgs/acme/repos', t, { name: 'builds', private: true, auto_init: true, default_branch: 'main' });
+  await ok(s, 'POST', '/orgs/acme/repos', t, {
+    name: 'builds',
+    private: true,
+    auto_init: true,
+    default_branch: 'main',
+  });
   await ok(s, 'POST', '/user/repos', admin.token, { name: 'vault', private: true, auto_init: true });
-  const team = (await ok(s, 'POST', '/orgs/acme/teams', t, { name: 'devs', permission: 'write', units: ['repo.code', 'repo.actions'] })) as { id: number };
+  const team = (await ok(s, 'POST', '/orgs/acme/teams', t, {
+    name: 'devs',
+    permission: 'write',
+    units: ['repo.code', 'repo.actions'],
+  })) as { id: number };
 
   const work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: t }));
   let sha: string;
@@ -55,11 +64,17 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
   } finally {
     await work.remove();
   }
-  const dispatched = (await ok(s, 'POST', '/repos/alice/app/actions/workflows/ci.yml/dispatches', t, { ref: 'main', inputs: { target: 'x' }, return_run_info: true })) as { id: number };
+  const dispatched = (await ok(s, 'POST', '/repos/alice/app/actions/workflows/ci.yml/dispatches', t, {
+    ref: 'main',
+    inputs: { target: 'x' },
+    return_run_info: true,
+  })) as { id: number };
   const runs = (await ok(s, 'GET', '/repos/alice/app/actions/runs', t)) as { workflow_runs: { id: number }[] };
   assert.ok(runs.workflow_runs.length >= 2, 'the push and the dispatch made runs');
 
-  const registration = (await ok(s, 'GET', '/repos/alice/app/actions/runners/registration-token', t)) as { token: string };
+  const registration = (await ok(s, 'GET', '/repos/alice/app/actions/runners/registration-token', t)) as {
+    token: string;
+  };
   const keeper = await registerRunner(s.url, registration.token, { name: 'fuzz-keeper', labels: ['fuzz'] });
   const spare = await registerRunner(s.url, registration.token, { name: 'fuzz-spare', labels: ['other'] });
   // Runners of the other scopes too, so every runners route has one to find.
@@ -77,7 +92,12 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
   const credentials = keeper.credentials;
   assert.ok(credentials && spare.credentials);
 
-  const hookBody = { type: 'forgejo', config: { url: 'http://example.invalid/hook', content_type: 'json' }, events: ['push'], active: true };
+  const hookBody = {
+    type: 'forgejo',
+    config: { url: 'http://example.invalid/hook', content_type: 'json' },
+    events: ['push'],
+    active: true,
+  };
   const hook = (await ok(s, 'POST', '/orgs/acme/hooks', t, hookBody)) as { id: number };
   const spareHook = (await ok(s, 'POST', '/orgs/acme/hooks', t, hookBody)) as { id: number };
   const delivery = (await ok(s, 'POST', `/orgs/acme/hooks/${hook.id}/pings`, t)) as { id: number };
@@ -88,15 +108,20 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
     await ok(s, 'PUT', `${base}/secrets/FUZZ_SECRET`, t, { data: 's3cret' });
     await ok(s, 'POST', `${base}/variables/FUZZ_VAR`, t, { value: 'v' });
   }
-  const created = await s.api('POST', '/users/alice/tokens', { authorization: basicAuth('alice', user.password), body: { name: 'disposable', scopes: ['all'] } });
+  const created = await s.api('POST', '/users/alice/tokens', {
+    authorization: basicAuth('alice', user.password),
+    body: { name: 'disposable', scopes: ['all'] },
+  });
   assert.equal(created.status, 201, created.text);
   const disposableToken = created.json as { id: number; name: string };
 
   const replenish = async (): Promise<void> => {
     for (const name of SCRATCH_REPOS) {
-      if ((await s.api('GET', `/repos/alice/${name}`, { token: t })).status === 404) await ok(s, 'POST', '/user/repos', t, { name, auto_init: true });
+      if ((await s.api('GET', `/repos/alice/${name}`, { token: t })).status === 404)
+        await ok(s, 'POST', '/user/repos', t, { name, auto_init: true });
     }
-    if ((await s.api('GET', `/orgs/${SCRATCH_ORG}`, { token: t })).status === 404) await ok(s, 'POST', '/orgs', t, { username: SCRATCH_ORG });
+    if ((await s.api('GET', `/orgs/${SCRATCH_ORG}`, { token: t })).status === 404)
+      await ok(s, 'POST', '/orgs', t, { username: SCRATCH_ORG });
   };
   await replenish();
 
@@ -143,7 +168,13 @@ export async function createFixture(s: TestServer): Promise<Fixture> {
       username: ['bob'],
       token: [disposableToken.name],
     },
-    values: { sha, taskId: String(fetched.task.id), runnerUuid: spare.credentials.uuid, registrationToken: registration.token, labels: ['fuzz', 'other', 'fuzz,other', ''] },
+    values: {
+      sha,
+      taskId: String(fetched.task.id),
+      runnerUuid: spare.credentials.uuid,
+      registrationToken: registration.token,
+      labels: ['fuzz', 'other', 'fuzz,other', ''],
+    },
   };
   return { world, user, replenish };
 }

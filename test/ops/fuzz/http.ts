@@ -39,11 +39,21 @@ export async function send(agent: Agent, origin: string, request: FuzzRequest): 
     });
     const text = await res.body.text();
     const type = res.headers['content-type'];
-    return { status: res.statusCode, contentType: Array.isArray(type) ? type.join(',') : (type ?? ''), text, ms: Date.now() - started };
+    return {
+      status: res.statusCode,
+      contentType: Array.isArray(type) ? type.join(',') : (type ?? ''),
+      text,
+      ms: Date.now() - started,
+    };
   } catch (error) {
     const ms = Date.now() - started;
     const name = (error as { name?: string; code?: string }).code ?? (error as Error).name;
-    if (ms >= REQUEST_TIMEOUT_MS - 50 || name === 'TimeoutError' || name === 'UND_ERR_HEADERS_TIMEOUT' || name === 'UND_ERR_BODY_TIMEOUT') {
+    if (
+      ms >= REQUEST_TIMEOUT_MS - 50 ||
+      name === 'TimeoutError' ||
+      name === 'UND_ERR_HEADERS_TIMEOUT' ||
+      name === 'UND_ERR_BODY_TIMEOUT'
+    ) {
       return `no answer within ${REQUEST_TIMEOUT_MS} ms (hang)`;
     }
     return `no answer: ${name}: ${(error as Error).message}`;
@@ -87,15 +97,19 @@ export function judge(request: FuzzRequest, answer: FuzzAnswer | string): string
     }
   }
   if (path.startsWith('/api/v1/') && answer.status >= 400) {
-    if (!isJson) return `status ${answer.status}: an /api/v1 error must be JSON, got ${answer.contentType || 'no content type'}`;
+    if (!isJson)
+      return `status ${answer.status}: an /api/v1 error must be JSON, got ${answer.contentType || 'no content type'}`;
     const error = body as { message?: unknown; url?: unknown };
-    if (typeof error !== 'object' || error === null || typeof error.message !== 'string') return `status ${answer.status}: error body without a message: ${answer.text.slice(0, 200)}`;
+    if (typeof error !== 'object' || error === null || typeof error.message !== 'string')
+      return `status ${answer.status}: error body without a message: ${answer.text.slice(0, 200)}`;
     // Forgejo's account checks and sudo refusals (403) carry no url; every other error does.
-    if (typeof error.url !== 'string' && answer.status !== 403) return `status ${answer.status}: error body without a url: ${answer.text.slice(0, 200)}`;
+    if (typeof error.url !== 'string' && answer.status !== 403)
+      return `status ${answer.status}: error body without a url: ${answer.text.slice(0, 200)}`;
   }
   if (path.startsWith('/api/actions/') && answer.status >= 400 && isJson) {
     const error = body as { code?: unknown };
-    if (typeof error !== 'object' || error === null || typeof error.code !== 'string') return `status ${answer.status}: Connect error without a code: ${answer.text.slice(0, 200)}`;
+    if (typeof error !== 'object' || error === null || typeof error.code !== 'string')
+      return `status ${answer.status}: Connect error without a code: ${answer.text.slice(0, 200)}`;
   }
   return null;
 }

@@ -51,13 +51,40 @@ function realSegments(world: FuzzWorld, route: FuzzRoute, method: string): Arbit
 function segmentsFor(world: FuzzWorld, route: FuzzRoute, method: string): Arbitrary<string[]> {
   const hostile = route.params.map(hostileSegment);
   return fc
-    .tuple(realSegments(world, route, method), fc.tuple(...hostile), fc.boolean(), fc.array(fc.boolean(), { minLength: route.params.length, maxLength: route.params.length }))
-    .map(([good, bad, allValid, pickBad]) => good.map((g, i) => (!allValid && pickBad[i] === true ? (bad[i] as string) : g)));
+    .tuple(
+      realSegments(world, route, method),
+      fc.tuple(...hostile),
+      fc.boolean(),
+      fc.array(fc.boolean(), { minLength: route.params.length, maxLength: route.params.length }),
+    )
+    .map(([good, bad, allValid, pickBad]) =>
+      good.map((g, i) => (!allValid && pickBad[i] === true ? (bad[i] as string) : g)),
+    );
 }
 
 const QUERY_KEYS = [
-  'page', 'limit', 'status', 'event', 'labels', 'visible', 'run_number', 'head_sha', 'ref', 'workflow_id', 'return_run_details',
-  'service', 'sudo', 'token', 'access_token', 'page[]', 'limit[0]', 'page[a]', 'status[]', '__proto__', 'constructor', '',
+  'page',
+  'limit',
+  'status',
+  'event',
+  'labels',
+  'visible',
+  'run_number',
+  'head_sha',
+  'ref',
+  'workflow_id',
+  'return_run_details',
+  'service',
+  'sudo',
+  'token',
+  'access_token',
+  'page[]',
+  'limit[0]',
+  'page[a]',
+  'status[]',
+  '__proto__',
+  'constructor',
+  '',
 ];
 
 function queryValues(world: FuzzWorld): Arbitrary<string> {
@@ -66,9 +93,38 @@ function queryValues(world: FuzzWorld): Arbitrary<string> {
     {
       weight: 4,
       arbitrary: fc.constantFrom(
-        'true', 'false', 'on', 'success', 'failure', 'waiting', 'running', 'cancelled', 'skipped', 'blocked', 'unknown', 'bogus',
-        'push', 'workflow_dispatch', 'git-upload-pack', 'git-receive-pack', 'git-upload-archive', 'alice', 'root', 'acme', 'nobody',
-        'main', 'refs/heads/main', 'ci.yml', world.values.sha, ...world.values.labels, 'a,b,,c', '%00', '%', '%zz', pct('🚀'), 'x'.repeat(3000),
+        'true',
+        'false',
+        'on',
+        'success',
+        'failure',
+        'waiting',
+        'running',
+        'cancelled',
+        'skipped',
+        'blocked',
+        'unknown',
+        'bogus',
+        'push',
+        'workflow_dispatch',
+        'git-upload-pack',
+        'git-receive-pack',
+        'git-upload-archive',
+        'alice',
+        'root',
+        'acme',
+        'nobody',
+        'main',
+        'refs/heads/main',
+        'ci.yml',
+        world.values.sha,
+        ...world.values.labels,
+        'a,b,,c',
+        '%00',
+        '%',
+        '%zz',
+        pct('🚀'),
+        'x'.repeat(3000),
       ),
     },
     { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 30 }).map(pct) },
@@ -76,7 +132,10 @@ function queryValues(world: FuzzWorld): Arbitrary<string> {
 }
 
 function queryFor(route: FuzzRoute, world: FuzzWorld): Arbitrary<string> {
-  const key = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...route.query, ...QUERY_KEYS) }, { weight: 1, arbitrary: fc.string({ maxLength: 10 }).map(pct) });
+  const key = fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(...route.query, ...QUERY_KEYS) },
+    { weight: 1, arbitrary: fc.string({ maxLength: 10 }).map(pct) },
+  );
   const pair = fc.oneof(
     { weight: 8, arbitrary: fc.tuple(key, queryValues(world)).map(([k, v]) => `${k}=${v}`) },
     { weight: 1, arbitrary: key },
@@ -91,9 +150,24 @@ function plausibleQuery(route: FuzzRoute, world: FuzzWorld): Arbitrary<string> {
   const pair = fc.oneof(
     fc.integer({ min: 1, max: 3 }).map((n) => `page=${n}`),
     fc.integer({ min: 1, max: 60 }).map((n) => `limit=${n}`),
-    fc.constantFrom('status=success', 'status=waiting', 'status=running', 'event=push', 'event=workflow_dispatch', 'visible=true', `head_sha=${world.values.sha}`, 'ref=refs/heads/main', 'workflow_id=ci.yml', 'run_number=1', 'labels=fuzz'),
+    fc.constantFrom(
+      'status=success',
+      'status=waiting',
+      'status=running',
+      'event=push',
+      'event=workflow_dispatch',
+      'visible=true',
+      `head_sha=${world.values.sha}`,
+      'ref=refs/heads/main',
+      'workflow_id=ci.yml',
+      'run_number=1',
+      'labels=fuzz',
+    ),
   );
-  return fc.oneof({ weight: 2, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.array(pair, { minLength: 1, maxLength: 3 }).map((pairs) => `?${pairs.join('&')}`) });
+  return fc.oneof(
+    { weight: 2, arbitrary: fc.constant('') },
+    { weight: 1, arbitrary: fc.array(pair, { minLength: 1, maxLength: 3 }).map((pairs) => `?${pairs.join('&')}`) },
+  );
 }
 
 type Auth = { label: string; headers: Record<string, string | string[]> };
@@ -102,14 +176,37 @@ type Auth = { label: string; headers: Record<string, string | string[]> };
 function plausibleAuth(world: FuzzWorld, route: FuzzRoute): Arbitrary<Auth> {
   if (route.kind === 'rpc') {
     // A deadline, as runners send: a fetch then answers at once instead of holding the batch for its long poll.
-    const headers = { 'x-runner-uuid': world.runner.uuid, 'x-runner-token': world.runner.token, 'connect-protocol-version': '1', 'connect-timeout-ms': '1000' };
+    const headers = {
+      'x-runner-uuid': world.runner.uuid,
+      'x-runner-token': world.runner.token,
+      'connect-protocol-version': '1',
+      'connect-timeout-ms': '1000',
+    };
     return fc.constant<Auth>({ label: 'runner', headers });
   }
   return fc.oneof(
-    { weight: 3, arbitrary: fc.constant<Auth>({ label: 'admin', headers: { authorization: `token ${world.identities.admin.token}` } }) },
-    { weight: 3, arbitrary: fc.constant<Auth>({ label: 'user', headers: { authorization: `token ${world.identities.user.token}` } }) },
+    {
+      weight: 3,
+      arbitrary: fc.constant<Auth>({
+        label: 'admin',
+        headers: { authorization: `token ${world.identities.admin.token}` },
+      }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.constant<Auth>({
+        label: 'user',
+        headers: { authorization: `token ${world.identities.user.token}` },
+      }),
+    },
     // Passwords cost a hash each: rarer. Token routes need them (Forgejo's reqBasicAuth).
-    { weight: 1, arbitrary: fc.constant<Auth>({ label: 'user', headers: { authorization: basic(world.identities.user.name, world.identities.user.password) } }) },
+    {
+      weight: 1,
+      arbitrary: fc.constant<Auth>({
+        label: 'user',
+        headers: { authorization: basic(world.identities.user.name, world.identities.user.password) },
+      }),
+    },
   );
 }
 
@@ -121,14 +218,37 @@ function authArbitrary(world: FuzzWorld, route: FuzzRoute): Arbitrary<Auth> {
   const as = (who: 'admin' | 'user'): Arbitrary<Auth> => {
     const id = world.identities[who];
     return fc
-      .constantFrom(`token ${id.token}`, `Bearer ${id.token}`, `token ${id.token}`, basic(id.name, id.password), basic(id.name, id.token), basic(id.token, 'x-oauth-basic'), `TOKEN ${id.token}`, `token  ${id.token} `)
+      .constantFrom(
+        `token ${id.token}`,
+        `Bearer ${id.token}`,
+        `token ${id.token}`,
+        basic(id.name, id.password),
+        basic(id.name, id.token),
+        basic(id.token, 'x-oauth-basic'),
+        `TOKEN ${id.token}`,
+        `token  ${id.token} `,
+      )
       .map((value) => ({ label: who, headers: { authorization: value } }));
   };
   const garbage: Arbitrary<Auth> = fc
     .oneof(
-      fc.tuple(fc.constantFrom('token', 'Bearer', 'Basic', 'Digest', 'Negotiate', 'bearer', '', 'token token'), fc.string({ maxLength: 60 }))
+      fc
+        .tuple(
+          fc.constantFrom('token', 'Bearer', 'Basic', 'Digest', 'Negotiate', 'bearer', '', 'token token'),
+          fc.string({ maxLength: 60 }),
+        )
         .map(([scheme, v]) => `${scheme} ${v}`),
-      fc.constantFrom('Basic', 'Basic ', 'Basic !!!', `Basic ${Buffer.from('nocolon').toString('base64')}`, `Basic ${Buffer.from(':').toString('base64')}`, 'token', 'Bearer ', 'token ' + 'f'.repeat(40), 'Basic ' + 'A'.repeat(12_000)),
+      fc.constantFrom(
+        'Basic',
+        'Basic ',
+        'Basic !!!',
+        `Basic ${Buffer.from('nocolon').toString('base64')}`,
+        `Basic ${Buffer.from(':').toString('base64')}`,
+        'token',
+        'Bearer ',
+        'token ' + 'f'.repeat(40),
+        'Basic ' + 'A'.repeat(12_000),
+      ),
       HEX40.map((t) => `token ${t}`),
     )
     .map((value) => ({ label: 'garbage', headers: { authorization: value } }));
@@ -137,13 +257,23 @@ function authArbitrary(world: FuzzWorld, route: FuzzRoute): Arbitrary<Auth> {
       { weight: 4, arbitrary: fc.constant([world.runner.uuid, world.runner.token] as const) },
       {
         weight: 1,
-        arbitrary: fc.tuple(fc.constantFrom(world.runner.uuid, world.values.runnerUuid, '', 'not-a-uuid', '00000000-0000-0000-0000-000000000000'), fc.constantFrom(world.runner.token, '', 'x'.repeat(64), 'garbage')),
+        arbitrary: fc.tuple(
+          fc.constantFrom(
+            world.runner.uuid,
+            world.values.runnerUuid,
+            '',
+            'not-a-uuid',
+            '00000000-0000-0000-0000-000000000000',
+          ),
+          fc.constantFrom(world.runner.token, '', 'x'.repeat(64), 'garbage'),
+        ),
       },
     )
     .map(([uuid, token]) => ({ label: 'runner', headers: { 'x-runner-uuid': uuid, 'x-runner-token': token } }));
-  const duplicate: Arbitrary<Auth> = fc
-    .tuple(as('user'), as('admin'))
-    .map(([a, b]) => ({ label: 'duplicate', headers: { authorization: [String(a.headers.authorization), String(b.headers.authorization)] } }));
+  const duplicate: Arbitrary<Auth> = fc.tuple(as('user'), as('admin')).map(([a, b]) => ({
+    label: 'duplicate',
+    headers: { authorization: [String(a.headers.authorization), String(b.headers.authorization)] },
+  }));
   return fc.oneof(
     { weight: route.kind === 'rpc' ? 1 : 5, arbitrary: as('admin') },
     { weight: route.kind === 'rpc' ? 1 : 5, arbitrary: as('user') },
@@ -168,18 +298,37 @@ function extraHeaders(route: FuzzRoute): Arbitrary<Record<string, string>> {
       sudo: sometimes(fc.oneof(fc.constantFrom('alice', 'root', 'acme', 'nobody', '', ' '), printable), 12),
       'x-request-id': sometimes(fc.oneof(printable, fc.constant('r'.repeat(9000))), 8),
       'accept-encoding': sometimes(fc.constantFrom('gzip', 'br', 'deflate', '*', 'identity;q=0', 'bogus'), 6),
-      'git-protocol': sometimes(fc.constantFrom('version=2', 'version=1', 'version=999', 'version=2:object-format=sha256', 'x'.repeat(300)), route.kind === 'git' ? 2 : 10),
-      'connect-protocol-version': rpc ? fc.oneof({ weight: 8, arbitrary: fc.constant('1') }, { weight: 1, arbitrary: fc.constantFrom('2', 'x', '') }) : sometimes(fc.constant('1'), 10),
+      'git-protocol': sometimes(
+        fc.constantFrom('version=2', 'version=1', 'version=999', 'version=2:object-format=sha256', 'x'.repeat(300)),
+        route.kind === 'git' ? 2 : 10,
+      ),
+      'connect-protocol-version': rpc
+        ? fc.oneof({ weight: 8, arbitrary: fc.constant('1') }, { weight: 1, arbitrary: fc.constantFrom('2', 'x', '') })
+        : sometimes(fc.constant('1'), 10),
       // Mostly set on the runner protocol: without a deadline a fetch holds its batch for the whole long poll.
       'connect-timeout-ms': rpc
-        ? fc.oneof({ weight: 4, arbitrary: fc.constantFrom('100', '1000', '1500', '0', '-1', 'abc', '99999999999999999999', '1e3') }, { weight: 1, arbitrary: fc.constant(undefined) })
+        ? fc.oneof(
+            {
+              weight: 4,
+              arbitrary: fc.constantFrom('100', '1000', '1500', '0', '-1', 'abc', '99999999999999999999', '1e3'),
+            },
+            { weight: 1, arbitrary: fc.constant(undefined) },
+          )
         : sometimes(fc.constantFrom('100', '1500'), 10),
       // A small set of keys, so that concurrent fetches in one batch share one now and then.
-      'x-runner-request-key': sometimes(fc.oneof(fc.constantFrom('fuzz-key-1', 'fuzz-key-2'), printable, fc.constant('k'.repeat(100))), rpc ? 3 : 10),
+      'x-runner-request-key': sometimes(
+        fc.oneof(fc.constantFrom('fuzz-key-1', 'fuzz-key-2'), printable, fc.constant('k'.repeat(100))),
+        rpc ? 3 : 10,
+      ),
       accept: sometimes(fc.constantFrom('application/json', '*/*', 'text/html', 'application/proto', ''), 8),
-      'x-fuzz-padding': sometimes(fc.constantFrom(4_000, 14_000, 16_000, 16_300, 17_000, 40_000).map((n) => 'p'.repeat(n)), 15),
+      'x-fuzz-padding': sometimes(
+        fc.constantFrom(4_000, 14_000, 16_000, 16_300, 17_000, 40_000).map((n) => 'p'.repeat(n)),
+        15,
+      ),
     })
-    .map((headers) => Object.fromEntries(Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== undefined)));
+    .map((headers) =>
+      Object.fromEntries(Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== undefined)),
+    );
 }
 
 /**
@@ -189,18 +338,42 @@ function extraHeaders(route: FuzzRoute): Arbitrary<Record<string, string>> {
  * another. A batch of these runs concurrently.
  */
 export function requestArbitrary(route: FuzzRoute, world: FuzzWorld): Arbitrary<FuzzRequest> {
-  const hostile = { query: queryFor(route, world), auth: authArbitrary(world, route), extra: extraHeaders(route), body: route.kind === 'rpc' ? rpcBody(route, world) : route.kind === 'git' ? gitBody(route, world) : apiBody(route, world) };
-  const plausible = { query: plausibleQuery(route, world), auth: plausibleAuth(world, route), extra: fc.constant<Record<string, string>>({}), body: plausibleBody(route, world) };
+  const hostile = {
+    query: queryFor(route, world),
+    auth: authArbitrary(world, route),
+    extra: extraHeaders(route),
+    body:
+      route.kind === 'rpc'
+        ? rpcBody(route, world)
+        : route.kind === 'git'
+          ? gitBody(route, world)
+          : apiBody(route, world),
+  };
+  const plausible = {
+    query: plausibleQuery(route, world),
+    auth: plausibleAuth(world, route),
+    extra: fc.constant<Record<string, string>>({}),
+    body: plausibleBody(route, world),
+  };
   const build = (m: string, parts: typeof hostile, segments: Arbitrary<string[]>): Arbitrary<FuzzRequest> =>
-    fc.tuple(segments, parts.query, parts.auth, parts.extra, parts.body).map(([values, q, a, headersExtra, b]): FuzzRequest => {
-      let i = 0;
-      const path = route.template.replace(/:(\w+)|\*/g, () => values[i++] ?? '');
-      const headers: Record<string, string | string[]> = { ...headersExtra, ...a.headers };
-      if (b.contentType !== null) headers['content-type'] = b.contentType;
-      if (b.encoding !== undefined) headers['content-encoding'] = b.encoding;
-      const sendsBody = m !== 'GET' && m !== 'HEAD' && b.body !== null;
-      return { method: m, path: `${path}${q}`, headers, body: sendsBody ? b.body : null, route: `${route.method} ${route.template}`, auth: a.label };
-    });
+    fc
+      .tuple(segments, parts.query, parts.auth, parts.extra, parts.body)
+      .map(([values, q, a, headersExtra, b]): FuzzRequest => {
+        let i = 0;
+        const path = route.template.replace(/:(\w+)|\*/g, () => values[i++] ?? '');
+        const headers: Record<string, string | string[]> = { ...headersExtra, ...a.headers };
+        if (b.contentType !== null) headers['content-type'] = b.contentType;
+        if (b.encoding !== undefined) headers['content-encoding'] = b.encoding;
+        const sendsBody = m !== 'GET' && m !== 'HEAD' && b.body !== null;
+        return {
+          method: m,
+          path: `${path}${q}`,
+          headers,
+          body: sendsBody ? b.body : null,
+          route: `${route.method} ${route.template}`,
+          auth: a.label,
+        };
+      });
   const forMethod = (m: string): Arbitrary<FuzzRequest> =>
     fc.oneof(build(m, plausible, realSegments(world, route, m)), build(m, hostile, segmentsFor(world, route, m)));
   // Built once per method, not per request: building arbitraries costs more than drawing from them.

@@ -79,11 +79,15 @@ function connectMessages(): Map<string, DescMessage> {
 }
 
 /** Joins the router table with the OpenAPI document (`paths` relative to /api/v1, `{param}` style). */
-export function fuzzRoutes(app: FastifyInstance, openapi: { paths: Record<string, Record<string, OpenApiOperation>> }): FuzzRoute[] {
+export function fuzzRoutes(
+  app: FastifyInstance,
+  openapi: { paths: Record<string, Record<string, OpenApiOperation>> },
+): FuzzRoute[] {
   const operations = new Map<string, OpenApiOperation>();
   for (const [path, item] of Object.entries(openapi.paths)) {
     const template = `/api/v1${path.replace(/\{([^}]+)\}/g, ':$1')}`;
-    for (const [method, operation] of Object.entries(item)) operations.set(`${method.toUpperCase()} ${template}`, operation);
+    for (const [method, operation] of Object.entries(item))
+      operations.set(`${method.toUpperCase()} ${template}`, operation);
   }
   const messages = connectMessages();
   const routes: FuzzRoute[] = [];
@@ -109,7 +113,10 @@ export function fuzzRoutes(app: FastifyInstance, openapi: { paths: Record<string
 }
 
 /** Operations in the OpenAPI document the router does not serve: the two must agree. */
-export function undocumentedOrMissing(routes: FuzzRoute[], openapi: { paths: Record<string, Record<string, unknown>> }): string[] {
+export function undocumentedOrMissing(
+  routes: FuzzRoute[],
+  openapi: { paths: Record<string, Record<string, unknown>> },
+): string[] {
   const served = new Set(routes.map((r) => `${r.method} ${r.template}`));
   const problems: string[] = [];
   for (const [path, item] of Object.entries(openapi.paths)) {

@@ -30,7 +30,11 @@ function parseAttempt(value: unknown): number | undefined {
 
 function sendUnsatisfiable(reply: FastifyReply, size: number) {
   // Go's ServeContent: 416 with the size in Content-Range, a plain-text reason.
-  return reply.status(416).header('Content-Range', `bytes */${size}`).type(TEXT).send('invalid range: failed to overlap\n');
+  return reply
+    .status(416)
+    .header('Content-Range', `bytes */${size}`)
+    .type(TEXT)
+    .send('invalid range: failed to overlap\n');
 }
 
 export function actionsJobRoutes(app: ApiApp, ctx: RouteContext): void {
@@ -91,7 +95,9 @@ export function actionsJobRoutes(app: ApiApp, ctx: RouteContext): void {
           'Without `attempt`, the current attempt. While the job runs: the lines acknowledged to the runner so far. ' +
           'One `Range: bytes=…` is honoured (206).',
         params: jobParams,
-        querystring: Type.Object({ attempt: Type.Optional(Type.String({ description: 'the attempt number (1 is the first run)' })) }),
+        querystring: Type.Object({
+          attempt: Type.Optional(Type.String({ description: 'the attempt number (1 is the first run)' })),
+        }),
         response: { ...errorResponses(403, 404) },
       },
       preValidation: readGuards,
@@ -108,7 +114,10 @@ export function actionsJobRoutes(app: ApiApp, ctx: RouteContext): void {
         .header('Content-Disposition', `attachment; filename="${log.filename}"`);
       // If-Range with anything but the current Last-Modified: the client's copy is stale, send it all.
       const ifRange = req.headers['if-range'];
-      const range = ifRange === undefined || ifRange === lastModified ? parseByteRange(req.headers.range, log.size) : { kind: 'whole' as const };
+      const range =
+        ifRange === undefined || ifRange === lastModified
+          ? parseByteRange(req.headers.range, log.size)
+          : { kind: 'whole' as const };
       if (range.kind === 'unsatisfiable') return sendUnsatisfiable(reply, log.size);
       const [start, end] = range.kind === 'whole' ? [0, log.size - 1] : [range.start, range.end];
       if (range.kind === 'partial') reply.status(206).header('Content-Range', `bytes ${start}-${end}/${log.size}`);

@@ -34,7 +34,14 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
   const renderRun = async (req: FastifyRequest, runId: number) => {
     const { repo, owner, mode } = requireRepo(req);
     const { run, triggerUser } = await services.runs.get(repo, runId);
-    return runRenderer(repo, owner, mode, viewerOf(req, services), config.rootUrl, Math.floor(Date.now() / 1000))(run, triggerUser);
+    return runRenderer(
+      repo,
+      owner,
+      mode,
+      viewerOf(req, services),
+      config.rootUrl,
+      Math.floor(Date.now() / 1000),
+    )(run, triggerUser);
   };
 
   app.post(
@@ -61,7 +68,13 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
     app.post(
       path,
       {
-        schema: { operationId, tags, description, params: runParams, response: { 201: ActionRun, ...errorResponses(400, 401, 403, 404, 409) } },
+        schema: {
+          operationId,
+          tags,
+          description,
+          params: runParams,
+          response: { 201: ActionRun, ...errorResponses(400, 401, 403, 404, 409) },
+        },
         preValidation: writeGuards,
       },
       async (req, reply) => {
@@ -90,8 +103,14 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
       schema: {
         operationId: 'RerunWorkflowJob',
         tags,
-        description: 'Starts the next attempt of one job of a finished run; the jobs that need it are blocked again until it finishes.',
-        params: Type.Object({ owner: Type.String(), repo: Type.String(), run_id: Type.String(), job_id: Type.String() }),
+        description:
+          'Starts the next attempt of one job of a finished run; the jobs that need it are blocked again until it finishes.',
+        params: Type.Object({
+          owner: Type.String(),
+          repo: Type.String(),
+          run_id: Type.String(),
+          job_id: Type.String(),
+        }),
         response: { 201: ActionWorkflowJob, ...errorResponses(400, 401, 403, 404, 409) },
       },
       preValidation: writeGuards,
@@ -105,7 +124,11 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
       // The same ActionWorkflowJob as GET …/actions/jobs/{job_id}: the new attempt, no runner or steps yet.
       const repoPath = `${owner.name}/${repo.name}`;
       const details = await services.jobs.detailsOf(job);
-      return reply.status(201).send(toActionWorkflowJob(details, `${config.rootUrl}api/v1/repos/${repoPath}`, `${config.rootUrl}${repoPath}`));
+      return reply
+        .status(201)
+        .send(
+          toActionWorkflowJob(details, `${config.rootUrl}api/v1/repos/${repoPath}`, `${config.rootUrl}${repoPath}`),
+        );
     },
   );
 

@@ -11,7 +11,12 @@ import { linkHeader, parseIdParam, parsePage } from '../../../modules/pagination
 import type { ActionRunJob as RunJob } from '../../../models/action-runs.ts';
 import type { Runner } from '../../../models/runners.ts';
 import type { RunnerApiScope, RunnerStatusName } from '../../../services/actions/runners.ts';
-import { INSTANCE_RUNNER_SCOPE, accountRunnerScope, ownScope, repoRunnerScope } from '../../../services/actions/runners.ts';
+import {
+  INSTANCE_RUNNER_SCOPE,
+  accountRunnerScope,
+  ownScope,
+  repoRunnerScope,
+} from '../../../services/actions/runners.ts';
 import { bindLikeGo } from '../../guards.ts';
 import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
@@ -27,7 +32,11 @@ import {
   RunnerJobsQuery,
   RunnerListQuery,
 } from '../../../api-types/runner-schemas.ts';
-import type { ActionRunJobJson, ActionRunnerJson, RegisterRunnerOptionsJson } from '../../../api-types/runner-schemas.ts';
+import type {
+  ActionRunJobJson,
+  ActionRunnerJson,
+  RegisterRunnerOptionsJson,
+} from '../../../api-types/runner-schemas.ts';
 import { NoContent, errorResponses } from '../../../api-types/schemas.ts';
 
 interface OperationIds {
@@ -137,7 +146,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
       ops: {
         getToken: 'userGetRunnerRegistrationToken',
         createToken: 'userCreateRunnerRegistrationToken',
-      deleteToken: 'userDeleteRunnerRegistrationToken',
+        deleteToken: 'userDeleteRunnerRegistrationToken',
         list: 'getUserRunners',
         register: 'registerUserRunner',
         get: 'getUserRunner',
@@ -151,7 +160,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
       ops: {
         getToken: 'orgGetRunnerRegistrationToken',
         createToken: 'orgCreateRunnerRegistrationToken',
-      deleteToken: 'orgDeleteRunnerRegistrationToken',
+        deleteToken: 'orgDeleteRunnerRegistrationToken',
         list: 'getOrgRunners',
         register: 'registerOrgRunner',
         get: 'getOrgRunner',
@@ -165,7 +174,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
       ops: {
         getToken: 'repoGetRunnerRegistrationToken',
         createToken: 'repoCreateRunnerRegistrationToken',
-      deleteToken: 'repoDeleteRunnerRegistrationToken',
+        deleteToken: 'repoDeleteRunnerRegistrationToken',
         list: 'getRepoRunners',
         register: 'registerRepoRunner',
         get: 'getRepoRunner',
@@ -238,7 +247,10 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     app.get(
       `${prefix}/runners/registration-token`,
       {
-        schema: tokenSchema(ops.getToken, "The scope's active registration token, created when there is none. Needs the write scope of the category."),
+        schema: tokenSchema(
+          ops.getToken,
+          "The scope's active registration token, created when there is none. Needs the write scope of the category.",
+        ),
         preValidation: tokenGuards(scope),
       },
       tokenHandler(scope),
@@ -246,7 +258,10 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     app.post(
       `${prefix}/runners/registration-token`,
       {
-        schema: tokenSchema(ops.createToken, 'Same as GET (Gitea has POST): the active token, created when there is none.'),
+        schema: tokenSchema(
+          ops.createToken,
+          'Same as GET (Gitea has POST): the active token, created when there is none.',
+        ),
         preValidation: tokenGuards(scope),
       },
       tokenHandler(scope),
@@ -302,7 +317,10 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
       async (req, reply) => {
         const query = req.query as Query;
         const page = parsePage(query, config);
-        const { runners: list, total } = await runners.list(scope.scopeOf(req), { visible: formBool(first(query.visible)), page });
+        const { runners: list, total } = await runners.list(scope.scopeOf(req), {
+          visible: formBool(first(query.visible)),
+          page,
+        });
         setTotalCount(reply, total);
         const link = linkHeader(new URL(`${config.rootUrl}${req.url.slice(1)}`), page, total);
         if (link !== null) {
@@ -340,11 +358,19 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     app.get(
       `${prefix}/runners/:runner_id`,
       {
-        schema: { operationId: ops.get, tags: [tag], params: runnerParams, response: { 200: ActionRunner, ...errorResponses(400, 401, 403, 404) } },
+        schema: {
+          operationId: ops.get,
+          tags: [tag],
+          params: runnerParams,
+          response: { 200: ActionRunner, ...errorResponses(400, 401, 403, 404) },
+        },
         preValidation: guards,
       },
       async (req) => {
-        const runner = await runners.get(scope.scopeOf(req), parseIdParam((req.params as Record<string, string>).runner_id));
+        const runner = await runners.get(
+          scope.scopeOf(req),
+          parseIdParam((req.params as Record<string, string>).runner_id),
+        );
         return toApiRunner(runner, runners.status(runner));
       },
     );
@@ -352,7 +378,12 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     app.delete(
       `${prefix}/runners/:runner_id`,
       {
-        schema: { operationId: ops.delete, tags: [tag], params: runnerParams, response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) } },
+        schema: {
+          operationId: ops.delete,
+          tags: [tag],
+          params: runnerParams,
+          response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) },
+        },
         preValidation: guards,
       },
       async (req, reply: FastifyReply) => {

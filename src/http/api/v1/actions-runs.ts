@@ -78,7 +78,9 @@ const foldFormInputs: Guard = async (req) => {
   for (const key of Object.keys(body)) {
     const match = /^inputs\[(.+)\]$/.exec(key);
     if (match === null) continue;
-    const inputs = (typeof body.inputs === 'object' && body.inputs !== null ? body.inputs : (body.inputs = {})) as Record<string, unknown>;
+    const inputs = (
+      typeof body.inputs === 'object' && body.inputs !== null ? body.inputs : (body.inputs = {})
+    ) as Record<string, unknown>;
     inputs[match[1] as string] = body[key];
     delete body[key];
   }
@@ -100,7 +102,14 @@ export function actionsRunRoutes(app: ApiApp, ctx: RouteContext): void {
 
   const viewRun = (req: FastifyRequest) => {
     const { repo, owner, mode } = requireRepo(req);
-    const render = runRenderer(repo, owner, mode, viewerOf(req, services), config.rootUrl, Math.floor(Date.now() / 1000));
+    const render = runRenderer(
+      repo,
+      owner,
+      mode,
+      viewerOf(req, services),
+      config.rootUrl,
+      Math.floor(Date.now() / 1000),
+    );
     return (item: RunWithUser) => render(item.run, item.triggerUser);
   };
 
@@ -176,15 +185,28 @@ export function actionsRunRoutes(app: ApiApp, ctx: RouteContext): void {
           '`return_run_details` (body or query) answers 200 with RunDetails (Gitea); otherwise 204.',
         params: Type.Object({ owner: Type.String(), repo: Type.String(), workflowfilename: Type.String() }),
         body: DispatchWorkflowOption,
-        response: { 200: RunDetails, 201: DispatchWorkflowRun, 204: NoContent, ...errorResponses(400, 401, 403, 404, 422, 423) },
+        response: {
+          200: RunDetails,
+          201: DispatchWorkflowRun,
+          204: NoContent,
+          ...errorResponses(400, 401, 403, 404, 422, 423),
+        },
       },
       preValidation: [...readGuards, g.reqToken, g.reqRepoWriter('actions'), g.mustNotBeArchived, foldFormInputs],
     },
     async (req, reply) => {
       const { repo, owner } = requireRepo(req);
-      const body = req.body as { ref?: string; inputs?: Record<string, string>; return_run_info?: boolean; return_run_details?: boolean };
+      const body = req.body as {
+        ref?: string;
+        inputs?: Record<string, string>;
+        return_run_info?: boolean;
+        return_run_details?: boolean;
+      };
       const fileName = (req.params as { workflowfilename: string }).workflowfilename;
-      const result = await services.dispatch.dispatch(repo, owner, requireDoer(req), fileName, { ref: body.ref ?? '', inputs: body.inputs ?? {} });
+      const result = await services.dispatch.dispatch(repo, owner, requireDoer(req), fileName, {
+        ref: body.ref ?? '',
+        inputs: body.inputs ?? {},
+      });
       if (body.return_run_info === true) {
         return reply.status(201).send({ id: result.run.id, run_number: result.run.index, jobs: result.jobIds });
       }

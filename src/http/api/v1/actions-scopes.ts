@@ -35,7 +35,10 @@ export function actionsRouteScopes(g: Guards): Record<'user' | 'org' | 'repo', A
     }),
     repo: routeScope(g, {
       prefix: '/repos/:owner/:repo/actions',
-      params: { owner: Type.String({ description: 'owner of the repository' }), repo: Type.String({ description: 'name of the repository' }) },
+      params: {
+        owner: Type.String({ description: 'owner of the repository' }),
+        repo: Type.String({ description: 'name of the repository' }),
+      },
       tag: 'repository',
       category: 'repository',
       // reqOwner: repository owner level (a collaborator with admin rights is not

@@ -172,7 +172,11 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
       },
       async (req, reply) => {
         const body = req.body as Static<typeof CreateOrUpdateSecretOption>;
-        const result = await services.secrets.createOrUpdate(scope.scopeOf(req), (req.params as Params).secretname ?? '', body.data);
+        const result = await services.secrets.createOrUpdate(
+          scope.scopeOf(req),
+          (req.params as Params).secretname ?? '',
+          body.data,
+        );
         return noContent(reply, result === 'created' ? 201 : 204);
       },
     );
@@ -180,7 +184,12 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
     app.delete(
       `${prefix}/secrets/:secretname`,
       {
-        schema: { operationId: ops.deleteSecret, tags: [tag], params: secretParams, response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) } },
+        schema: {
+          operationId: ops.deleteSecret,
+          tags: [tag],
+          params: secretParams,
+          response: { 204: NoContent, ...errorResponses(400, 401, 403, 404) },
+        },
         preValidation: guards,
       },
       async (req, reply) => {
@@ -212,10 +221,16 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
     app.get(
       `${prefix}/variables/:variablename`,
       {
-        schema: { operationId: ops.getVariable, tags: [tag], params: variableParams, response: { 200: ActionVariable, ...errorResponses(401, 403, 404) } },
+        schema: {
+          operationId: ops.getVariable,
+          tags: [tag],
+          params: variableParams,
+          response: { 200: ActionVariable, ...errorResponses(401, 403, 404) },
+        },
         preValidation: guards,
       },
-      async (req) => toApiVariable(await services.variables.get(scope.scopeOf(req), (req.params as Params).variablename ?? '')),
+      async (req) =>
+        toApiVariable(await services.variables.get(scope.scopeOf(req), (req.params as Params).variablename ?? '')),
     );
 
     app.post(
@@ -253,7 +268,10 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
       },
       async (req, reply) => {
         const body = req.body as Static<typeof UpdateVariableOption>;
-        await services.variables.update(scope.scopeOf(req), (req.params as Params).variablename ?? '', { name: body.name, value: body.value });
+        await services.variables.update(scope.scopeOf(req), (req.params as Params).variablename ?? '', {
+          name: body.name,
+          value: body.value,
+        });
         return noContent(reply, 204);
       },
     );
@@ -261,7 +279,12 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
     app.delete(
       `${prefix}/variables/:variablename`,
       {
-        schema: { operationId: ops.deleteVariable, tags: [tag], params: variableParams, response: { 204: NoContent, ...errorResponses(401, 403, 404) } },
+        schema: {
+          operationId: ops.deleteVariable,
+          tags: [tag],
+          params: variableParams,
+          response: { 204: NoContent, ...errorResponses(401, 403, 404) },
+        },
         preValidation: guards,
       },
       async (req, reply) => {

@@ -12,7 +12,12 @@ import { requireRepo } from '../../request-context.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
 import { NoContent, errorResponses } from '../../../api-types/schemas.ts';
-import { ActionWorkflow, ActionWorkflowResponse, ActionWorkflowRunsResponse, WorkflowParams } from '../../../api-types/workflow-schemas.ts';
+import {
+  ActionWorkflow,
+  ActionWorkflowResponse,
+  ActionWorkflowRunsResponse,
+  WorkflowParams,
+} from '../../../api-types/workflow-schemas.ts';
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -57,7 +62,8 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
       schema: {
         operationId: 'ActionsGetWorkflow',
         tags,
-        description: 'The workflow is named by its file name in the workflows directory (`ci.yml`), Gitea’s `workflow_id`.',
+        description:
+          'The workflow is named by its file name in the workflows directory (`ci.yml`), Gitea’s `workflow_id`.',
         params: WorkflowParams,
         response: { 200: ActionWorkflow, ...errorResponses(401, 403, 404) },
       },
@@ -112,13 +118,21 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
       const { runs, total } = await services.workflows.runs(
         repo,
         workflowIdOf(req.params),
-        { event: first(query.event), branch: first(query.branch), statuses: all(query.status), actor: first(query.actor), headSha: first(query.head_sha) },
+        {
+          event: first(query.event),
+          branch: first(query.branch),
+          statuses: all(query.status),
+          actor: first(query.actor),
+          headSha: first(query.head_sha),
+        },
         page,
       );
       setTotalCount(reply, total);
       const nowSec = Math.floor(Date.now() / 1000);
       return {
-        workflow_runs: runs.map(({ run, triggerUser }) => workflowRunObject({ repo, owner, triggerUser, rootUrl: config.rootUrl, nowSec }, run)),
+        workflow_runs: runs.map(({ run, triggerUser }) =>
+          workflowRunObject({ repo, owner, triggerUser, rootUrl: config.rootUrl, nowSec }, run),
+        ),
         total_count: total,
       };
     },

@@ -118,7 +118,8 @@ export function commitStatusRoutes(app: ApiApp, ctx: RouteContext): void {
       schema: {
         operationId: 'repoGetCombinedStatusByRef',
         tags,
-        description: 'The latest status of each context and the worst of their states; every field empty when there is none.',
+        description:
+          'The latest status of each context and the worst of their states; every field empty when there is none.',
         params: refParams,
         response: { 200: CombinedStatus, ...errorResponses(403, 404) },
       },
@@ -131,7 +132,8 @@ export function commitStatusRoutes(app: ApiApp, ctx: RouteContext): void {
       const page = parsePage(req.query as Query, config);
       const { state, statuses, total } = await services.commitStatuses.combined(repo, sha, page);
       setTotalCount(reply, total);
-      if (statuses.length === 0) return { state: '', sha: '', total_count: 0, statuses: null, repository: null, commit_url: '', url: '' };
+      if (statuses.length === 0)
+        return { state: '', sha: '', total_count: 0, statuses: null, repository: null, commit_url: '', url: '' };
       return {
         state,
         sha,

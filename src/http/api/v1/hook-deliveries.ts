@@ -17,7 +17,10 @@ const Headers = Type.Record(Type.String(), Type.String());
 
 const HookDelivery = Type.Object({
   id: Type.Integer(),
-  guid: Type.String({ description: 'the delivery id receivers see (X-Forgejo-Delivery, X-GitHub-Delivery…), the same on every automatic retry' }),
+  guid: Type.String({
+    description:
+      'the delivery id receivers see (X-Forgejo-Delivery, X-GitHub-Delivery…), the same on every automatic retry',
+  }),
   event: Type.String(),
   state: Type.String({ description: 'pending, delivering, delivered or failed (no attempts left)' }),
   status: Type.String(),
@@ -36,7 +39,11 @@ const HookDeliveryAttempt = Type.Object({
   duration: Type.Number(),
   url: Type.String(),
   request: Type.Object({ headers: Headers, payload: Type.String() }),
-  response: Type.Object({ status_code: Type.Integer(), headers: Headers, payload: Type.String({ description: 'the first 64 KiB of the body' }) }),
+  response: Type.Object({
+    status_code: Type.Integer(),
+    headers: Headers,
+    payload: Type.String({ description: 'the first 64 KiB of the body' }),
+  }),
   error: Type.String(),
 });
 
@@ -61,7 +68,10 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
     const tags = [scope.tag];
     const op = (name: string) => `${scope.kind}${name}`;
     const hookIdParams = Type.Object({ ...scope.params, id: Type.String({ description: 'id of the hook' }) });
-    const deliveryParams = Type.Object({ ...hookIdParams.properties, delivery_id: Type.String({ description: 'id of the delivery' }) });
+    const deliveryParams = Type.Object({
+      ...hookIdParams.properties,
+      delivery_id: Type.String({ description: 'id of the delivery' }),
+    });
     const where = (req: Parameters<typeof scope.place>[0]) => scopeOfPlace(scope.place(req));
 
     app.get(
@@ -79,7 +89,11 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
       },
       async (req, reply) => {
         const page = parsePage(req.query as Record<string, unknown>, config);
-        const { deliveries: list, total } = await deliveries.list(where(req), parseIdParam((req.params as Params).id), page);
+        const { deliveries: list, total } = await deliveries.list(
+          where(req),
+          parseIdParam((req.params as Params).id),
+          page,
+        );
         setTotalCount(reply, total);
         return list;
       },
@@ -109,7 +123,8 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
         schema: {
           operationId: op('RedeliverHookDelivery'),
           tags,
-          description: 'Queue the payload of a delivery again, as a new delivery (new guid, redelivery=true), with the hook as it is now.',
+          description:
+            'Queue the payload of a delivery again, as a new delivery (new guid, redelivery=true), with the hook as it is now.',
           params: deliveryParams,
           response: { 202: HookDelivery, ...errorResponses(401, 403, 404) },
         },
@@ -117,7 +132,11 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
       },
       async (req, reply) => {
         const params = req.params as Params;
-        const created = await deliveries.redeliver(where(req), parseIdParam(params.id), parseIdParam(params.delivery_id));
+        const created = await deliveries.redeliver(
+          where(req),
+          parseIdParam(params.id),
+          parseIdParam(params.delivery_id),
+        );
         return (reply as FastifyReply).status(202).send(created);
       },
     );
@@ -135,7 +154,11 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
         preValidation: guards,
       },
       async (req, reply) => {
-        const created = await deliveries.ping(scope.place(req), parseIdParam((req.params as Params).id), requireDoer(req));
+        const created = await deliveries.ping(
+          scope.place(req),
+          parseIdParam((req.params as Params).id),
+          requireDoer(req),
+        );
         return (reply as FastifyReply).status(202).send(created);
       },
     );

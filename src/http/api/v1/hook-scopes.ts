@@ -34,7 +34,10 @@ export function hookRouteScopes(g: Guards): HookRouteScope[] {
     {
       kind: 'repo',
       prefix: '/repos/:owner/:repo/hooks',
-      params: { owner: Type.String({ description: 'owner of the repository' }), repo: Type.String({ description: 'name of the repository' }) },
+      params: {
+        owner: Type.String({ description: 'owner of the repository' }),
+        repo: Type.String({ description: 'name of the repository' }),
+      },
       tag: 'repository',
       // reqAdmin: the repository's owner, an admin collaborator or team, a site admin.
       guards: [g.scopes('repository'), g.repoAssignment, g.publicOnly, g.reqToken, g.reqAdmin],

@@ -27,7 +27,12 @@ export function toApiHook(hook: WebhookRecord, webhooks: WebhookService): HookJs
   const config: Record<string, string> = { content_type: hook.contentType, url: hook.url };
   if (hook.type === 'slack') {
     const meta = webhooks.metadataOf(hook) as Record<string, string>;
-    Object.assign(config, { channel: meta.channel, username: meta.username, icon_url: meta.icon_url, color: meta.color });
+    Object.assign(config, {
+      channel: meta.channel,
+      username: meta.username,
+      icon_url: meta.icon_url,
+      color: meta.color,
+    });
   }
   const sorted = Object.fromEntries(Object.entries(config).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return {
@@ -105,7 +110,12 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
     app.get(
       `${prefix}/:id`,
       {
-        schema: { operationId: op('GetHook'), tags, params: idParams, response: { 200: Hook, ...errorResponses(401, 403, 404) } },
+        schema: {
+          operationId: op('GetHook'),
+          tags,
+          params: idParams,
+          response: { 200: Hook, ...errorResponses(401, 403, 404) },
+        },
         preValidation: guards,
       },
       async (req) => toApiHook(await webhooks.get(where(req), parseIdParam((req.params as IdParams).id)), webhooks),
@@ -118,7 +128,7 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
           operationId: op('EditHook'),
           tags,
           description:
-            "Edit a webhook as Forgejo does: omitted events reset to push, omitted branch_filter and authorization_header are cleared, omitted active is kept; the secret, package and action_run_* events cannot be changed.",
+            'Edit a webhook as Forgejo does: omitted events reset to push, omitted branch_filter and authorization_header are cleared, omitted active is kept; the secret, package and action_run_* events cannot be changed.',
           params: idParams,
           body: EditHookOption,
           response: { 200: Hook, ...errorResponses(401, 403, 404, 422) },
@@ -126,7 +136,11 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
         preValidation: withBody,
       },
       async (req) => {
-        const hook = await webhooks.edit(where(req), parseIdParam((req.params as IdParams).id), req.body as Static<typeof EditHookOption>);
+        const hook = await webhooks.edit(
+          where(req),
+          parseIdParam((req.params as IdParams).id),
+          req.body as Static<typeof EditHookOption>,
+        );
         return toApiHook(hook, webhooks);
       },
     );
@@ -134,7 +148,12 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
     app.delete(
       `${prefix}/:id`,
       {
-        schema: { operationId: op('DeleteHook'), tags, params: idParams, response: { 204: NoContent, ...errorResponses(401, 403, 404) } },
+        schema: {
+          operationId: op('DeleteHook'),
+          tags,
+          params: idParams,
+          response: { 204: NoContent, ...errorResponses(401, 403, 404) },
+        },
         preValidation: guards,
       },
       async (req, reply) => {
@@ -154,7 +173,9 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
           description:
             'Queue a test `push` delivery of one commit (the `ref` query: branch, tag or commit id; else the default branch head), whatever the hook subscribes to and even when inactive. Answers before delivery.',
           params: idParams,
-          querystring: Type.Object({ ref: Type.Optional(Type.String({ description: 'branch, tag or commit id; default: the default branch' })) }),
+          querystring: Type.Object({
+            ref: Type.Optional(Type.String({ description: 'branch, tag or commit id; default: the default branch' })),
+          }),
           response: { 204: NoContent, ...errorResponses(401, 403, 404) },
         },
         preValidation: guards,

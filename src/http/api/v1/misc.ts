@@ -7,5 +7,9 @@ export const FORGEJO_COMPAT_VERSION = '15.0.3';
 
 export function miscRoutes(app: ApiApp, _ctx: RouteContext, gantryVersion: string): void {
   const body = { version: `${FORGEJO_COMPAT_VERSION}+gantry-${gantryVersion}` };
-  app.get('/version', { schema: { operationId: 'getVersion', tags: ['miscellaneous'], response: { 200: ServerVersion } } }, async () => body);
+  app.get(
+    '/version',
+    { schema: { operationId: 'getVersion', tags: ['miscellaneous'], response: { 200: ServerVersion } } },
+    async () => body,
+  );
 }

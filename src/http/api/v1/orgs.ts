@@ -6,7 +6,16 @@ import { toApiOrg, toApiRepo, toApiTeam } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
 import { createRepoInput } from './repos.ts';
-import { CreateOrgOption, CreateRepoOption, CreateTeamOption, NoContent, Organization, Repository, Team, errorResponses } from '../../../api-types/schemas.ts';
+import {
+  CreateOrgOption,
+  CreateRepoOption,
+  CreateTeamOption,
+  NoContent,
+  Organization,
+  Repository,
+  Team,
+  errorResponses,
+} from '../../../api-types/schemas.ts';
 
 const OrgParams = Type.Object({ org: Type.String() });
 
@@ -16,7 +25,12 @@ export function orgRoutes(app: ApiApp, { config, services, guards: g }: RouteCon
   app.post(
     '/orgs',
     {
-      schema: { operationId: 'orgCreate', tags: ['organization'], body: CreateOrgOption, response: { 201: Organization, ...errorResponses(401, 403, 422) } },
+      schema: {
+        operationId: 'orgCreate',
+        tags: ['organization'],
+        body: CreateOrgOption,
+        response: { 201: Organization, ...errorResponses(401, 403, 422) },
+      },
       preValidation: [g.scopes('organization'), g.reqToken],
     },
     async (req, reply) => {
@@ -38,7 +52,12 @@ export function orgRoutes(app: ApiApp, { config, services, guards: g }: RouteCon
   app.get(
     '/orgs/:org',
     {
-      schema: { operationId: 'orgGet', tags: ['organization'], params: OrgParams, response: { 200: Organization, ...errorResponses(403, 404) } },
+      schema: {
+        operationId: 'orgGet',
+        tags: ['organization'],
+        params: OrgParams,
+        response: { 200: Organization, ...errorResponses(403, 404) },
+      },
       preValidation: [g.scopes('organization'), g.orgAssignment, g.publicOnly],
     },
     // orgAssignment answers an organization the caller may not see as a missing one.
@@ -48,7 +67,12 @@ export function orgRoutes(app: ApiApp, { config, services, guards: g }: RouteCon
   app.delete(
     '/orgs/:org',
     {
-      schema: { operationId: 'orgDelete', tags: ['organization'], params: OrgParams, response: { 204: NoContent, ...errorResponses(401, 403, 404, 409) } },
+      schema: {
+        operationId: 'orgDelete',
+        tags: ['organization'],
+        params: OrgParams,
+        response: { 204: NoContent, ...errorResponses(401, 403, 404, 409) },
+      },
       preValidation: ownerChain,
     },
     async (req, reply) => {
@@ -60,7 +84,13 @@ export function orgRoutes(app: ApiApp, { config, services, guards: g }: RouteCon
   app.post(
     '/orgs/:org/teams',
     {
-      schema: { operationId: 'orgCreateTeam', tags: ['organization'], params: OrgParams, body: CreateTeamOption, response: { 201: Team, ...errorResponses(401, 403, 404, 422) } },
+      schema: {
+        operationId: 'orgCreateTeam',
+        tags: ['organization'],
+        params: OrgParams,
+        body: CreateTeamOption,
+        response: { 201: Team, ...errorResponses(401, 403, 404, 422) },
+      },
       preValidation: ownerChain,
     },
     async (req, reply) => {
@@ -82,7 +112,13 @@ export function orgRoutes(app: ApiApp, { config, services, guards: g }: RouteCon
   app.post(
     '/orgs/:org/repos',
     {
-      schema: { operationId: 'createOrgRepo', tags: ['organization'], params: OrgParams, body: CreateRepoOption, response: { 201: Repository, ...errorResponses(400, 401, 403, 404, 409, 422) } },
+      schema: {
+        operationId: 'createOrgRepo',
+        tags: ['organization'],
+        params: OrgParams,
+        body: CreateRepoOption,
+        response: { 201: Repository, ...errorResponses(400, 401, 403, 404, 409, 422) },
+      },
       preValidation: [g.scopes('organization'), g.orgAssignment, g.publicOnly, g.reqToken],
     },
     async (req, reply) => {

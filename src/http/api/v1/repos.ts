@@ -8,7 +8,14 @@ import { actorOf, requireDoer, requireRepo } from '../../request-context.ts';
 import { toApiRepo } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
-import { AddCollaboratorOption, CreateRepoOption, EditRepoOption, NoContent, Repository, errorResponses } from '../../../api-types/schemas.ts';
+import {
+  AddCollaboratorOption,
+  CreateRepoOption,
+  EditRepoOption,
+  NoContent,
+  Repository,
+  errorResponses,
+} from '../../../api-types/schemas.ts';
 
 const RepoParams = Type.Object({ owner: Type.String(), repo: Type.String() });
 const CollaboratorParams = Type.Object({ owner: Type.String(), repo: Type.String(), collaborator: Type.String() });
@@ -19,7 +26,12 @@ export function repoRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
   app.post(
     '/user/repos',
     {
-      schema: { operationId: 'createCurrentUserRepo', tags: ['repository'], body: CreateRepoOption, response: { 201: Repository, ...errorResponses(400, 401, 403, 409, 422) } },
+      schema: {
+        operationId: 'createCurrentUserRepo',
+        tags: ['repository'],
+        body: CreateRepoOption,
+        response: { 201: Repository, ...errorResponses(400, 401, 403, 409, 422) },
+      },
       preValidation: [g.scopes('user', 'repository'), g.reqToken],
     },
     async (req, reply) => {
@@ -33,7 +45,12 @@ export function repoRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
   app.get(
     '/repos/:owner/:repo',
     {
-      schema: { operationId: 'repoGet', tags: ['repository'], params: RepoParams, response: { 200: Repository, ...errorResponses(403, 404) } },
+      schema: {
+        operationId: 'repoGet',
+        tags: ['repository'],
+        params: RepoParams,
+        response: { 200: Repository, ...errorResponses(403, 404) },
+      },
       preValidation: [...repoChain, g.reqAnyRepoReader],
     },
     async (req) => {
@@ -45,7 +62,13 @@ export function repoRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
   app.patch(
     '/repos/:owner/:repo',
     {
-      schema: { operationId: 'repoEdit', tags: ['repository'], params: RepoParams, body: EditRepoOption, response: { 200: Repository, ...errorResponses(401, 403, 404, 409, 422) } },
+      schema: {
+        operationId: 'repoEdit',
+        tags: ['repository'],
+        params: RepoParams,
+        body: EditRepoOption,
+        response: { 200: Repository, ...errorResponses(401, 403, 404, 409, 422) },
+      },
       preValidation: [...repoChain, g.reqToken, g.reqAdmin],
     },
     async (req) => {
@@ -77,7 +100,12 @@ export function repoRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
   app.delete(
     '/repos/:owner/:repo',
     {
-      schema: { operationId: 'repoDelete', tags: ['repository'], params: RepoParams, response: { 204: NoContent, ...errorResponses(401, 403, 404) } },
+      schema: {
+        operationId: 'repoDelete',
+        tags: ['repository'],
+        params: RepoParams,
+        response: { 204: NoContent, ...errorResponses(401, 403, 404) },
+      },
       preValidation: [...repoChain, g.reqToken, g.reqOwner()],
     },
     async (req, reply) => {

@@ -8,7 +8,13 @@ import type { Guards } from '../../guards.ts';
 import { actorOf } from '../../request-context.ts';
 import type { Viewer } from '../../../services/convert.ts';
 
-export type ApiApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type ApiApp = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 export interface RouteContext {
   config: Config;

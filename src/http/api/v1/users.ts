@@ -4,7 +4,15 @@ import { requireContextUser, requireDoer } from '../../request-context.ts';
 import { toApiToken, toApiUser } from '../../../services/convert.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { viewerOf } from './route-context.ts';
-import { AccessToken, CreateAccessTokenOption, CreateUserOption, NoContent, PageQuery, User, errorResponses } from '../../../api-types/schemas.ts';
+import {
+  AccessToken,
+  CreateAccessTokenOption,
+  CreateUserOption,
+  NoContent,
+  PageQuery,
+  User,
+  errorResponses,
+} from '../../../api-types/schemas.ts';
 import { Type } from 'typebox';
 
 export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
@@ -20,7 +28,12 @@ export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
   app.post(
     '/admin/users',
     {
-      schema: { operationId: 'adminCreateUser', tags: ['admin'], body: CreateUserOption, response: { 201: User, ...errorResponses(400, 401, 403, 422) } },
+      schema: {
+        operationId: 'adminCreateUser',
+        tags: ['admin'],
+        body: CreateUserOption,
+        response: { 201: User, ...errorResponses(400, 401, 403, 422) },
+      },
       preValidation: [g.scopes('admin'), g.reqToken, g.reqSiteAdmin],
     },
     async (req, reply) => {
@@ -48,7 +61,13 @@ export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
   app.get(
     '/users/:username/tokens',
     {
-      schema: { operationId: 'userGetTokens', tags: ['user'], params: UsernameParams, querystring: PageQuery, response: { 200: Type.Array(AccessToken), ...errorResponses(401, 403, 404) } },
+      schema: {
+        operationId: 'userGetTokens',
+        tags: ['user'],
+        params: UsernameParams,
+        querystring: PageQuery,
+        response: { 200: Type.Array(AccessToken), ...errorResponses(401, 403, 404) },
+      },
       preValidation: tokenGuards,
     },
     async (req, reply) => {
@@ -62,7 +81,13 @@ export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
   app.post(
     '/users/:username/tokens',
     {
-      schema: { operationId: 'userCreateToken', tags: ['user'], params: UsernameParams, body: CreateAccessTokenOption, response: { 201: AccessToken, ...errorResponses(400, 401, 403, 404, 422) } },
+      schema: {
+        operationId: 'userCreateToken',
+        tags: ['user'],
+        params: UsernameParams,
+        body: CreateAccessTokenOption,
+        response: { 201: AccessToken, ...errorResponses(400, 401, 403, 404, 422) },
+      },
       preValidation: tokenGuards,
     },
     async (req, reply) => {

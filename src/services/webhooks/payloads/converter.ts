@@ -74,7 +74,11 @@ export interface EventRenderers {
 }
 
 /** Picks the rendering for the event, or says why there is none. */
-export function renderEvent(type: string, input: ConvertInput, renderers: EventRenderers): { kind: 'body'; body: unknown } | Skip {
+export function renderEvent(
+  type: string,
+  input: ConvertInput,
+  renderers: EventRenderers,
+): { kind: 'body'; body: unknown } | Skip {
   const p = obj(input.payload);
   const body = (value: unknown) => ({ kind: 'body' as const, body: value });
   switch (input.eventType) {
@@ -89,7 +93,8 @@ export function renderEvent(type: string, input: ConvertInput, renderers: EventR
       return body(renderers.delete(refView(p)));
     case 'repository': {
       const view = repositoryEventView(p);
-      if (view.action !== 'created' && view.action !== 'deleted') return skip(`${type} hooks cannot render the repository action "${view.action}"`);
+      if (view.action !== 'created' && view.action !== 'deleted')
+        return skip(`${type} hooks cannot render the repository action "${view.action}"`);
       return body(renderers.repository(view));
     }
     case 'action_run_success':
@@ -105,13 +110,23 @@ export function renderEvent(type: string, input: ConvertInput, renderers: EventR
 }
 
 /** A chat type: render the event, POST the JSON to the hook URL with Forgejo's headers. */
-export function chatConverter(type: string, renderersFor: (input: ConvertInput) => EventRenderers, serialise: (body: unknown) => string): Converter {
+export function chatConverter(
+  type: string,
+  renderersFor: (input: ConvertInput) => EventRenderers,
+  serialise: (body: unknown) => string,
+): Converter {
   return (input) => {
     const rendered = renderEvent(type, input, renderersFor(input));
     if (rendered.kind === 'skip') return rendered;
     return {
       kind: 'request',
-      request: { method: 'POST', url: input.url, headers: { 'content-type': 'application/json' }, body: serialise(rendered.body), forgejoHeaders: true },
+      request: {
+        method: 'POST',
+        url: input.url,
+        headers: { 'content-type': 'application/json' },
+        body: serialise(rendered.body),
+        forgejoHeaders: true,
+      },
     };
   };
 }

@@ -1,7 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dingtalk } from './dingtalk.ts';
-import { actionPayload, bodyOf, createPayload, deletePayload, input, pushPayload, repositoryPayload, workflowJobPayload, workflowRunPayload } from './test-fixtures.ts';
+import {
+  actionPayload,
+  bodyOf,
+  createPayload,
+  deletePayload,
+  input,
+  pushPayload,
+  repositoryPayload,
+  workflowJobPayload,
+  workflowRunPayload,
+} from './test-fixtures.ts';
 import type { Json } from './text.ts';
 
 const REPO = 'https://git.example.com/acme/app';
@@ -27,19 +37,38 @@ test('push: an action card listing the commits, its button opening the compare p
 
 test('create, delete, repository: a deleted repository is a plain text message', () => {
   const create = cardOf('create', createPayload);
-  assert.deepEqual([create.title, create.text, create.singleTitle, create.singleURL], ['[acme/app] branch main created', '[acme/app] branch main created', 'view ref main', open(`${REPO}/src/main`)]);
+  assert.deepEqual(
+    [create.title, create.text, create.singleTitle, create.singleURL],
+    ['[acme/app] branch main created', '[acme/app] branch main created', 'view ref main', open(`${REPO}/src/main`)],
+  );
   assert.equal(cardOf('delete', deletePayload).title, '[acme/app] branch feature/x deleted');
   assert.equal(cardOf('repository', repositoryPayload('created')).singleTitle, 'view repository');
   const deleted = bodyOf(dingtalk(input('repository', repositoryPayload('deleted'))));
-  assert.deepEqual(deleted, { msgtype: 'text', text: { content: '[acme/app] Repository deleted' }, actionCard: { text: '', title: '', hideAvatar: '', singleTitle: '', singleURL: '' } });
+  assert.deepEqual(deleted, {
+    msgtype: 'text',
+    text: { content: '[acme/app] Repository deleted' },
+    actionCard: { text: '', title: '', hideAvatar: '', singleTitle: '', singleURL: '' },
+  });
 });
 
 test('action runs and workflow events', () => {
   const action = cardOf('action_run_success', actionPayload('success'));
-  assert.deepEqual([action.title, action.singleTitle, action.singleURL], ['CI <fast> & green Action Succeeded in acme/app main', 'view action', open(`${REPO}/actions/runs/3`)]);
-  assert.equal(cardOf('action_run_failure', actionPayload('failure')).text, 'CI <fast> & green Action Failed in acme/app main');
-  assert.equal(cardOf('action_run_recover', actionPayload('recover')).text, 'CI <fast> & green Action Recovered in acme/app main');
+  assert.deepEqual(
+    [action.title, action.singleTitle, action.singleURL],
+    ['CI <fast> & green Action Succeeded in acme/app main', 'view action', open(`${REPO}/actions/runs/3`)],
+  );
+  assert.equal(
+    cardOf('action_run_failure', actionPayload('failure')).text,
+    'CI <fast> & green Action Failed in acme/app main',
+  );
+  assert.equal(
+    cardOf('action_run_recover', actionPayload('recover')).text,
+    'CI <fast> & green Action Recovered in acme/app main',
+  );
   const run = cardOf('workflow_run', workflowRunPayload);
-  assert.deepEqual([run.title, run.singleTitle], ['Workflow Run completed: Fix <script>(#12)[2222222222]:success by alice', 'Workflow Run']);
+  assert.deepEqual(
+    [run.title, run.singleTitle],
+    ['Workflow Run completed: Fix <script>(#12)[2222222222]:success by alice', 'Workflow Run'],
+  );
   assert.equal(cardOf('workflow_job', workflowJobPayload).singleTitle, 'Workflow Job');
 });

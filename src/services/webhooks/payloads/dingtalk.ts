@@ -7,7 +7,17 @@
 // unused one is empty.
 import { chatConverter } from './converter.ts';
 import type { Converter, EventRenderers } from './converter.ts';
-import { actionText, jsonBody, newCommits, pathEscapeSegments, plainFormatter, pushLink, queryEscape, trimRight, workflowText } from './text.ts';
+import {
+  actionText,
+  jsonBody,
+  newCommits,
+  pathEscapeSegments,
+  plainFormatter,
+  pushLink,
+  queryEscape,
+  trimRight,
+  workflowText,
+} from './text.ts';
 
 const EMPTY_CARD = { text: '', title: '', hideAvatar: '', singleTitle: '', singleURL: '' };
 
@@ -28,7 +38,10 @@ function actionCard(title: string, text: string, singleTitle: string, singleUrl:
 const renderers: EventRenderers = {
   push(p) {
     const title = `[${p.repo.fullName}:${p.branch}] ${newCommits(p.totalCommits)}`;
-    const lines = p.commits.map((c) => `[${c.id.slice(0, 7)}](${c.url}) ${trimRight(c.message, '\r\n')}${c.authorName !== null ? ` - ${c.authorName}` : ''}`);
+    const lines = p.commits.map(
+      (c) =>
+        `[${c.id.slice(0, 7)}](${c.url}) ${trimRight(c.message, '\r\n')}${c.authorName !== null ? ` - ${c.authorName}` : ''}`,
+    );
     return actionCard(title, lines.join('\r\n'), p.totalCommits === 1 ? 'view commit' : 'view commits', pushLink(p));
   },
   create(r) {

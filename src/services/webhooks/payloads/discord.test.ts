@@ -1,7 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { discord, escapeMarkdown } from './discord.ts';
-import { actionPayload, bodyOf, createPayload, deletePayload, input, pushPayload, repositoryPayload, workflowJobPayload, workflowRunPayload } from './test-fixtures.ts';
+import {
+  actionPayload,
+  bodyOf,
+  createPayload,
+  deletePayload,
+  input,
+  pushPayload,
+  repositoryPayload,
+  workflowJobPayload,
+  workflowRunPayload,
+} from './test-fixtures.ts';
 import type { Json } from './text.ts';
 
 const REPO = 'https://git.example.com/acme/app';
@@ -14,12 +24,17 @@ function embed(eventType: string, payload: Json, meta: Json = {}) {
 }
 
 test("Markdown escaping follows Forgejo's escapeMarkdown", () => {
-  assert.equal(escapeMarkdown('1. [a](b) `c` #d !e |f <g> ~h~ _i_'), '1\\. \\[a\\]\\(b\\) \\`c\\` \\#d \\!e \\|f \\<g\\> \\~h\\~ \\_i\\_');
+  assert.equal(
+    escapeMarkdown('1. [a](b) `c` #d !e |f <g> ~h~ _i_'),
+    '1\\. \\[a\\]\\(b\\) \\`c\\` \\#d \\!e \\|f \\<g\\> \\~h\\~ \\_i\\_',
+  );
   assert.equal(escapeMarkdown('- item\n* star\n+ plus ---'), '\\- item\n\\* star\n\\+ plus \\---');
 });
 
 test('push: one embed linking the compare page, commit summaries escaped and cut at 50 characters', () => {
-  const body = bodyOf(discord(input('push', pushPayload(), { username: 'CI', icon_url: 'https://img.example.com/a.png' })));
+  const body = bodyOf(
+    discord(input('push', pushPayload(), { username: 'CI', icon_url: 'https://img.example.com/a.png' })),
+  );
   assert.equal(body.username, 'CI');
   assert.equal(body.avatar_url, 'https://img.example.com/a.png');
   const e = body.embeds[0];
@@ -43,9 +58,19 @@ test('a hook without an icon sends no avatar_url (omitempty)', () => {
 });
 
 test('create, delete, repository', () => {
-  assert.deepEqual(embed('create', createPayload), { title: '[acme/app] branch main created', description: '', url: `${REPO}/src/main`, color: 0x1ac600, footer: {}, author: AUTHOR });
+  assert.deepEqual(embed('create', createPayload), {
+    title: '[acme/app] branch main created',
+    description: '',
+    url: `${REPO}/src/main`,
+    color: 0x1ac600,
+    footer: {},
+    author: AUTHOR,
+  });
   const del = embed('delete', deletePayload);
-  assert.deepEqual([del.title, del.url, del.color], ['[acme/app] branch feature/x deleted', `${REPO}/src/feature/x`, 0xff3232]);
+  assert.deepEqual(
+    [del.title, del.url, del.color],
+    ['[acme/app] branch feature/x deleted', `${REPO}/src/feature/x`, 0xff3232],
+  );
   const created = embed('repository', repositoryPayload('created'));
   assert.deepEqual([created.title, created.url, created.color], ['[acme/app] Repository created', REPO, 0x1ac600]);
   const deleted = embed('repository', repositoryPayload('deleted'));
@@ -54,17 +79,29 @@ test('create, delete, repository', () => {
 
 test('action runs: the trigger user as author, red for a failure', () => {
   const failure = embed('action_run_failure', actionPayload('failure'));
-  assert.deepEqual([failure.title, failure.url, failure.color], ['CI <fast> & green Action Failed in acme/app main', `${REPO}/actions/runs/3`, 0xff3232]);
+  assert.deepEqual(
+    [failure.title, failure.url, failure.color],
+    ['CI <fast> & green Action Failed in acme/app main', `${REPO}/actions/runs/3`, 0xff3232],
+  );
   assert.deepEqual(failure.author, AUTHOR);
   assert.equal(embed('action_run_success', actionPayload('success')).color, 0x1ac600);
-  assert.equal(embed('action_run_recover', actionPayload('recover')).title, 'CI <fast> & green Action Recovered in acme/app main');
+  assert.equal(
+    embed('action_run_recover', actionPayload('recover')).title,
+    'CI <fast> & green Action Recovered in acme/app main',
+  );
 });
 
 test("workflow events: Gitea's sentence, coloured by the state", () => {
   const run = embed('workflow_run', workflowRunPayload);
-  assert.deepEqual([run.title, run.url, run.color], ['Workflow Run completed: Fix <script>(#12)[2222222222]:success', `${REPO}/actions/runs/3`, 0x1ac600]);
+  assert.deepEqual(
+    [run.title, run.url, run.color],
+    ['Workflow Run completed: Fix <script>(#12)[2222222222]:success', `${REPO}/actions/runs/3`, 0x1ac600],
+  );
   const job = embed('workflow_job', workflowJobPayload);
-  assert.deepEqual([job.title, job.url, job.color], ['Workflow Job in_progress: build & test(#12)[2222222222]:in_progress', `${REPO}/actions/runs/3/jobs/0`, 0x4f545c]);
+  assert.deepEqual(
+    [job.title, job.url, job.color],
+    ['Workflow Job in_progress: build & test(#12)[2222222222]:in_progress', `${REPO}/actions/runs/3/jobs/0`, 0x4f545c],
+  );
 });
 
 test("Discord's limits: a title over 256 characters is cut to 253 and '...'", () => {

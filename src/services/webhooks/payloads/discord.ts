@@ -5,7 +5,20 @@
 // or link the embed.
 import { chatConverter } from './converter.ts';
 import type { Converter, EventRenderers } from './converter.ts';
-import { actionText, Colors, firstLine, jsonBody, newCommits, pathEscapeSegments, plainFormatter, pushLink, str, trimRight, truncateRunes, workflowText } from './text.ts';
+import {
+  actionText,
+  Colors,
+  firstLine,
+  jsonBody,
+  newCommits,
+  pathEscapeSegments,
+  plainFormatter,
+  pushLink,
+  str,
+  trimRight,
+  truncateRunes,
+  workflowText,
+} from './text.ts';
 import type { Json, UserView } from './text.ts';
 
 // Forgejo truncates the description at 2000 characters: Discord's real limit
@@ -64,14 +77,32 @@ function renderers(meta: Json): EventRenderers {
       return message(p.sender, title, lines.join('\n'), pushLink(p), Colors.green);
     },
     create(r) {
-      return message(r.sender, `[${r.repo.fullName}] ${r.refType} ${r.refName} created`, '', `${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`, Colors.green);
+      return message(
+        r.sender,
+        `[${r.repo.fullName}] ${r.refType} ${r.refName} created`,
+        '',
+        `${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`,
+        Colors.green,
+      );
     },
     delete(r) {
-      return message(r.sender, `[${r.repo.fullName}] ${r.refType} ${r.refName} deleted`, '', `${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`, Colors.red);
+      return message(
+        r.sender,
+        `[${r.repo.fullName}] ${r.refType} ${r.refName} deleted`,
+        '',
+        `${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`,
+        Colors.red,
+      );
     },
     repository(r) {
       const created = r.action === 'created';
-      return message(r.sender, `[${r.repo.fullName}] Repository ${r.action}`, '', created ? r.repo.htmlUrl : '', created ? Colors.green : Colors.red);
+      return message(
+        r.sender,
+        `[${r.repo.fullName}] Repository ${r.action}`,
+        '',
+        created ? r.repo.htmlUrl : '',
+        created ? Colors.green : Colors.red,
+      );
     },
     action(a) {
       const { text, color } = actionText(a, plainFormatter);

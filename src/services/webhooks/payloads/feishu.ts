@@ -12,7 +12,10 @@ function textMessage(text: string) {
 const renderers: EventRenderers = {
   push(p) {
     // Forgejo (and Gitea) leave the commit count out of this title: its variable is never filled. Kept as sent.
-    const lines = p.commits.map((c) => `[${c.id.slice(0, 7)}](${c.url}) ${trimRight(c.message, '\r\n')}${c.authorName !== null ? ` - ${c.authorName}` : ''}`);
+    const lines = p.commits.map(
+      (c) =>
+        `[${c.id.slice(0, 7)}](${c.url}) ${trimRight(c.message, '\r\n')}${c.authorName !== null ? ` - ${c.authorName}` : ''}`,
+    );
     return textMessage(`[${p.repo.fullName}:${p.branch}] \r\n${lines.join('\r\n')}`);
   },
   create(r) {

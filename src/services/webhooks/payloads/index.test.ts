@@ -24,27 +24,38 @@ describe('every type × every event', () => {
         const converted = convert(input(eventType, payload, { manifest_path: '.build.yml' }, { manifest: MANIFEST }));
         const sent = type !== 'sourcehut_builds' || eventType === 'push' || eventType === 'create';
         assert.equal(converted.kind, sent ? 'request' : 'skip', `${type} ${eventType}`);
-        if (converted.kind === 'request') assert.doesNotThrow(() => JSON.parse(converted.request.body), `${type} ${eventType}`);
+        if (converted.kind === 'request')
+          assert.doesNotThrow(() => JSON.parse(converted.request.body), `${type} ${eventType}`);
         else assert.equal(converted.reason, `sourcehut_builds hooks do not carry ${eventType} events`);
       }
     }
   });
 
   test('forgejo/gitea/gogs and unknown types have no converter', () => {
-    for (const type of ['forgejo', 'gitea', 'gogs', 'nope', 'toString', '__proto__']) assert.equal(converterFor(type), null, type);
+    for (const type of ['forgejo', 'gitea', 'gogs', 'nope', 'toString', '__proto__'])
+      assert.equal(converterFor(type), null, type);
   });
 
   test('a push without commits is skipped by every typed hook, as Forgejo never queues it for them', () => {
     for (const type of ALL_TYPES) {
-      const converted = converterFor(type)?.(input('push', pushPayload(0), { manifest_path: '.build.yml' }, { manifest: MANIFEST }));
-      assert.deepEqual(converted, { kind: 'skip', reason: `${type} hooks are not sent pushes without new commits (as in Forgejo)` }, type);
+      const converted = converterFor(type)?.(
+        input('push', pushPayload(0), { manifest_path: '.build.yml' }, { manifest: MANIFEST }),
+      );
+      assert.deepEqual(
+        converted,
+        { kind: 'skip', reason: `${type} hooks are not sent pushes without new commits (as in Forgejo)` },
+        type,
+      );
     }
   });
 
   test('events no type renders (issues, ping) are skipped with the reason', () => {
     for (const type of [...CHAT_TYPES, 'sourcehut_builds']) {
       for (const eventType of ['issues', 'ping']) {
-        assert.deepEqual(converterFor(type)?.(input(eventType, { action: 'opened' })), { kind: 'skip', reason: `${type} hooks do not carry ${eventType} events` });
+        assert.deepEqual(converterFor(type)?.(input(eventType, { action: 'opened' })), {
+          kind: 'skip',
+          reason: `${type} hooks do not carry ${eventType} events`,
+        });
       }
     }
   });
@@ -65,13 +76,34 @@ describe('every type × every event', () => {
 
 function hook(type: string, overrides: Partial<WebhookRecord> = {}): WebhookRecord {
   return {
-    id: 5, ownerId: 3, repoId: 0, type, url: HOOK_URL, httpMethod: 'POST', contentType: 'form', secretEncrypted: 's', authorizationHeaderEncrypted: 'a',
-    events: ['push'], branchFilter: '', meta: null, isActive: true, isSystemWebhook: false, createdUnix: 0, updatedUnix: 0, ...overrides,
+    id: 5,
+    ownerId: 3,
+    repoId: 0,
+    type,
+    url: HOOK_URL,
+    httpMethod: 'POST',
+    contentType: 'form',
+    secretEncrypted: 's',
+    authorizationHeaderEncrypted: 'a',
+    events: ['push'],
+    branchFilter: '',
+    meta: null,
+    isActive: true,
+    isSystemWebhook: false,
+    createdUnix: 0,
+    updatedUnix: 0,
+    ...overrides,
   };
 }
 
 function task(eventType: string, payload: unknown): HookTask {
-  return { id: 9, hook_id: 5, uuid: UUID, event_type: eventType, payload_content: typeof payload === 'string' ? payload : JSON.stringify(payload) } as HookTask;
+  return {
+    id: 9,
+    hook_id: 5,
+    uuid: UUID,
+    event_type: eventType,
+    payload_content: typeof payload === 'string' ? payload : JSON.stringify(payload),
+  } as HookTask;
 }
 
 const secrets: HookSecrets = { secretOf: () => 'shh', authorizationHeaderOf: () => 'Bearer tok-123' };
@@ -99,10 +131,18 @@ describe('prepareRequest for typed hooks', () => {
     const reads: string[] = [];
     const withFiles: HookSecrets = {
       ...secrets,
-      readRepositoryFile: async (owner, repo, commit, path) => (reads.push(`${owner}/${repo}@${commit}:${path}`), MANIFEST.text),
+      readRepositoryFile: async (owner, repo, commit, path) => (
+        reads.push(`${owner}/${repo}@${commit}:${path}`),
+        MANIFEST.text
+      ),
     };
     for (const type of ['matrix', 'packagist', 'sourcehut_builds']) {
-      const prepared = await prepareRequest(hook(type, { meta: { manifest_path: '.build.yml' } }), task('push', pushPayload()), withFiles, 1);
+      const prepared = await prepareRequest(
+        hook(type, { meta: { manifest_path: '.build.yml' } }),
+        task('push', pushPayload()),
+        withFiles,
+        1,
+      );
       assert.equal(prepared.kind, 'send', type);
       if (prepared.kind !== 'send') continue;
       assert.equal(prepared.request.headers['x-forgejo-signature'], undefined, type);
@@ -113,24 +153,66 @@ describe('prepareRequest for typed hooks', () => {
   });
 
   test('what is not sent is a permanent record saying why', async () => {
-    assert.deepEqual(await prepareRequest(hook('sourcehut_builds', { meta: { manifest_path: '.build.yml' } }), task('delete', {}), secrets, 1), {
+    assert.deepEqual(
+      await prepareRequest(
+        hook('sourcehut_builds', { meta: { manifest_path: '.build.yml' } }),
+        task('delete', {}),
+        secrets,
+        1,
+      ),
+      {
+        kind: 'unsendable',
+        error: 'not sent: sourcehut_builds hooks do not carry delete events',
+        permanent: true,
+      },
+    );
+    assert.deepEqual(
+      await prepareRequest(
+        hook('sourcehut_builds', { meta: { manifest_path: '.build.yml' } }),
+        task('push', pushPayload()),
+        secrets,
+        1,
+      ),
+      {
+        kind: 'unsendable',
+        error:
+          'not sent: acme/app:refs/heads/main could not open manifest ".build.yml" at 2222222222222222222222222222222222222222',
+        permanent: true,
+      },
+    );
+    assert.deepEqual(await prepareRequest(hook('discord'), task('push', '{oops'), secrets, 1), {
       kind: 'unsendable',
-      error: 'not sent: sourcehut_builds hooks do not carry delete events',
+      error: 'not sent: the stored push payload is not valid JSON',
       permanent: true,
     });
-    assert.deepEqual(await prepareRequest(hook('sourcehut_builds', { meta: { manifest_path: '.build.yml' } }), task('push', pushPayload()), secrets, 1), {
-      kind: 'unsendable',
-      error: 'not sent: acme/app:refs/heads/main could not open manifest ".build.yml" at 2222222222222222222222222222222222222222',
-      permanent: true,
-    });
-    assert.deepEqual(await prepareRequest(hook('discord'), task('push', '{oops'), secrets, 1), { kind: 'unsendable', error: 'not sent: the stored push payload is not valid JSON', permanent: true });
   });
 
   test('a manifest that cannot be read just now, or secrets no key decrypts, may be retried', async () => {
-    const failing: HookSecrets = { ...secrets, readRepositoryFile: async () => Promise.reject(new Error('git cat-file died')) };
-    const prepared = await prepareRequest(hook('sourcehut_builds', { meta: { manifest_path: '.build.yml' } }), task('push', pushPayload()), failing, 1);
-    assert.deepEqual(prepared, { kind: 'unsendable', error: 'could not read the build manifest: git cat-file died', permanent: false });
-    const locked: HookSecrets = { secretOf: () => { throw new Error('no key decrypts it'); }, authorizationHeaderOf: () => '' };
-    assert.deepEqual(await prepareRequest(hook('telegram'), task('push', pushPayload()), locked, 1), { kind: 'unsendable', error: 'could not prepare the request: no key decrypts it', permanent: false });
+    const failing: HookSecrets = {
+      ...secrets,
+      readRepositoryFile: async () => Promise.reject(new Error('git cat-file died')),
+    };
+    const prepared = await prepareRequest(
+      hook('sourcehut_builds', { meta: { manifest_path: '.build.yml' } }),
+      task('push', pushPayload()),
+      failing,
+      1,
+    );
+    assert.deepEqual(prepared, {
+      kind: 'unsendable',
+      error: 'could not read the build manifest: git cat-file died',
+      permanent: false,
+    });
+    const locked: HookSecrets = {
+      secretOf: () => {
+        throw new Error('no key decrypts it');
+      },
+      authorizationHeaderOf: () => '',
+    };
+    assert.deepEqual(await prepareRequest(hook('telegram'), task('push', pushPayload()), locked, 1), {
+      kind: 'unsendable',
+      error: 'could not prepare the request: no key decrypts it',
+      permanent: false,
+    });
   });
 });

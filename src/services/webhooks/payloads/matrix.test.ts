@@ -1,7 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { matrix } from './matrix.ts';
-import { actionPayload, bodyOf, createPayload, deletePayload, input, pushPayload, repositoryPayload, requestOf, UUID, workflowJobPayload, workflowRunPayload } from './test-fixtures.ts';
+import {
+  actionPayload,
+  bodyOf,
+  createPayload,
+  deletePayload,
+  input,
+  pushPayload,
+  repositoryPayload,
+  requestOf,
+  UUID,
+  workflowJobPayload,
+  workflowRunPayload,
+} from './test-fixtures.ts';
 import type { Json } from './text.ts';
 
 const REPO = 'https://git.example.com/acme/app';
@@ -41,14 +53,29 @@ test('push: HTML with user text escaped, a plain body from the raw text, and the
 });
 
 test('create, delete, repository, action runs, workflow events', () => {
-  assert.equal(event('create', createPayload).formatted_body, `[acme/app:<a href="${REPO}/src/branch/main">main</a>] branch created by alice`);
+  assert.equal(
+    event('create', createPayload).formatted_body,
+    `[acme/app:<a href="${REPO}/src/branch/main">main</a>] branch created by alice`,
+  );
   assert.equal(event('delete', deletePayload).body, `[[acme/app](${REPO}):feature/x] branch deleted by alice`);
-  assert.equal(event('repository', repositoryPayload('deleted')).formatted_body, `[<a href="${REPO}">acme/app</a>] Repository deleted by alice`);
+  assert.equal(
+    event('repository', repositoryPayload('deleted')).formatted_body,
+    `[<a href="${REPO}">acme/app</a>] Repository deleted by alice`,
+  );
   const action = event('action_run_failure', actionPayload('failure'));
-  assert.equal(action.formatted_body, `<a href="${REPO}/actions/runs/3">CI &lt;fast&gt; &amp; green</a> Action Failed in <a href="${REPO}">acme/app</a> main`);
+  assert.equal(
+    action.formatted_body,
+    `<a href="${REPO}/actions/runs/3">CI &lt;fast&gt; &amp; green</a> Action Failed in <a href="${REPO}">acme/app</a> main`,
+  );
   assert.equal(action.body, `[CI <fast> & green](${REPO}/actions/runs/3) Action Failed in [acme/app](${REPO}) main`);
   assert.match(event('action_run_success', actionPayload('success')).body, / Action Succeeded in /);
   assert.match(event('action_run_recover', actionPayload('recover')).body, / Action Recovered in /);
-  assert.equal(event('workflow_run', workflowRunPayload).body, `Workflow Run completed: [Fix <script>(#12)[2222222222]:success](${REPO}/actions/runs/3) by [alice](https://git.example.com/alice)`);
-  assert.match(event('workflow_job', workflowJobPayload).formatted_body, /^Workflow Job in_progress: <a href="[^"]+">build &amp; test\(#12\)/);
+  assert.equal(
+    event('workflow_run', workflowRunPayload).body,
+    `Workflow Run completed: [Fix <script>(#12)[2222222222]:success](${REPO}/actions/runs/3) by [alice](https://git.example.com/alice)`,
+  );
+  assert.match(
+    event('workflow_job', workflowJobPayload).formatted_body,
+    /^Workflow Job in_progress: <a href="[^"]+">build &amp; test\(#12\)/,
+  );
 });

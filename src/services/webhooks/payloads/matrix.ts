@@ -15,7 +15,16 @@
 // while an explicit redelivery (a new delivery id) posts again, as asked.
 import { chatConverter } from './converter.ts';
 import type { Converter, ConvertInput, EventRenderers } from './converter.ts';
-import { actionText, htmlFormatter, jsonBody, markdownLinkFormatter, num, refUrl, trimRight, workflowText } from './text.ts';
+import {
+  actionText,
+  htmlFormatter,
+  jsonBody,
+  markdownLinkFormatter,
+  num,
+  refUrl,
+  trimRight,
+  workflowText,
+} from './text.ts';
 import type { Formatter, PushView } from './text.ts';
 
 const MESSAGE_TYPES: Readonly<Record<number, string>> = { 1: 'm.notice', 2: 'm.text' };
@@ -32,7 +41,10 @@ const PLAIN: Form = { f: markdownLinkFormatter, br: '\n' };
 function pushText(p: PushView, { f, br }: Form): string {
   const count = p.totalCommits === 1 ? '1 commit' : `${p.totalCommits} commits`;
   // The message without git's trailing newline, which would put the author on a line of its own.
-  const lines = p.commits.map((c) => `${f.link(c.url, c.id.slice(0, 7))}: ${f.text(trimRight(c.message, '\r\n'))} - ${f.text(c.authorName ?? '')}`);
+  const lines = p.commits.map(
+    (c) =>
+      `${f.link(c.url, c.id.slice(0, 7))}: ${f.text(trimRight(c.message, '\r\n'))} - ${f.text(c.authorName ?? '')}`,
+  );
   return `[${f.text(p.repo.fullName)}] ${f.text(p.pusher.login)} pushed ${count} to ${f.text(p.branch)}:${br}${lines.join(br)}`;
 }
 
@@ -40,22 +52,38 @@ function renderers(input: ConvertInput): EventRenderers {
   // Forgejo's form defaults to m.notice; a hook made through the API has no settings.
   const msgtype = MESSAGE_TYPES[num(input.meta.message_type)] ?? 'm.notice';
   const message = (render: (form: Form) => string, commits?: unknown[]) => {
-    const out: Record<string, unknown> = { body: render(PLAIN), msgtype, format: 'org.matrix.custom.html', formatted_body: render(HTML) };
+    const out: Record<string, unknown> = {
+      body: render(PLAIN),
+      msgtype,
+      format: 'org.matrix.custom.html',
+      formatted_body: render(HTML),
+    };
     if (commits && commits.length > 0) out['io.gitea.commits'] = commits;
     return out;
   };
   return {
     push(p) {
-      return message((form) => pushText(p, form), p.commits.map((c) => c.raw));
+      return message(
+        (form) => pushText(p, form),
+        p.commits.map((c) => c.raw),
+      );
     },
     create(r) {
-      return message(({ f }) => `[${f.text(r.repo.fullName)}:${f.link(refUrl(r.repo.htmlUrl, r.ref, r.refType), r.refName)}] ${f.text(r.refType)} created by ${f.text(r.sender.login)}`);
+      return message(
+        ({ f }) =>
+          `[${f.text(r.repo.fullName)}:${f.link(refUrl(r.repo.htmlUrl, r.ref, r.refType), r.refName)}] ${f.text(r.refType)} created by ${f.text(r.sender.login)}`,
+      );
     },
     delete(r) {
-      return message(({ f }) => `[${f.link(r.repo.htmlUrl, r.repo.fullName)}:${f.text(r.refName)}] ${f.text(r.refType)} deleted by ${f.text(r.sender.login)}`);
+      return message(
+        ({ f }) =>
+          `[${f.link(r.repo.htmlUrl, r.repo.fullName)}:${f.text(r.refName)}] ${f.text(r.refType)} deleted by ${f.text(r.sender.login)}`,
+      );
     },
     repository(r) {
-      return message(({ f }) => `[${f.link(r.repo.htmlUrl, r.repo.fullName)}] Repository ${r.action} by ${f.text(r.sender.login)}`);
+      return message(
+        ({ f }) => `[${f.link(r.repo.htmlUrl, r.repo.fullName)}] Repository ${r.action} by ${f.text(r.sender.login)}`,
+      );
     },
     action(a) {
       return message(({ f }) => actionText(a, f).text);
@@ -83,5 +111,8 @@ const post = chatConverter('matrix', renderers, jsonBody);
 export const matrix: Converter = (input) => {
   const converted = post(input);
   if (converted.kind === 'skip') return converted;
-  return { kind: 'request', request: { ...converted.request, method: 'PUT', url: transactionUrl(input.url, input.uuid), forgejoHeaders: false } };
+  return {
+    kind: 'request',
+    request: { ...converted.request, method: 'PUT', url: transactionUrl(input.url, input.uuid), forgejoHeaders: false },
+  };
 };

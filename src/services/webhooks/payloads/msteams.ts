@@ -10,7 +10,17 @@
 // with the run's state.
 import { chatConverter } from './converter.ts';
 import type { Converter, EventRenderers } from './converter.ts';
-import { capitalise, jsonBody, markdownLinkFormatter, pathEscapeSegments, plainFormatter, pushLink, trimRight, workflowState, workflowText } from './text.ts';
+import {
+  capitalise,
+  jsonBody,
+  markdownLinkFormatter,
+  pathEscapeSegments,
+  plainFormatter,
+  pushLink,
+  trimRight,
+  workflowState,
+  workflowText,
+} from './text.ts';
 import type { RepoView, UserView } from './text.ts';
 
 type Style = 'default' | 'emphasis' | 'accent' | 'good' | 'attention' | 'warning';
@@ -33,7 +43,11 @@ function badgeRow(text: string, icon: string, style: Style, ...details: string[]
         type: 'ColumnSet',
         columns: [
           { type: 'Column', items: [{ type: 'Badge', text, icon, size: 'Large', style }], width: 'auto' },
-          { type: 'Column', items: details.map((d) => textBlock(d, { size: 'Small', isSubtle: true, wrap: true, spacing: 'None' })), width: 'stretch' },
+          {
+            type: 'Column',
+            items: details.map((d) => textBlock(d, { size: 'Small', isSubtle: true, wrap: true, spacing: 'None' })),
+            width: 'stretch',
+          },
         ],
       },
     ],
@@ -42,7 +56,14 @@ function badgeRow(text: string, icon: string, style: Style, ...details: string[]
 }
 
 /** Forgejo's createMSTeamsPayload. */
-function card(repo: RepoView | null, sender: UserView | null, title: string, sections: Element[], target: string, style: Style): Element {
+function card(
+  repo: RepoView | null,
+  sender: UserView | null,
+  title: string,
+  sections: Element[],
+  target: string,
+  style: Style,
+): Element {
   const repoPart = repo && repo.fullName ? ` | ${markdownLink(repo.htmlUrl, repo.fullName)}` : '';
   let heading = title;
   if (sender && sender.login) {
@@ -57,7 +78,10 @@ function card(repo: RepoView | null, sender: UserView | null, title: string, sec
     version: '1.5',
     msteams: { width: 'Full' },
     body: [
-      { type: 'Container', items: [textBlock(`💬 Update${repoPart}`, { size: 'Small', weight: 'Bolder', isSubtle: true })] },
+      {
+        type: 'Container',
+        items: [textBlock(`💬 Update${repoPart}`, { size: 'Small', weight: 'Bolder', isSubtle: true })],
+      },
       { type: 'Container', items: [textBlock(heading, { style: 'heading' })], style },
       ...sections,
     ],
@@ -70,8 +94,16 @@ function commitRow(id: string, url: string, message: string): Element {
   return {
     type: 'ColumnSet',
     columns: [
-      { type: 'Column', items: [textBlock(markdownLink(url, id.slice(0, 8)), { size: 'Small', fontType: 'Monospace' })], width: 'auto' },
-      { type: 'Column', items: [textBlock(trimRight(message, '\r\n'), { size: 'Small', maxLines: 3 })], width: 'stretch' },
+      {
+        type: 'Column',
+        items: [textBlock(markdownLink(url, id.slice(0, 8)), { size: 'Small', fontType: 'Monospace' })],
+        width: 'auto',
+      },
+      {
+        type: 'Column',
+        items: [textBlock(trimRight(message, '\r\n'), { size: 'Small', maxLines: 3 })],
+        width: 'stretch',
+      },
     ],
   };
 }
@@ -104,19 +136,44 @@ const renderers: EventRenderers = {
     const hidden = rows.slice(SHOWN_COMMITS);
     if (hidden.length > 0) {
       const more = hidden.length === 1 ? '*and 1 more commit*' : `*and ${hidden.length} more commits*`;
-      items.push(toggle('showMore', more, 'ChevronDown', true), { type: 'Container', items: hidden, id: 'hiddenCommits', isVisible: false }, toggle('showLess', 'Collapse', 'ChevronUp', false));
+      items.push(
+        toggle('showMore', more, 'ChevronDown', true),
+        { type: 'Container', items: hidden, id: 'hiddenCommits', isVisible: false },
+        toggle('showLess', 'Collapse', 'ChevronUp', false),
+      );
     }
-    return card(p.repo, p.sender, title, [{ type: 'Container', items, showBorder: true, style: 'emphasis' }], pushLink(p), 'default');
+    return card(
+      p.repo,
+      p.sender,
+      title,
+      [{ type: 'Container', items, showBorder: true, style: 'emphasis' }],
+      pushLink(p),
+      'default',
+    );
   },
   create(r) {
-    return card(r.repo, r.sender, `${capitalise(r.refType)} created: ${r.refName}`, [], `${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`, 'good');
+    return card(
+      r.repo,
+      r.sender,
+      `${capitalise(r.refType)} created: ${r.refName}`,
+      [],
+      `${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`,
+      'good',
+    );
   },
   delete(r) {
     return card(r.repo, r.sender, `${capitalise(r.refType)} deleted: ${r.refName}`, [], r.repo.htmlUrl, 'attention');
   },
   repository(r) {
     const created = r.action === 'created';
-    return card(r.repo, r.sender, `Repository ${r.action}: ${r.repo.fullName}`, [], created ? r.repo.htmlUrl : '', created ? 'good' : 'attention');
+    return card(
+      r.repo,
+      r.sender,
+      `Repository ${r.action}: ${r.repo.fullName}`,
+      [],
+      created ? r.repo.htmlUrl : '',
+      created ? 'good' : 'attention',
+    );
   },
   action(a) {
     // "succeded" (sic): Forgejo's wording, kept so receivers matching on it keep working.
@@ -131,7 +188,8 @@ const renderers: EventRenderers = {
   },
   workflow(w) {
     const state = workflowState(w);
-    const style: Style = state === 'success' ? 'good' : state === 'failure' ? 'attention' : state === 'cancelled' ? 'warning' : 'default';
+    const style: Style =
+      state === 'success' ? 'good' : state === 'failure' ? 'attention' : state === 'cancelled' ? 'warning' : 'default';
     const where = w.kind === 'run' ? `${w.repo.fullName} Run #${w.runNumber}` : `${w.repo.fullName} Job ${w.title}`;
     const badge = badgeRow(capitalise(state.replaceAll('_', ' ')), 'PlayCircle', style, `On ${w.headBranch}`, where);
     return card(w.repo, w.sender, workflowText(w, plainFormatter, false).text, [badge], w.htmlUrl, 'default');

@@ -20,9 +20,16 @@ function repositoryUrlOf(payload: Record<string, unknown>): string {
 export const packagist: Converter = (input) => {
   if (input.eventType === 'push' && list(input.payload.commits).length === 0) return emptyPush('packagist');
   const packageUrl = str(input.meta.package_url) || repositoryUrlOf(input.payload);
-  if (packageUrl === '') return skip(`packagist hooks need a package URL, and this ${input.eventType} event names no repository`);
+  if (packageUrl === '')
+    return skip(`packagist hooks need a package URL, and this ${input.eventType} event names no repository`);
   return {
     kind: 'request',
-    request: { method: 'POST', url: input.url, headers: { 'content-type': 'application/json' }, body: jsonBody({ repository: { url: packageUrl } }), forgejoHeaders: false },
+    request: {
+      method: 'POST',
+      url: input.url,
+      headers: { 'content-type': 'application/json' },
+      body: jsonBody({ repository: { url: packageUrl } }),
+      forgejoHeaders: false,
+    },
   };
 };

@@ -8,7 +8,10 @@ import type { HookSecrets } from '../prepare-request.ts';
 /** A build manifest is a few kilobytes; a bigger file is not read. */
 const MAX_MANIFEST_BYTES = 1024 * 1024;
 
-export function withRepositoryFiles(secrets: Pick<HookSecrets, 'secretOf' | 'authorizationHeaderOf'>, repositories: Pick<GitRepositories, 'reader'>): HookSecrets {
+export function withRepositoryFiles(
+  secrets: Pick<HookSecrets, 'secretOf' | 'authorizationHeaderOf'>,
+  repositories: Pick<GitRepositories, 'reader'>,
+): HookSecrets {
   return {
     secretOf: (hook) => secrets.secretOf(hook),
     authorizationHeaderOf: (hook) => secrets.authorizationHeaderOf(hook),

@@ -51,18 +51,35 @@ function renderers(meta: Json): EventRenderers {
       const commitString = p.compareUrl ? slackLink(p.compareUrl, desc) : desc;
       const branchLink = slackLink(refUrl(p.repo.htmlUrl, p.ref), shortRefName(p.ref));
       const text = `[${slackEscape(p.repo.fullName)}:${branchLink}] ${commitString} pushed by ${slackName(p.pusher.login)}`;
-      const lines = p.commits.map((c) => `${slackLink(c.url, c.id.slice(0, 7))}: ${slackEscape(firstLine(c.message))} - ${slackName(c.authorName ?? '')}`);
-      return message(text, [{ fallback: '', color: str(meta.color), title: p.repo.htmlUrl, title_link: p.repo.htmlUrl, text: lines.join('\n') }]);
+      const lines = p.commits.map(
+        (c) =>
+          `${slackLink(c.url, c.id.slice(0, 7))}: ${slackEscape(firstLine(c.message))} - ${slackName(c.authorName ?? '')}`,
+      );
+      return message(text, [
+        {
+          fallback: '',
+          color: str(meta.color),
+          title: p.repo.htmlUrl,
+          title_link: p.repo.htmlUrl,
+          text: lines.join('\n'),
+        },
+      ]);
     },
     create(r) {
       const refLink = slackLink(refUrl(r.repo.htmlUrl, r.ref, r.refType), r.refName);
-      return message(`[${slackEscape(r.repo.fullName)}:${refLink}] ${slackEscape(r.refType)} created by ${slackName(r.sender.login)}`);
+      return message(
+        `[${slackEscape(r.repo.fullName)}:${refLink}] ${slackEscape(r.refType)} created by ${slackName(r.sender.login)}`,
+      );
     },
     delete(r) {
-      return message(`[${slackLink(r.repo.htmlUrl, r.repo.fullName)}:${slackEscape(r.refName)}] ${slackEscape(r.refType)} deleted by ${slackName(r.sender.login)}`);
+      return message(
+        `[${slackLink(r.repo.htmlUrl, r.repo.fullName)}:${slackEscape(r.refName)}] ${slackEscape(r.refType)} deleted by ${slackName(r.sender.login)}`,
+      );
     },
     repository(r) {
-      return message(`[${slackLink(r.repo.htmlUrl, r.repo.fullName)}] Repository ${r.action} by ${slackName(r.sender.login)}`);
+      return message(
+        `[${slackLink(r.repo.htmlUrl, r.repo.fullName)}] Repository ${r.action} by ${slackName(r.sender.login)}`,
+      );
     },
     action(a) {
       return message(actionText(a, slackFormatter).text);

@@ -59,7 +59,9 @@ export interface ManifestLocation {
 }
 
 /** Which file the converter needs for this event (the caller reads it), or null when it needs none. */
-export function manifestLocationOf(input: Pick<ConvertInput, 'eventType' | 'payload' | 'meta'>): ManifestLocation | null {
+export function manifestLocationOf(
+  input: Pick<ConvertInput, 'eventType' | 'payload' | 'meta'>,
+): ManifestLocation | null {
   const event = buildEventOf(input);
   const path = str(input.meta.manifest_path);
   if (!event || event.commitId === '' || path === '' || event.repo.name === '') return null;
@@ -68,7 +70,9 @@ export function manifestLocationOf(input: Pick<ConvertInput, 'eventType' | 'payl
 
 /** The server's ROOT_URL, read off the repository's web URL (…/<owner>/<repo>). */
 function appUrlOf(repo: RepoView): string {
-  return repo.fullName !== '' && repo.htmlUrl.endsWith(repo.fullName) ? repo.htmlUrl.slice(0, -repo.fullName.length) : '';
+  return repo.fullName !== '' && repo.htmlUrl.endsWith(repo.fullName)
+    ? repo.htmlUrl.slice(0, -repo.fullName.length)
+    : '';
 }
 
 /**
@@ -76,7 +80,11 @@ function appUrlOf(repo: RepoView): string {
  * adds it: the SSH URL for a private repository when there is one), and sets
  * the submitter variables. The rest of the manifest is kept as written.
  */
-export function adjustManifest(text: string, path: string, event: Pick<BuildEvent, 'repo' | 'commitId' | 'ref'>): { manifest: string } | { error: string } {
+export function adjustManifest(
+  text: string,
+  path: string,
+  event: Pick<BuildEvent, 'repo' | 'commitId' | 'ref'>,
+): { manifest: string } | { error: string } {
   const invalid = { error: `could not decode manifest "${path}"` };
   let doc: unknown;
   try {
@@ -86,14 +94,20 @@ export function adjustManifest(text: string, path: string, event: Pick<BuildEven
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return invalid;
   const { sources: rawSources, environment: rawEnvironment, ...rest } = doc as Record<string, unknown>;
-  if (rawSources != null && !(Array.isArray(rawSources) && rawSources.every((s) => typeof s === 'string'))) return invalid;
+  if (rawSources != null && !(Array.isArray(rawSources) && rawSources.every((s) => typeof s === 'string')))
+    return invalid;
   if (rawEnvironment != null && (typeof rawEnvironment !== 'object' || Array.isArray(rawEnvironment))) return invalid;
   const { repo, commitId, ref } = event;
   const sources = [...((rawSources as string[] | null | undefined) ?? [])];
   const mine = sources.findIndex((s) => s !== '' && (s === repo.cloneUrl || s === repo.sshUrl));
   if (mine >= 0) sources[mine] = `${sources[mine] as string}#${commitId}`;
   else sources.push(`${repo.private && repo.sshUrl ? repo.sshUrl : repo.cloneUrl}#${commitId}`);
-  const environment = { ...(rawEnvironment as Record<string, unknown> | null | undefined), BUILD_SUBMITTER: 'forgejo', BUILD_SUBMITTER_URL: appUrlOf(repo), GIT_REF: ref };
+  const environment = {
+    ...(rawEnvironment as Record<string, unknown> | null | undefined),
+    BUILD_SUBMITTER: 'forgejo',
+    BUILD_SUBMITTER_URL: appUrlOf(repo),
+    GIT_REF: ref,
+  };
   return { manifest: stringify({ sources, environment, ...rest }) };
 }
 
@@ -102,7 +116,8 @@ export const sourcehutBuilds: Converter = (input) => {
   if (!event) return notCarried(TYPE, input.eventType);
   if (input.eventType === 'push' && pushView(obj(input.payload)).commits.length === 0) return emptyPush(TYPE);
   const path = str(input.meta.manifest_path);
-  if (path === '') return skip(`${TYPE} hooks need a manifest path (manifest_path in the hook's settings), and this hook has none`);
+  if (path === '')
+    return skip(`${TYPE} hooks need a manifest path (manifest_path in the hook's settings), and this hook has none`);
   const where = `${event.repo.fullName}:${event.ref}`;
   const read = input.manifest;
   if (!read) return skip(`${where} could not open manifest "${path}"`);
@@ -120,6 +135,12 @@ export const sourcehutBuilds: Converter = (input) => {
   };
   return {
     kind: 'request',
-    request: { method: 'POST', url: input.url, headers: { 'content-type': 'application/json' }, body: jsonBody({ query: SUBMIT_MUTATION, variables }), forgejoHeaders: false },
+    request: {
+      method: 'POST',
+      url: input.url,
+      headers: { 'content-type': 'application/json' },
+      body: jsonBody({ query: SUBMIT_MUTATION, variables }),
+      forgejoHeaders: false,
+    },
   };
 };

@@ -8,7 +8,17 @@
 // accepts.
 import { chatConverter } from './converter.ts';
 import type { Converter, EventRenderers } from './converter.ts';
-import { actionText, escapeHtml, htmlFormatter, jsonBody, newCommits, pathEscapeSegments, str, trimRight, workflowText } from './text.ts';
+import {
+  actionText,
+  escapeHtml,
+  htmlFormatter,
+  jsonBody,
+  newCommits,
+  pathEscapeSegments,
+  str,
+  trimRight,
+  workflowText,
+} from './text.ts';
 import type { ConvertInput } from './converter.ts';
 
 const link = htmlFormatter.link;
@@ -43,10 +53,14 @@ function renderers(input: ConvertInput): EventRenderers {
       return message(`${title}\n${lines.join('\n')}`);
     },
     create(r) {
-      return message(`[${escapeHtml(r.repo.fullName)}] ${escapeHtml(r.refType)} ${link(`${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`, r.refName)} created`);
+      return message(
+        `[${escapeHtml(r.repo.fullName)}] ${escapeHtml(r.refType)} ${link(`${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`, r.refName)} created`,
+      );
     },
     delete(r) {
-      return message(`[${escapeHtml(r.repo.fullName)}] ${escapeHtml(r.refType)} ${link(`${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`, r.refName)} deleted`);
+      return message(
+        `[${escapeHtml(r.repo.fullName)}] ${escapeHtml(r.refType)} ${link(`${r.repo.htmlUrl}/src/${pathEscapeSegments(r.refName)}`, r.refName)} deleted`,
+      );
     },
     repository(r) {
       if (r.action === 'created') return message(`[${link(r.repo.htmlUrl, r.repo.fullName)}] Repository created`);

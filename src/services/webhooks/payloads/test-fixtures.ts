@@ -49,7 +49,10 @@ function commit(id: string, message: string, author: string) {
 }
 
 export function pushPayload(commitCount = 2): Json {
-  const all = [commit(SHA2, 'Fix <script> & *bold* [link](x)\n\nDetails here', 'Bob `the` <Builder>'), commit(SHA1, 'Initial commit', 'Alice')];
+  const all = [
+    commit(SHA2, 'Fix <script> & *bold* [link](x)\n\nDetails here', 'Bob `the` <Builder>'),
+    commit(SHA1, 'Initial commit', 'Alice'),
+  ];
   const commits = all.slice(0, commitCount);
   return {
     ref: 'refs/heads/main',
@@ -149,7 +152,12 @@ export const EVENTS: ReadonlyArray<[string, Json]> = [
   ['workflow_job', workflowJobPayload],
 ];
 
-export function input(eventType: string, payload: Json, meta: Json = {}, extra: Partial<ConvertInput> = {}): ConvertInput {
+export function input(
+  eventType: string,
+  payload: Json,
+  meta: Json = {},
+  extra: Partial<ConvertInput> = {},
+): ConvertInput {
   return { eventType, payload, meta, url: HOOK_URL, uuid: UUID, ...extra };
 }
 

@@ -19,7 +19,10 @@ import {
 import { actionPayload, workflowJobPayload, workflowRunPayload } from './test-fixtures.ts';
 
 test("Go's escapers: html.EscapeString, url.PathEscape per segment, url.QueryEscape", () => {
-  assert.equal(escapeHtml(`<a href="x">Tom & Jerry's</a>`), '&lt;a href=&#34;x&#34;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;');
+  assert.equal(
+    escapeHtml(`<a href="x">Tom & Jerry's</a>`),
+    '&lt;a href=&#34;x&#34;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;',
+  );
   assert.equal(pathEscapeSegments('feature/a b+c@d!é'), 'feature/a%20b+c@d%21%C3%A9');
   assert.equal(queryEscape('https://x.org/a b?c=d&e'), 'https%3A%2F%2Fx.org%2Fa+b%3Fc%3Dd%26e');
 });
@@ -33,7 +36,10 @@ test('refs: short names and the links Forgejo makes for them', () => {
   assert.equal(refUrl(repo, 'refs/tags/v1'), `${repo}/src/tag/v1`);
   assert.equal(refUrl(repo, 'v1', 'tag'), `${repo}/src/tag/v1`, 'a created tag links to the tag, not a branch');
   assert.equal(refUrl(repo, 'main', 'branch'), `${repo}/src/branch/main`);
-  assert.equal(refUrl(repo, '2222222222222222222222222222222222222222'), `${repo}/src/commit/2222222222222222222222222222222222222222`);
+  assert.equal(
+    refUrl(repo, '2222222222222222222222222222222222222222'),
+    `${repo}/src/commit/2222222222222222222222222222222222222222`,
+  );
 });
 
 test('capitalise and rune truncation', () => {
@@ -44,7 +50,10 @@ test('capitalise and rune truncation', () => {
 });
 
 test("Forgejo's action sentence and Gitea's workflow sentence", () => {
-  assert.equal(actionText(actionView('action_run_failure', actionPayload('failure')), plainFormatter).text, 'CI <fast> & green Action Failed in acme/app main');
+  assert.equal(
+    actionText(actionView('action_run_failure', actionPayload('failure')), plainFormatter).text,
+    'CI <fast> & green Action Failed in acme/app main',
+  );
   assert.equal(
     actionText(actionView('action_run_recover', actionPayload('recover')), htmlFormatter).text,
     '<a href="https://git.example.com/acme/app/actions/runs/3">CI &lt;fast&gt; &amp; green</a> Action Recovered in <a href="https://git.example.com/acme/app">acme/app</a> main',
@@ -63,5 +72,8 @@ test('views of empty or mistyped payloads read as empty values, never throw', ()
   const action = actionView('action_run_failure', {});
   assert.equal(action.action, 'failure', 'the event type names the action when the payload does not');
   assert.equal(actionText(action, htmlFormatter).text, ' Action Failed in  ');
-  assert.equal(workflowText(workflowView('workflow_job', { workflow_job: null }), htmlFormatter, true).text, 'Workflow Job : (#0)[]:');
+  assert.equal(
+    workflowText(workflowView('workflow_job', { workflow_job: null }), htmlFormatter, true).text,
+    'Workflow Job : (#0)[]:',
+  );
 });

@@ -46,7 +46,10 @@ export function truncateRunes(text: string, max: number, suffix: string): string
 
 /** Go's html.EscapeString. */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&'<>"]/g, (c) => ({ '&': '&amp;', "'": '&#39;', '<': '&lt;', '>': '&gt;', '"': '&#34;' })[c] as string);
+  return text.replace(
+    /[&'<>"]/g,
+    (c) => ({ '&': '&amp;', "'": '&#39;', '<': '&lt;', '>': '&gt;', '"': '&#34;' })[c] as string,
+  );
 }
 
 function percentEncode(c: string): string {
@@ -83,14 +86,17 @@ export function shortRefName(ref: string): string {
  */
 export function refUrl(repoUrl: string, ref: string, refType = ''): string {
   const name = pathEscapeSegments(shortRefName(ref));
-  if (ref.startsWith('refs/tags/') || (refType === 'tag' && !ref.startsWith('refs/'))) return `${repoUrl}/src/tag/${name}`;
+  if (ref.startsWith('refs/tags/') || (refType === 'tag' && !ref.startsWith('refs/')))
+    return `${repoUrl}/src/tag/${name}`;
   if (ref.startsWith('refs/heads/') || !/^[0-9a-f]{40}$/.test(ref)) return `${repoUrl}/src/branch/${name}`;
   return `${repoUrl}/src/commit/${name}`;
 }
 
 /** Forgejo's `cases.Title` of a lower-cased word: "branch" → "Branch". */
 export function capitalise(word: string): string {
-  return word.toLowerCase().replace(/(^|[^\p{L}\p{N}'])(\p{L})/gu, (_m, before: string, letter: string) => before + letter.toUpperCase());
+  return word
+    .toLowerCase()
+    .replace(/(^|[^\p{L}\p{N}'])(\p{L})/gu, (_m, before: string, letter: string) => before + letter.toUpperCase());
 }
 
 /** Forgejo's colours (services/webhook/discord.go), as integers. */
@@ -113,9 +119,15 @@ export interface Formatter {
 
 export const plainFormatter: Formatter = { link: (_url, text) => text, text: (value) => value };
 /** Go's html link (htmlLinkFormatter); a missing URL (a field absent from the payload) gives the bare text. */
-export const htmlFormatter: Formatter = { link: (url, text) => (url === '' ? escapeHtml(text) : `<a href="${escapeHtml(url)}">${escapeHtml(text)}</a>`), text: escapeHtml };
+export const htmlFormatter: Formatter = {
+  link: (url, text) => (url === '' ? escapeHtml(text) : `<a href="${escapeHtml(url)}">${escapeHtml(text)}</a>`),
+  text: escapeHtml,
+};
 /** Markdown links, text as is (chat clients that render Markdown but whose users expect raw text). */
-export const markdownLinkFormatter: Formatter = { link: (url, text) => (url === '' ? text : `[${text}](${url})`), text: (value) => value };
+export const markdownLinkFormatter: Formatter = {
+  link: (url, text) => (url === '' ? text : `[${text}](${url})`),
+  text: (value) => value,
+};
 
 // --- Views: the fields the converters read, with safe defaults -------------
 
@@ -139,7 +151,12 @@ export interface RepoView {
 
 export function userView(value: unknown): UserView {
   const u = obj(value);
-  return { login: str(u.login) || str(u.username), fullName: str(u.full_name), htmlUrl: str(u.html_url), avatarUrl: str(u.avatar_url) };
+  return {
+    login: str(u.login) || str(u.username),
+    fullName: str(u.full_name),
+    htmlUrl: str(u.html_url),
+    avatarUrl: str(u.avatar_url),
+  };
 }
 
 export function repoView(value: unknown): RepoView {
@@ -180,7 +197,13 @@ export interface PushView {
 function commitView(value: unknown): CommitView {
   const c = obj(value);
   const author = c.author;
-  return { id: str(c.id), url: str(c.url), message: str(c.message), authorName: author !== null && typeof author === 'object' ? str(obj(author).name) : null, raw: c };
+  return {
+    id: str(c.id),
+    url: str(c.url),
+    message: str(c.message),
+    authorName: author !== null && typeof author === 'object' ? str(obj(author).name) : null,
+    raw: c,
+  };
 }
 
 export function pushView(p: Json): PushView {
@@ -211,7 +234,14 @@ export interface RefView {
 
 export function refView(p: Json): RefView {
   const ref = str(p.ref);
-  return { ref, refName: shortRefName(ref), refType: str(p.ref_type) || 'branch', sha: str(p.sha), repo: repoView(p.repository), sender: userView(p.sender) };
+  return {
+    ref,
+    refName: shortRefName(ref),
+    refType: str(p.ref_type) || 'branch',
+    sha: str(p.sha),
+    repo: repoView(p.repository),
+    sender: userView(p.sender),
+  };
 }
 
 export interface RepositoryEventView {
@@ -239,7 +269,13 @@ export function actionView(eventType: string, p: Json): ActionView {
   const run = obj(p.run);
   const stated = str(p.action);
   const fromEvent = eventType.replace(/^action_run_/, '');
-  const action = (['success', 'failure', 'recover'].includes(stated) ? stated : ['success', 'failure', 'recover'].includes(fromEvent) ? fromEvent : 'success') as ActionView['action'];
+  const action = (
+    ['success', 'failure', 'recover'].includes(stated)
+      ? stated
+      : ['success', 'failure', 'recover'].includes(fromEvent)
+        ? fromEvent
+        : 'success'
+  ) as ActionView['action'];
   const trigger = run.trigger_user;
   return {
     action,
@@ -257,7 +293,10 @@ export function actionText(a: ActionView, f: Formatter): { text: string; color: 
   const runLink = f.link(a.runUrl, a.title);
   const repoLink = f.link(a.repo.htmlUrl, a.repo.fullName);
   const verb = a.action === 'failure' ? 'Failed' : a.action === 'recover' ? 'Recovered' : 'Succeeded';
-  return { text: `${runLink} Action ${verb} in ${repoLink} ${f.text(a.prettyRef)}`, color: a.action === 'failure' ? Colors.red : Colors.green };
+  return {
+    text: `${runLink} Action ${verb} in ${repoLink} ${f.text(a.prettyRef)}`,
+    color: a.action === 'failure' ? Colors.red : Colors.green,
+  };
 }
 
 /** Gitea's WorkflowRunPayload / WorkflowJobPayload, reduced to what a message shows. */
@@ -312,7 +351,14 @@ export function workflowText(w: WorkflowView, f: Formatter, withSender: boolean)
   const label = `${w.title}(#${w.kind === 'run' ? w.id : w.runNumber})[${w.headSha.slice(0, 10)}]:${state}`;
   let text = `Workflow ${w.kind === 'run' ? 'Run' : 'Job'} ${f.text(w.action)}: ${f.link(w.htmlUrl, label)}`;
   if (withSender && w.sender) text += ` by ${f.link(w.sender.htmlUrl, w.sender.login)}`;
-  const colors: Record<string, number> = { waiting: Colors.orange, queued: Colors.orangeLight, success: Colors.green, failure: Colors.red, cancelled: Colors.yellow, skipped: Colors.purple };
+  const colors: Record<string, number> = {
+    waiting: Colors.orange,
+    queued: Colors.orangeLight,
+    success: Colors.green,
+    failure: Colors.red,
+    cancelled: Colors.yellow,
+    skipped: Colors.purple,
+  };
   return { text, color: colors[state] ?? Colors.grey };
 }
 

@@ -7,7 +7,11 @@ import type { Converter, EventRenderers } from './converter.ts';
 import { actionText, jsonBody, plainFormatter, workflowText } from './text.ts';
 
 function markdown(content: string) {
-  return { msgtype: 'markdown', text: { content: '', mentioned_list: null, mentioned_mobile_list: null }, markdown: { content } };
+  return {
+    msgtype: 'markdown',
+    text: { content: '', mentioned_list: null, mentioned_mobile_list: null },
+    markdown: { content },
+  };
 }
 
 const renderers: EventRenderers = {

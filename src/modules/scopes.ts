@@ -15,7 +15,7 @@ export const SCOPE_CATEGORIES = [
 export type ScopeCategory = (typeof SCOPE_CATEGORIES)[number];
 export type ScopeLevel = 'read' | 'write';
 
-export interface TokenScope {
+export interface AccessTokenScope {
   readonly all: boolean;
   readonly publicOnly: boolean;
   readonly levels: ReadonlyMap<ScopeCategory, ScopeLevel>;
@@ -30,7 +30,7 @@ export class InvalidScopeError extends Error {
 const CATEGORY_SET: ReadonlySet<string> = new Set(SCOPE_CATEGORIES);
 
 /** Parses scope strings (each may itself be comma-separated) into a normalised scope. */
-export function parseScopes(items: readonly string[]): TokenScope {
+export function parseScopes(items: readonly string[]): AccessTokenScope {
   let all = false;
   let publicOnly = false;
   const levels = new Map<ScopeCategory, ScopeLevel>();
@@ -57,7 +57,7 @@ export function parseScopes(items: readonly string[]): TokenScope {
 }
 
 /** The normalised list in Forgejo's canonical order (what the API shows). */
-export function scopeToList(scope: TokenScope): string[] {
+export function scopeToList(scope: AccessTokenScope): string[] {
   const list: string[] = [];
   if (scope.publicOnly) list.push('public-only');
   if (scope.all) {
@@ -71,16 +71,16 @@ export function scopeToList(scope: TokenScope): string[] {
   return list;
 }
 
-export function isEmptyScope(scope: TokenScope): boolean {
+export function isEmptyScope(scope: AccessTokenScope): boolean {
   return !scope.all && scope.levels.size === 0;
 }
 
-export function scopeAllows(scope: TokenScope, category: ScopeCategory, level: ScopeLevel): boolean {
+export function scopeAllows(scope: AccessTokenScope, category: ScopeCategory, level: ScopeLevel): boolean {
   if (scope.all) return true;
   const granted = scope.levels.get(category);
   return granted === 'write' || (granted === 'read' && level === 'read');
 }
 
-export function serializeScope(scope: TokenScope): string {
+export function serializeScope(scope: AccessTokenScope): string {
   return scopeToList(scope).join(',');
 }

@@ -12,7 +12,7 @@ import { AppError } from '../modules/errors.ts';
 import type { PasswordHasher } from '../modules/crypto/password.ts';
 import { digestsEqual, hashToken, looksLikeAccessToken } from '../modules/crypto/tokens.ts';
 import { parseScopes } from '../modules/scopes.ts';
-import type { TokenScope } from '../modules/scopes.ts';
+import type { AccessTokenScope } from '../modules/scopes.ts';
 import type { Db } from '../models/database.ts';
 import { findAccessTokenWithOwner } from '../models/access-tokens.ts';
 import { findRunningTaskByTokenHash } from '../models/task-tokens.ts';
@@ -27,7 +27,7 @@ export interface Authentication {
   doer: User | null;
   method: AuthMethod;
   /** Present when a token authenticated the request; its scope limits what it may do. */
-  token: { id: number; scope: TokenScope } | null;
+  token: { id: number; scope: AccessTokenScope } | null;
   /**
    * Set when a running task's token authenticated the request: the doer is the
    * Actions bot, with write access to this repository and nothing private elsewhere.

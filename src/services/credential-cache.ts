@@ -6,7 +6,7 @@
 // the stored hash), so a changed password or a sign-in lock (LoginLimiter)
 // applies to the very next request.
 import type { Clock } from '../modules/clock.ts';
-import type { TokenScope } from '../modules/scopes.ts';
+import type { AccessTokenScope } from '../modules/scopes.ts';
 import type { AccessToken } from '../models/access-tokens.ts';
 import type { User } from '../models/users.ts';
 
@@ -14,7 +14,7 @@ import type { User } from '../models/users.ts';
 export interface VerifiedToken {
   token: AccessToken;
   owner: User;
-  scope: TokenScope;
+  scope: AccessTokenScope;
 }
 
 export const CREDENTIAL_CACHE_TTL_MS = 1000;

@@ -18,7 +18,7 @@ import { CliError } from '../src/cli/cli-error.ts';
 import { rotateSecretKey } from '../src/cli/rotate-secret-key.ts';
 import { openKeyRing } from '../src/modules/crypto/key-ring.ts';
 import { SecretCipher } from '../src/modules/crypto/secret-cipher.ts';
-import type { ActionsScope } from '../src/services/actions/scope.ts';
+import type { Scope } from '../src/modules/scope.ts';
 import { secretAssociatedData } from '../src/services/actions/scope.ts';
 
 const run = promisify(execFile);
@@ -30,7 +30,7 @@ for (const dialect of testDialects()) {
   describe(`rotate-secret-key with a running server [${dialect}]`, () => {
     let s: TestServer;
     let alice: TestUser;
-    const keys = new Map<Label, ActionsScope>();
+    const keys = new Map<Label, Scope>();
     const base: Record<Label, string> = {
       user: '/user/actions',
       org: '/orgs/acme/actions',
@@ -110,7 +110,7 @@ for (const dialect of testDialects()) {
       const org = await s.server.deps.services.accounts.findByName('acme');
       keys.set('user', { kind: 'user', ownerId: alice.user.id, repoId: 0 });
       keys.set('org', { kind: 'org', ownerId: org!.id, repoId: 0 });
-      keys.set('repo', { kind: 'repo', ownerId: 0, repoId: repo.data!.id! });
+      keys.set('repo', { kind: 'repo', ownerId: 0, repoId: repo.data!.id!, repoOwnerId: alice.user.id });
       for (const label of ['user', 'org', 'repo'] as const) {
         for (let i = 0; i < 10; i += 1)
           assert.equal(await put(label, `SEED_${i}`, `${label}-seed-${i}\nmultiline dàtä`), 201);
@@ -245,7 +245,7 @@ describe('rotate-secret-key with GANTRY_SECRET_KEY [sqlite]', () => {
   const keyB = 'b'.repeat(20) + 'B'.repeat(20);
   const configWith = (env: Record<string, string>) =>
     loadConfig({ GANTRY_DATA_DIR: dataDir, GANTRY_LOG_LEVEL: 'silent', ...env });
-  const scope: ActionsScope = { kind: 'user', ownerId: 1, repoId: 0 };
+  const scope: Scope = { kind: 'user', ownerId: 1, repoId: 0 };
 
   test('nothing to do: says what to set; writes no key file', async () => {
     const deps = await createDeps(configWith({ GANTRY_SECRET_KEY: keyA }));

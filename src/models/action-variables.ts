@@ -1,12 +1,13 @@
 // Actions variables (Forgejo's `action_variable` table). Names arrive upper-cased.
 import type { Queryable } from './database.ts';
 import { scopedValueFromRow } from './scoped-values.ts';
-import type { ScopeKey, ScopedValue } from './scoped-values.ts';
+import type { ScopeColumns } from '../modules/scope.ts';
+import type { ScopedValue } from './scoped-values.ts';
 
 /** Inserts a variable; a name taken in the scope is a unique violation (see isUniqueViolation). */
 export async function insertVariable(
   db: Queryable,
-  key: ScopeKey,
+  key: ScopeColumns,
   name: string,
   data: string,
   nowSec: number,
@@ -38,7 +39,7 @@ export async function updateVariable(
 /** One page of a scope's variables ordered by name, then id (Forgejo's order). */
 export async function listVariables(
   db: Queryable,
-  key: ScopeKey,
+  key: ScopeColumns,
   limit: number,
   offset: number,
 ): Promise<ScopedValue[]> {

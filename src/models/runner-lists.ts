@@ -5,14 +5,15 @@ import type { ExpressionBuilder } from 'kysely';
 import type { ActionRunJob } from './action-runs.ts';
 import { jobFromRow } from './action-runs.ts';
 import type { Queryable } from './database.ts';
-import type { Runner, RunnerScope } from './runners.ts';
+import type { ScopeColumns } from '../modules/scope.ts';
+import type { Runner } from './runners.ts';
 import { runnerFromRow } from './runners.ts';
 import type { Database } from './tables.ts';
 
 /** The runners of these exact scopes (owner_id, repo_id), or every runner. */
-export type RunnerSelection = readonly RunnerScope[] | 'all';
+export type RunnerSelection = readonly ScopeColumns[] | 'all';
 
-function inSelection(selection: readonly RunnerScope[]) {
+function inSelection(selection: readonly ScopeColumns[]) {
   return (eb: ExpressionBuilder<Database, 'action_runner'>) =>
     eb.or(selection.map((key) => eb.and([eb('owner_id', '=', key.ownerId), eb('repo_id', '=', key.repoId)])));
 }

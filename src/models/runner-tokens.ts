@@ -4,7 +4,7 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from './database.ts';
-import type { RunnerScope } from './runners.ts';
+import type { ScopeColumns } from '../modules/scope.ts';
 import type { ActionRunnerTokenTable } from './tables.ts';
 
 export interface RegistrationTokenRow {
@@ -35,7 +35,7 @@ function tokenFromRow(row: Selectable<ActionRunnerTokenTable>): RegistrationToke
 /** The scope's active token (the unique index allows one at most), or null. */
 export async function findActiveRegistrationToken(
   db: Queryable,
-  scope: RunnerScope,
+  scope: ScopeColumns,
 ): Promise<RegistrationTokenRow | null> {
   const row = await db
     .selectFrom('action_runner_token')
@@ -60,7 +60,7 @@ export async function findRegistrationTokenByHash(
 }
 
 /** Deactivates the scope's active token; true when there was one. */
-export async function deactivateRegistrationTokens(db: Queryable, scope: RunnerScope, now: number): Promise<boolean> {
+export async function deactivateRegistrationTokens(db: Queryable, scope: ScopeColumns, now: number): Promise<boolean> {
   const result = await db
     .updateTable('action_runner_token')
     .set({ is_active: 0, updated: now })
@@ -72,7 +72,7 @@ export async function deactivateRegistrationTokens(db: Queryable, scope: RunnerS
 }
 
 export interface NewRegistrationToken {
-  scope: RunnerScope;
+  scope: ScopeColumns;
   tokenHash: string;
   tokenEncrypted: string;
 }

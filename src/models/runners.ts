@@ -1,14 +1,9 @@
 // Runners, their registration tokens, and the per-scope tasks version.
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
+import type { ScopeColumns } from '../modules/scope.ts';
 import type { Queryable } from './database.ts';
 import type { ActionRunnerTable } from './tables.ts';
-
-/** (0, 0) global; (owner, 0) a user or organization; (0, repo) a repository. */
-export interface RunnerScope {
-  ownerId: number;
-  repoId: number;
-}
 
 export interface Runner {
   id: number;
@@ -57,7 +52,7 @@ export function runnerFromRow(row: Selectable<ActionRunnerTable>): Runner {
 export interface NewRunner {
   uuid: string;
   name: string;
-  scope: RunnerScope;
+  scope: ScopeColumns;
   description?: string;
   version?: string;
   labels?: readonly string[] | null;
@@ -134,13 +129,13 @@ export async function deleteRunner(db: Queryable, id: number): Promise<boolean> 
  * it with the version they saw last and skip the job search when equal. Never 0,
  * which act_runner reads as "old server, always search".
  */
-export async function tasksVersion(db: Queryable, scope: RunnerScope, now: number): Promise<number> {
+export async function tasksVersion(db: Queryable, scope: ScopeColumns, now: number): Promise<number> {
   const version = await readTasksVersion(db, scope);
   return version !== 0 ? version : bumpTasksVersion(db, scope, now);
 }
 
 /** The scope's tasks version without creating it (0 when missing): the long poll reads it often. */
-export async function readTasksVersion(db: Queryable, scope: RunnerScope): Promise<number> {
+export async function readTasksVersion(db: Queryable, scope: ScopeColumns): Promise<number> {
   const row = await db
     .selectFrom('action_tasks_version')
     .select('version')
@@ -151,7 +146,7 @@ export async function readTasksVersion(db: Queryable, scope: RunnerScope): Promi
 }
 
 /** A job of `scope` became waiting: the scope's version moves on. */
-export async function bumpTasksVersion(db: Queryable, scope: RunnerScope, now: number): Promise<number> {
+export async function bumpTasksVersion(db: Queryable, scope: ScopeColumns, now: number): Promise<number> {
   const row = await db
     .insertInto('action_tasks_version')
     .values({ owner_id: scope.ownerId, repo_id: scope.repoId, version: 1, created: now, updated: now })

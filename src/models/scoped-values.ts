@@ -1,16 +1,11 @@
 // Queries shared by the two tables of Actions scope values, `secret` and
 // `action_variable`: same columns, same unique (owner_id, repo_id, name) index.
 import type { Selectable } from 'kysely';
+import type { ScopeColumns } from '../modules/scope.ts';
 import type { Queryable } from './database.ts';
 import type { ScopedValueTable } from './tables.ts';
 
 export type ScopedValueTableName = 'secret' | 'action_variable';
-
-/** The scope columns of a row: (user/org id, 0) or (0, repository id). */
-export interface ScopeKey {
-  ownerId: number;
-  repoId: number;
-}
 
 export interface ScopedValue {
   id: number;
@@ -44,7 +39,7 @@ function table(name: ScopedValueTableName): 'secret' {
 export async function findScopedValue(
   db: Queryable,
   name: ScopedValueTableName,
-  key: ScopeKey,
+  key: ScopeColumns,
   valueName: string,
 ): Promise<ScopedValue | null> {
   const row = await db
@@ -60,7 +55,7 @@ export async function findScopedValue(
 export async function deleteScopedValue(
   db: Queryable,
   name: ScopedValueTableName,
-  key: ScopeKey,
+  key: ScopeColumns,
   valueName: string,
 ): Promise<boolean> {
   const result = await db
@@ -72,7 +67,7 @@ export async function deleteScopedValue(
   return Number(result.numDeletedRows) > 0;
 }
 
-export async function countScopedValues(db: Queryable, name: ScopedValueTableName, key: ScopeKey): Promise<number> {
+export async function countScopedValues(db: Queryable, name: ScopedValueTableName, key: ScopeColumns): Promise<number> {
   const row = await db
     .selectFrom(table(name))
     .select((eb) => eb.fn.countAll<number>().as('n'))

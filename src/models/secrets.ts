@@ -3,7 +3,8 @@
 import { sql } from 'kysely';
 import type { Queryable } from './database.ts';
 import { scopedValueFromRow } from './scoped-values.ts';
-import type { ScopeKey, ScopedValue } from './scoped-values.ts';
+import type { ScopeColumns } from '../modules/scope.ts';
+import type { ScopedValue } from './scoped-values.ts';
 
 export interface SecretListItem {
   name: string;
@@ -17,7 +18,7 @@ export interface SecretListItem {
  */
 export async function insertSecretIfAbsent(
   db: Queryable,
-  key: ScopeKey,
+  key: ScopeColumns,
   name: string,
   data: string,
   nowSec: number,
@@ -34,7 +35,7 @@ export async function insertSecretIfAbsent(
 /** Replaces the value of an existing secret (its creation time stays); false when there is none. */
 export async function updateSecretData(
   db: Queryable,
-  key: ScopeKey,
+  key: ScopeColumns,
   name: string,
   data: string,
   nowSec: number,
@@ -52,7 +53,7 @@ export async function updateSecretData(
 /** One page of a scope's secrets in creation (id) order; the values are not read. */
 export async function listSecrets(
   db: Queryable,
-  key: ScopeKey,
+  key: ScopeColumns,
   limit: number,
   offset: number,
 ): Promise<SecretListItem[]> {

@@ -11,7 +11,7 @@ import { jobFromRow } from './action-runs.ts';
 import type { ActionRunJob } from './action-runs.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
-import type { RunnerScope } from './runners.ts';
+import type { ScopeColumns } from '../modules/scope.ts';
 
 /** A waiting, unassigned job as the candidate scan sees it (not locked). */
 export interface ClaimCandidate {
@@ -69,7 +69,7 @@ export async function runnerHasAnyTask(db: Queryable, runnerId: number): Promise
  */
 export async function waitingJobsPage(
   db: Queryable,
-  scope: RunnerScope,
+  scope: ScopeColumns,
   afterId: number,
   limit: number,
   handle?: string,

@@ -3,6 +3,7 @@
 // before writing and decrypts for delivery and for the API's answer.
 import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
+import type { ScopeColumns } from '../modules/scope.ts';
 import type { Queryable } from './database.ts';
 import type { WebhookTable } from './tables.ts';
 
@@ -131,17 +132,15 @@ export async function setWebhookCiphertexts(
     .execute();
 }
 
-/**
- * Where a hook belongs, Forgejo's convention: an organization's hooks are
- * (org id, 0), a repository's (0, repo id). Every lookup by id is scoped, so
- * a hook of another scope is "not found".
- */
-export interface HookScope {
-  ownerId: number;
-  repoId: number;
-}
+// Where a hook belongs, Forgejo's convention: an organization's hooks are
+// (org id, 0), a repository's (0, repo id). Every lookup by id is scoped, so
+// a hook of another scope is "not found".
 
-export async function findWebhookOfScope(db: Queryable, scope: HookScope, id: number): Promise<WebhookRecord | null> {
+export async function findWebhookOfScope(
+  db: Queryable,
+  scope: ScopeColumns,
+  id: number,
+): Promise<WebhookRecord | null> {
   const row = await db
     .selectFrom('webhook')
     .selectAll()
@@ -167,7 +166,7 @@ export async function findWebhooksByIds(db: Queryable, ids: readonly number[]): 
 /** One page of a scope's hooks, id ascending (Forgejo's ListWebhooksByOpts). */
 export async function listWebhooksOfScope(
   db: Queryable,
-  scope: HookScope,
+  scope: ScopeColumns,
   limit: number,
   offset: number,
 ): Promise<WebhookRecord[]> {
@@ -183,7 +182,7 @@ export async function listWebhooksOfScope(
   return rows.map(fromRow);
 }
 
-export async function countWebhooksOfScope(db: Queryable, scope: HookScope): Promise<number> {
+export async function countWebhooksOfScope(db: Queryable, scope: ScopeColumns): Promise<number> {
   const row = await db
     .selectFrom('webhook')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -253,7 +252,7 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
 }
 
 /** Deletes a hook of the scope with its deliveries and their attempts; false when there was none. */
-export async function deleteWebhookOfScope(db: Queryable, scope: HookScope, id: number): Promise<boolean> {
+export async function deleteWebhookOfScope(db: Queryable, scope: ScopeColumns, id: number): Promise<boolean> {
   const result = await db
     .deleteFrom('webhook')
     .where('id', '=', id)

@@ -45,7 +45,7 @@ import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { openKeyRing } from '../../src/modules/crypto/key-ring.ts';
 import { systemClock } from '../../src/modules/clock.ts';
 import { insertRunWithJobs } from '../../src/models/action-runs.ts';
-import type { RunnerScope } from '../../src/models/runners.ts';
+import type { ScopeColumns } from '../../src/modules/scope.ts';
 import { KeyRotationService } from '../../src/services/key-rotation.ts';
 import { REGISTRATION_TOKEN_COLUMN, RunnerService } from '../../src/services/actions/runners.ts';
 
@@ -158,7 +158,7 @@ for (const dialect of testDialects()) {
     const apis = new Map<Label, RunnerApi>();
     const api = (label: Label): RunnerApi => apis.get(label) as RunnerApi;
     /** The (owner_id, repo_id) of each scope's own runners and tokens. */
-    const keyOf = (label: Label): RunnerScope =>
+    const keyOf = (label: Label): ScopeColumns =>
       label === 'user'
         ? { ownerId: alice.user.id, repoId: 0 }
         : label === 'org'
@@ -364,7 +364,7 @@ for (const dialect of testDialects()) {
 
     test('list: own runners by default, inherited ones with visible; last_online DESC then id DESC; X-Total-Count and Link', async () => {
       await clearRunners();
-      const make = async (scope: RunnerScope, name: string, lastOnline: number) => {
+      const make = async (scope: ScopeColumns, name: string, lastOnline: number) => {
         const { runner } = await runners().registerRunner(scope, { name, labels: null, ephemeral: false });
         await db().updateTable('action_runner').set({ last_online: lastOnline }).where('id', '=', runner.id).execute();
         return runner.id;
@@ -483,7 +483,7 @@ for (const dialect of testDialects()) {
 
     test('get and delete: Forgejo messages, visibility of inherited runners, 204, static segments win over {runner_id}', async () => {
       await clearRunners();
-      const reg = async (scope: RunnerScope, name: string) =>
+      const reg = async (scope: ScopeColumns, name: string) =>
         (await runners().registerRunner(scope, { name })).runner.id;
       const global = await reg(keyOf('admin'), 'global');
       const orgRunner = await reg(keyOf('org'), 'org');

@@ -7,7 +7,8 @@ import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { errorBody, orgApi, repoApi, userApi } from '../support/actions.ts';
 import type { ScopeApi, ScopeLabel } from '../support/actions.ts';
-import type { ActionsScope } from '../../src/services/actions/scope.ts';
+// Aliased: these tests call their own per-label record `Scope`.
+import type { Scope as ActionsScope } from '../../src/modules/scope.ts';
 import { secretAssociatedData } from '../../src/services/actions/scope.ts';
 
 interface Scope {
@@ -46,7 +47,10 @@ for (const dialect of testDialects()) {
       const org = await s.server.deps.services.accounts.findByName('acme');
       scopes.set('user', { api: userApi(), key: { kind: 'user', ownerId: alice.user.id, repoId: 0 } });
       scopes.set('org', { api: orgApi('acme'), key: { kind: 'org', ownerId: org!.id, repoId: 0 } });
-      scopes.set('repo', { api: repoApi('alice', 'app'), key: { kind: 'repo', ownerId: 0, repoId: repo.data!.id! } });
+      scopes.set('repo', {
+        api: repoApi('alice', 'app'),
+        key: { kind: 'repo', ownerId: 0, repoId: repo.data!.id!, repoOwnerId: alice.user.id },
+      });
     });
     after(async () => {
       await s.stop();
@@ -333,7 +337,12 @@ for (const dialect of testDialects()) {
       const orgRepo = await createOrgRepo({ client: alice.client, path: { org: 'acme' }, body: { name: 'svc' } });
       assert.equal(orgRepo.status, 201);
       const orgKey = scope('org').key;
-      const svcKey: ActionsScope = { kind: 'repo', ownerId: 0, repoId: orgRepo.data!.id! };
+      const svcKey: ActionsScope = {
+        kind: 'repo',
+        ownerId: 0,
+        repoId: orgRepo.data!.id!,
+        repoOwnerId: orgKey.ownerId,
+      };
       await s.server.deps.services.secrets.createOrUpdate(orgKey, 'ORG_ONLY', 'org');
       await s.server.deps.services.secrets.createOrUpdate(orgKey, 'BOTH', 'from-org');
       await s.server.deps.services.secrets.createOrUpdate(svcKey, 'BOTH', 'from-repo');

@@ -17,6 +17,7 @@ import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { errorBody } from '../support/actions.ts';
 import { compileBranchFilter } from '../../src/modules/glob.ts';
+import { orgScope } from '../../src/modules/scope.ts';
 import { hookWantsEvent, hookWantsRef, internalEventsFromApi } from '../../src/services/webhooks/hook-events.ts';
 import { WEBHOOK_COLUMNS } from '../../src/services/webhooks/hooks.ts';
 
@@ -165,7 +166,7 @@ for (const dialect of testDialects()) {
       const row = await db().selectFrom('webhook').selectAll().where('id', '=', hook.id!).executeTakeFirstOrThrow();
       assert.ok(!JSON.stringify(row).includes(SECRET) && !JSON.stringify(row).includes(AUTH));
       assert.notEqual(row.secret_encrypted, '');
-      const record = await s.server.deps.services.webhooks.get({ ownerId: orgId, repoId: 0 }, hook.id!);
+      const record = await s.server.deps.services.webhooks.get(orgScope({ id: orgId }), hook.id!);
       assert.equal(s.server.deps.services.webhooks.secretOf(record), SECRET);
       assert.equal(s.server.deps.services.webhooks.authorizationHeaderOf(record), AUTH);
       const columns = WEBHOOK_COLUMNS;
@@ -449,7 +450,7 @@ for (const dialect of testDialects()) {
       assert.equal(h.authorization_header, '');
       assert.equal(h.active, true, 'active omitted: unchanged');
       assert.equal(h.url, 'http://x.test/a');
-      const record = await s.server.deps.services.webhooks.get({ ownerId: orgId, repoId: 0 }, id);
+      const record = await s.server.deps.services.webhooks.get(orgScope({ id: orgId }), id);
       assert.equal(s.server.deps.services.webhooks.secretOf(record), SECRET, 'config.secret is ignored by PATCH');
 
       const second = await s.api('PATCH', `/orgs/acme/hooks/${id}`, {

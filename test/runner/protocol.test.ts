@@ -17,7 +17,7 @@ import { startServer } from '../../src/main.ts';
 import type { RunningServer } from '../../src/main.ts';
 import { findRepository } from '../../src/models/repos.ts';
 import type { Repository } from '../../src/models/repos.ts';
-import { repoScope, userScope } from '../../src/services/actions/scope.ts';
+import { repoScope, userScope } from '../../src/modules/scope.ts';
 import { freePort } from '../support/free-port.ts';
 import { createRunnerClient, decodeTask, registerRunner } from '../support/runner-client.ts';
 import type { RunnerClient } from '../support/runner-client.ts';

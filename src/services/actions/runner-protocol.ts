@@ -21,7 +21,8 @@ import {
   touchRunner,
   updateRunnerDeclaration,
 } from '../../models/runners.ts';
-import type { Runner, RunnerScope } from '../../models/runners.ts';
+import type { Runner } from '../../models/runners.ts';
+import type { ScopeColumns } from '../../modules/scope.ts';
 import {
   claimJob,
   findJobById,
@@ -98,7 +99,7 @@ export interface RunnerProtocolOptions {
   longPollMs?: number;
 }
 
-function scopeOf(runner: Runner): RunnerScope {
+function scopeOf(runner: Runner): ScopeColumns {
   return { ownerId: runner.ownerId, repoId: runner.repoId };
 }
 

@@ -10,7 +10,6 @@ import { digestsEqual, generateTokenString, hashToken } from '../../modules/cryp
 import { AppError } from '../../modules/errors.ts';
 import type { ActionRunJob } from '../../models/action-runs.ts';
 import type { Db } from '../../models/database.ts';
-import type { Repository } from '../../models/repos.ts';
 import { countRunners, findRunnerInSelection, listJobsWithStatus, listRunners } from '../../models/runner-lists.ts';
 import type { JobSelection, RunnerSelection } from '../../models/runner-lists.ts';
 import {
@@ -25,75 +24,48 @@ import {
 } from '../../models/runner-tokens.ts';
 import type { RegistrationTokenRow } from '../../models/runner-tokens.ts';
 import { deleteRunner, insertRunner } from '../../models/runners.ts';
-import type { Runner, RunnerScope } from '../../models/runners.ts';
-import type { User } from '../../models/users.ts';
+import type { Runner } from '../../models/runners.ts';
+import { INSTANCE_SCOPE, scopeColumns } from '../../modules/scope.ts';
+import type { Scope, ScopeColumns } from '../../modules/scope.ts';
 import type { EncryptedColumn } from '../key-rotation.ts';
 
-/**
- * Where a runners API request stands. Its own scope holds the runners it
- * registers and may delete; it also sees the runners of the scopes above it
- * (a repository: its owner's and the instance's; a user or organization: the
- * instance's; the instance: every runner).
- */
-export type RunnerApiScope =
-  | { readonly kind: 'instance' }
-  | { readonly kind: 'owner'; readonly ownerId: number }
-  | { readonly kind: 'repo'; readonly repoId: number; readonly repoOwnerId: number };
-
-export const INSTANCE_RUNNER_SCOPE: RunnerApiScope = { kind: 'instance' };
-
-/** A user's or an organization's runners. */
-export function accountRunnerScope(account: User): RunnerApiScope {
-  return { kind: 'owner', ownerId: account.id };
-}
-
-export function repoRunnerScope(repo: Repository): RunnerApiScope {
-  return { kind: 'repo', repoId: repo.id, repoOwnerId: repo.ownerId };
-}
-
-const GLOBAL: RunnerScope = { ownerId: 0, repoId: 0 };
-
-/** The (owner_id, repo_id) pair of the scope's own runners and tokens. */
-export function ownScope(scope: RunnerApiScope): RunnerScope {
-  switch (scope.kind) {
-    case 'instance':
-      return GLOBAL;
-    case 'owner':
-      return { ownerId: scope.ownerId, repoId: 0 };
-    case 'repo':
-      return { ownerId: 0, repoId: scope.repoId };
-  }
-}
+// Where a runners API request stands: its own scope holds the runners it
+// registers and may delete (the scope's columns); it also sees the runners of
+// the scopes above it (a repository: its owner's and the instance's; a user or
+// organization: the instance's; the instance: every runner).
 
 /** Forgejo's FindRunnerOptions WithAvailable: the scope's runners plus those it inherits. */
-function visibleSelection(scope: RunnerApiScope): RunnerSelection {
+function visibleSelection(scope: Scope): RunnerSelection {
   switch (scope.kind) {
     case 'instance':
       return 'all';
-    case 'owner':
-      return [ownScope(scope), GLOBAL];
+    case 'user':
+    case 'org':
+      return [scopeColumns(scope), INSTANCE_SCOPE];
     case 'repo':
-      return [ownScope(scope), { ownerId: scope.repoOwnerId, repoId: 0 }, GLOBAL];
+      return [scopeColumns(scope), { ownerId: scope.repoOwnerId, repoId: 0 }, INSTANCE_SCOPE];
   }
 }
 
 /** Forgejo's ActionRunner.Editable: the instance edits every runner, other scopes their own. */
-function editable(scope: RunnerApiScope, runner: Runner): boolean {
+function editable(scope: Scope, runner: Runner): boolean {
   switch (scope.kind) {
     case 'instance':
       return true;
-    case 'owner':
+    case 'user':
+    case 'org':
       return runner.ownerId === scope.ownerId;
     case 'repo':
       return runner.repoId === scope.repoId;
   }
 }
 
-function jobSelection(scope: RunnerApiScope): JobSelection {
+function jobSelection(scope: Scope): JobSelection {
   switch (scope.kind) {
     case 'instance':
       return 'all';
-    case 'owner':
+    case 'user':
+    case 'org':
       return { ownerId: scope.ownerId };
     case 'repo':
       return { repoId: scope.repoId };
@@ -196,7 +168,7 @@ export class RunnerService {
    * the active token (migration 0008), then the active row is read, so
    * concurrent first calls all answer the one token that won.
    */
-  async registrationToken(scope: RunnerScope): Promise<string> {
+  async registrationToken(scope: ScopeColumns): Promise<string> {
     const existing = await findActiveRegistrationToken(this.db, scope);
     if (existing) return this.decryptToken(existing);
     const token = generateRegistrationToken();
@@ -216,7 +188,7 @@ export class RunnerService {
    * registering runners; the next GET or POST creates a new one. Runners
    * already registered keep their own secrets and are not affected.
    */
-  async deactivateRegistrationToken(scope: RunnerScope): Promise<void> {
+  async deactivateRegistrationToken(scope: ScopeColumns): Promise<void> {
     await deactivateRegistrationTokens(this.db, scope, this.clock.nowSec());
   }
 
@@ -224,7 +196,7 @@ export class RunnerService {
    * For the Register RPC: the scope a registration token registers runners
    * in, 'inactive' for a replaced token, null for an unknown one.
    */
-  async findActiveRegistrationToken(token: string): Promise<{ scope: RunnerScope } | 'inactive' | null> {
+  async findActiveRegistrationToken(token: string): Promise<{ scope: ScopeColumns } | 'inactive' | null> {
     if (token === '') return null;
     const digest = hashToken(token);
     const row = await findRegistrationTokenByHash(this.db, digest);
@@ -234,7 +206,7 @@ export class RunnerService {
   }
 
   /** A new runner of `scope` with a UUID v4 and a fresh secret (its digest and last eight characters are stored). */
-  async registerRunner(scope: RunnerScope, input: RegisterRunnerInput): Promise<RegisteredRunner> {
+  async registerRunner(scope: ScopeColumns, input: RegisterRunnerInput): Promise<RegisteredRunner> {
     const token = generateTokenString();
     const runner = await insertRunner(
       this.db,
@@ -254,8 +226,8 @@ export class RunnerService {
     return { runner, token };
   }
 
-  async list(scope: RunnerApiScope, options: RunnerListOptions): Promise<{ runners: Runner[]; total: number }> {
-    const selection: RunnerSelection = options.visible ? visibleSelection(scope) : [ownScope(scope)];
+  async list(scope: Scope, options: RunnerListOptions): Promise<{ runners: Runner[]; total: number }> {
+    const selection: RunnerSelection = options.visible ? visibleSelection(scope) : [scopeColumns(scope)];
     const [runners, total] = await Promise.all([
       listRunners(this.db, selection, options.page),
       countRunners(this.db, selection),
@@ -264,14 +236,14 @@ export class RunnerService {
   }
 
   /** A runner the scope can see (its own or inherited); otherwise Forgejo's 404. */
-  async get(scope: RunnerApiScope, id: number): Promise<Runner> {
+  async get(scope: Scope, id: number): Promise<Runner> {
     const runner = id > 0 ? await findRunnerInSelection(this.db, id, visibleSelection(scope)) : null;
     if (!runner) throw AppError.notFoundMessage(`runner with ID ${id}: resource does not exist`);
     return runner;
   }
 
   /** Only the scope's own runners can be deleted; an inherited one is a 404 too (no 403: Forgejo's answer). */
-  async delete(scope: RunnerApiScope, id: number): Promise<void> {
+  async delete(scope: Scope, id: number): Promise<void> {
     const runner = await this.get(scope, id);
     if (!editable(scope, runner)) throw AppError.notFoundMessage('No permission to delete this runner');
     await deleteRunner(this.db, runner.id);
@@ -286,7 +258,7 @@ export class RunnerService {
    * Waiting and running jobs of the scope, newest first, whose runs-on fits
    * `labels` (null: the parameter was absent). Bounded by MAX_JOBS_SCANNED_PER_STATUS.
    */
-  async searchJobs(scope: RunnerApiScope, labels: readonly string[] | null): Promise<ActionRunJob[]> {
+  async searchJobs(scope: Scope, labels: readonly string[] | null): Promise<ActionRunJob[]> {
     const selection = jobSelection(scope);
     const [waiting, running] = await Promise.all([
       listJobsWithStatus(this.db, selection, ActionStatus.waiting, MAX_JOBS_SCANNED_PER_STATUS),

@@ -31,7 +31,7 @@ import {
 } from '../../models/secrets.ts';
 import type { SecretListItem } from '../../models/secrets.ts';
 import type { EncryptedColumn } from '../key-rotation.ts';
-import type { ActionsScope } from './scope.ts';
+import type { Scope } from '../../modules/scope.ts';
 import { secretAssociatedData } from './scope.ts';
 
 export type SecretWriteResult = 'created' | 'updated';
@@ -52,7 +52,7 @@ export class SecretService {
   ) {}
 
   async list(
-    scope: ActionsScope,
+    scope: Scope,
     page: { limit: number; offset: number },
   ): Promise<{ secrets: SecretListItem[]; total: number }> {
     const [secrets, total] = await Promise.all([
@@ -67,7 +67,7 @@ export class SecretService {
    * row holding one of their values: the unique index arbitrates, and exactly
    * one of them reports `created`.
    */
-  async createOrUpdate(scope: ActionsScope, name: string, data: string): Promise<SecretWriteResult> {
+  async createOrUpdate(scope: Scope, name: string, data: string): Promise<SecretWriteResult> {
     const value = checkedValue('Data', data);
     const problem = secretNameProblem(name);
     if (problem) throw AppError.invalid(problem);
@@ -85,13 +85,13 @@ export class SecretService {
   }
 
   /** Forgejo does not validate the name here, so a stored name that breaks today's rules can still be deleted. */
-  async delete(scope: ActionsScope, name: string): Promise<void> {
+  async delete(scope: Scope, name: string): Promise<void> {
     if (!(await deleteScopedValue(this.db, 'secret', scope, normalizeName(name))))
       throw AppError.notFoundMessage('secret was not found [name: ]');
   }
 
   /** The plaintext of one secret, or null. For jobs and tests; never for an API answer. */
-  async readValue(scope: ActionsScope, name: string): Promise<string | null> {
+  async readValue(scope: Scope, name: string): Promise<string | null> {
     const upper = normalizeName(name);
     const row = await findScopedValue(this.db, 'secret', scope, upper);
     return row ? this.keys.decrypt(row.data, secretAssociatedData(row.ownerId, row.repoId, row.name)) : null;

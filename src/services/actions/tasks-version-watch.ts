@@ -3,14 +3,14 @@
 // that someone waits for; `poke` checks at once when this process created a run.
 import type { Db } from '../../models/database.ts';
 import { readTasksVersion } from '../../models/runners.ts';
-import type { RunnerScope } from '../../models/runners.ts';
+import type { ScopeColumns } from '../../modules/scope.ts';
 
-function scopeKey(scope: RunnerScope): string {
+function scopeKey(scope: ScopeColumns): string {
   return `${scope.ownerId}:${scope.repoId}`;
 }
 
 interface Waiter {
-  scope: RunnerScope;
+  scope: ScopeColumns;
   seen: number;
   settle(version: number | null): void;
 }
@@ -32,7 +32,7 @@ export class TasksVersionWatch {
   ) {}
 
   /** The new version, or null when `ms` passed, the signal aborted or waits were interrupted. */
-  waitForChange(scope: RunnerScope, seen: number, ms: number, signal?: AbortSignal): Promise<number | null> {
+  waitForChange(scope: ScopeColumns, seen: number, ms: number, signal?: AbortSignal): Promise<number | null> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve(null);
       const onAbort = (): void => waiter.settle(null);

@@ -16,7 +16,7 @@ import {
 } from '../../models/scoped-values.ts';
 import type { ScopedValue } from '../../models/scoped-values.ts';
 import type { Repository } from '../../models/repos.ts';
-import type { ActionsScope } from './scope.ts';
+import type { Scope } from '../../modules/scope.ts';
 import { checkedValue } from './secrets.ts';
 
 const NOT_FOUND = 'variable not found';
@@ -44,7 +44,7 @@ export class VariableService {
   ) {}
 
   async list(
-    scope: ActionsScope,
+    scope: Scope,
     page: { limit: number; offset: number },
   ): Promise<{ variables: ScopedValue[]; total: number }> {
     const [variables, total] = await Promise.all([
@@ -54,14 +54,14 @@ export class VariableService {
     return { variables, total };
   }
 
-  async get(scope: ActionsScope, name: string): Promise<ScopedValue> {
+  async get(scope: Scope, name: string): Promise<ScopedValue> {
     const variable = await findScopedValue(this.db, 'action_variable', scope, normalizeName(name));
     if (!variable) throw AppError.notFoundMessage(NOT_FOUND);
     return variable;
   }
 
   /** Forgejo checks for an existing name before validating it. */
-  async create(scope: ActionsScope, name: string, rawValue: string): Promise<void> {
+  async create(scope: Scope, name: string, rawValue: string): Promise<void> {
     const value = checkedValue('Value', rawValue);
     const upper = normalizeName(name);
     if (await findScopedValue(this.db, 'action_variable', scope, upper)) throw alreadyExists(name);
@@ -76,7 +76,7 @@ export class VariableService {
   }
 
   /** Renaming onto a name the scope already has is 409 (a Gantry departure: Forgejo answers 500). */
-  async update(scope: ActionsScope, pathName: string, input: UpdateVariableInput): Promise<void> {
+  async update(scope: Scope, pathName: string, input: UpdateVariableInput): Promise<void> {
     const value = checkedValue('Value', input.value);
     const existing = await findScopedValue(this.db, 'action_variable', scope, normalizeName(pathName));
     if (!existing) throw AppError.notFoundMessage(NOT_FOUND);
@@ -94,7 +94,7 @@ export class VariableService {
     }
   }
 
-  async delete(scope: ActionsScope, name: string): Promise<void> {
+  async delete(scope: Scope, name: string): Promise<void> {
     if (!(await deleteScopedValue(this.db, 'action_variable', scope, normalizeName(name))))
       throw AppError.notFoundMessage(NOT_FOUND);
   }

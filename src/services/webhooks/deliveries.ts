@@ -26,7 +26,9 @@ import {
 } from '../../models/hook-tasks.ts';
 import type { HookTask, HookTaskAttempt } from '../../models/hook-tasks.ts';
 import { findWebhookOfScope } from '../../models/webhooks.ts';
-import type { HookScope, WebhookRecord } from '../../models/webhooks.ts';
+import type { WebhookRecord } from '../../models/webhooks.ts';
+import { orgScope, repoScope } from '../../modules/scope.ts';
+import type { Scope } from '../../modules/scope.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
 import { AccessMode } from '../../modules/access-mode.ts';
@@ -130,8 +132,8 @@ function attemptOf(a: HookTaskAttempt): HookDeliveryAttempt {
 /** What a ping names as the hook's place: the organization, or the repository and its owner. */
 export type HookPlace = { kind: 'org'; org: User } | { kind: 'repo'; repo: Repository; owner: User };
 
-export function scopeOfPlace(place: HookPlace): HookScope {
-  return place.kind === 'org' ? { ownerId: place.org.id, repoId: 0 } : { ownerId: 0, repoId: place.repo.id };
+export function scopeOfPlace(place: HookPlace): Scope {
+  return place.kind === 'org' ? orgScope(place.org) : repoScope(place.repo);
 }
 
 export class HookDeliveryService {
@@ -141,24 +143,20 @@ export class HookDeliveryService {
     private readonly rootUrl: string,
   ) {}
 
-  private async hookOf(scope: HookScope, hookId: number): Promise<WebhookRecord> {
+  private async hookOf(scope: Scope, hookId: number): Promise<WebhookRecord> {
     const hook = hookId > 0 ? await findWebhookOfScope(this.db, scope, hookId) : null;
     if (!hook) throw AppError.notFound();
     return hook;
   }
 
   /** Newest first. */
-  async list(
-    scope: HookScope,
-    hookId: number,
-    page: Page,
-  ): Promise<{ deliveries: HookDeliverySummary[]; total: number }> {
+  async list(scope: Scope, hookId: number, page: Page): Promise<{ deliveries: HookDeliverySummary[]; total: number }> {
     const hook = await this.hookOf(scope, hookId);
     const { tasks, total } = await listHookTasks(this.db, hook.id, page.offset, page.limit);
     return { deliveries: tasks.map(summary), total };
   }
 
-  async get(scope: HookScope, hookId: number, deliveryId: number): Promise<HookDeliveryDetail> {
+  async get(scope: Scope, hookId: number, deliveryId: number): Promise<HookDeliveryDetail> {
     const hook = await this.hookOf(scope, hookId);
     const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : undefined;
     if (!task) throw AppError.notFound();
@@ -179,7 +177,7 @@ export class HookDeliveryService {
   }
 
   /** A new delivery of the same payload (see the file comment); answers its summary. */
-  async redeliver(scope: HookScope, hookId: number, deliveryId: number): Promise<HookDeliverySummary> {
+  async redeliver(scope: Scope, hookId: number, deliveryId: number): Promise<HookDeliverySummary> {
     const hook = await this.hookOf(scope, hookId);
     const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : undefined;
     if (!task) throw AppError.notFound();

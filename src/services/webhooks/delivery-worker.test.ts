@@ -11,6 +11,7 @@ import { openDatabase } from '../../models/database.ts';
 import { HookTaskStatus, insertHookTask, insertHookTasks } from '../../models/hook-tasks.ts';
 import { insertWebhook } from '../../models/webhooks.ts';
 import { systemClock } from '../../modules/clock.ts';
+import { orgScope } from '../../modules/scope.ts';
 import { openScratchDatabase } from '../../../test/support/scratch-database.ts';
 import { testDialects } from '../../../test/support/server.ts';
 import { startWebhookReceiver, verifySignature } from '../../../test/support/webhook-receiver.ts';
@@ -95,7 +96,7 @@ for (const dialect of testDialects()) {
       );
       for (const d of got) assert.ok(verifySignature(SECRET, d.rawBody, d.headers['x-gitea-signature'] as string));
       const detail = await new HookDeliveryService(db, systemClock, 'http://x/').get(
-        { ownerId: 7, repoId: 0 },
+        orgScope({ id: 7 }),
         hookId,
         taskId,
       );
@@ -130,7 +131,7 @@ for (const dialect of testDialects()) {
       const service = new HookDeliveryService(db, systemClock, 'http://x/');
       try {
         const deadline = Date.now() + 10_000;
-        while ((await service.get({ ownerId: 7, repoId: 0 }, hookId, taskId)).state !== 'failed') {
+        while ((await service.get(orgScope({ id: 7 }), hookId, taskId)).state !== 'failed') {
           assert.ok(Date.now() < deadline, 'the refused delivery was not settled');
           await new Promise((resolve) => setTimeout(resolve, 25));
         }
@@ -138,7 +139,7 @@ for (const dialect of testDialects()) {
         await worker.stop();
       }
       assert.equal(receiver.received.filter((d) => d.path === '/refused').length, 0);
-      const detail = await service.get({ ownerId: 7, repoId: 0 }, hookId, taskId);
+      const detail = await service.get(orgScope({ id: 7 }), hookId, taskId);
       assert.equal(detail.attempts, 1);
       assert.equal(detail.attempt_history.length, 1);
       assert.equal(detail.attempt_history[0]?.response.status_code, 0);

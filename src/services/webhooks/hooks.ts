@@ -1,9 +1,8 @@
 // Organization and repository webhooks: Forgejo's CRUD rules, one
 // implementation for both scopes as Forgejo's (routers/api/v1/utils/hook.go
 // checkCreateHookOption, addHook, editHook; services/webhook). A hook belongs
-// to one scope (models/webhooks.ts HookScope) and is "not found" from any
-// other. The secret and
-// the Authorization header are encrypted with the key ring, bound to the hook
+// to one scope (modules/scope.ts) and is "not found" from any other. The
+// secret and the Authorization header are encrypted with the key ring, bound to the hook
 // id and the column; the secret is never shown again, the header is shown
 // decrypted as Forgejo does.
 import { AppError } from '../../modules/errors.ts';
@@ -25,7 +24,8 @@ import {
   updateWebhook,
   webhookValuePrefixesInUse,
 } from '../../models/webhooks.ts';
-import type { HookScope, WebhookCipherColumn, WebhookChanges, WebhookRecord } from '../../models/webhooks.ts';
+import type { WebhookCipherColumn, WebhookChanges, WebhookRecord } from '../../models/webhooks.ts';
+import type { Scope } from '../../modules/scope.ts';
 import type { EncryptedColumn } from '../key-rotation.ts';
 import { internalEventsForEdit, internalEventsFromApi } from './hook-events.ts';
 
@@ -130,7 +130,7 @@ export class WebhookService {
     readonly keys: KeyRing,
   ) {}
 
-  async list(scope: HookScope, page: Page): Promise<{ hooks: WebhookRecord[]; total: number }> {
+  async list(scope: Scope, page: Page): Promise<{ hooks: WebhookRecord[]; total: number }> {
     const [hooks, total] = await Promise.all([
       listWebhooksOfScope(this.db, scope, page.limit, page.offset),
       countWebhooksOfScope(this.db, scope),
@@ -139,14 +139,14 @@ export class WebhookService {
   }
 
   /** A hook of this scope, or the standard 404. */
-  async get(scope: HookScope, id: number): Promise<WebhookRecord> {
+  async get(scope: Scope, id: number): Promise<WebhookRecord> {
     const hook = id > 0 ? await findWebhookOfScope(this.db, scope, id) : null;
     if (!hook) throw AppError.notFound();
     return hook;
   }
 
   /** Validates in Forgejo's order (binding, then checkCreateHookOption, then addHook) and stores the hook. */
-  async create(scope: HookScope, input: CreateHookInput): Promise<WebhookRecord> {
+  async create(scope: Scope, input: CreateHookInput): Promise<WebhookRecord> {
     const rawType = input.type ?? '';
     if (rawType === '') throw AppError.unprocessable('[Type]: Required');
     const config = input.config;
@@ -205,7 +205,7 @@ export class WebhookService {
    * changes only when sent; the secret cannot be changed; package and
    * action_run_* events keep their value.
    */
-  async edit(scope: HookScope, id: number, input: EditHookInput): Promise<WebhookRecord> {
+  async edit(scope: Scope, id: number, input: EditHookInput): Promise<WebhookRecord> {
     const branchFilter = checkBranchFilter(input.branch_filter);
     const hook = await this.get(scope, id);
     const changes: WebhookChanges = {};
@@ -230,7 +230,7 @@ export class WebhookService {
     return this.get(scope, id);
   }
 
-  async delete(scope: HookScope, id: number): Promise<void> {
+  async delete(scope: Scope, id: number): Promise<void> {
     const deleted = id > 0 && (await this.db.transaction().execute((tx) => deleteWebhookOfScope(tx, scope, id)));
     if (!deleted) throw AppError.notFound();
   }

@@ -2,7 +2,7 @@
 // (Forgejo: routers/api/v1/shared/runners.go, wrapped by {user,org,repo,admin}
 // handlers; routes in routers/api/v1/api.go). One route set, registered for the
 // user, organization, repository and instance (admin) scopes with each scope's
-// guard chain; handlers only turn the guarded request into a RunnerApiScope.
+// guard chain; handlers only turn the guarded request into a Scope.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TSchema } from 'typebox';
@@ -10,17 +10,11 @@ import { statusName } from '../../../modules/actions-status.ts';
 import { linkHeader, parseIdParam, parsePage } from '../../../modules/pagination.ts';
 import type { ActionRunJob as RunJob } from '../../../models/action-runs.ts';
 import type { Runner } from '../../../models/runners.ts';
-import type { RunnerApiScope, RunnerStatusName } from '../../../services/actions/runners.ts';
-import {
-  INSTANCE_RUNNER_SCOPE,
-  accountRunnerScope,
-  ownScope,
-  repoRunnerScope,
-} from '../../../services/actions/runners.ts';
+import { INSTANCE_SCOPE, scopeColumns } from '../../../modules/scope.ts';
+import type { RunnerStatusName } from '../../../services/actions/runners.ts';
 import { bindLikeGo } from '../../guards.ts';
-import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
-import type { ActionsRouteScope } from './actions-scopes.ts';
+import type { ActionsScopeRoutes } from './actions-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
 import {
@@ -52,8 +46,7 @@ interface OperationIds {
   searchJobs: string;
 }
 
-interface ScopeRoutes extends ActionsRouteScope {
-  scopeOf(req: FastifyRequest): RunnerApiScope;
+interface ScopeRoutes extends ActionsScopeRoutes {
   ops: OperationIds;
 }
 
@@ -126,7 +119,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     category: 'admin',
     access: [g.reqToken, g.reqSiteAdmin],
     guards: [g.scopes('admin'), g.reqToken, g.reqSiteAdmin],
-    scopeOf: () => INSTANCE_RUNNER_SCOPE,
+    scopeOf: () => INSTANCE_SCOPE,
     ops: {
       getToken: 'adminGetRunnerRegistrationToken',
       createToken: 'adminCreateRunnerRegistrationToken',
@@ -142,7 +135,6 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
   const scopes: ScopeRoutes[] = [
     {
       ...where.user,
-      scopeOf: (req) => accountRunnerScope(requireDoer(req)),
       ops: {
         getToken: 'userGetRunnerRegistrationToken',
         createToken: 'userCreateRunnerRegistrationToken',
@@ -156,7 +148,6 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     },
     {
       ...where.org,
-      scopeOf: (req) => accountRunnerScope(requireOrg(req)),
       ops: {
         getToken: 'orgGetRunnerRegistrationToken',
         createToken: 'orgCreateRunnerRegistrationToken',
@@ -170,7 +161,6 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
     },
     {
       ...where.repo,
-      scopeOf: (req) => repoRunnerScope(requireRepo(req).repo),
       ops: {
         getToken: 'repoGetRunnerRegistrationToken',
         createToken: 'repoCreateRunnerRegistrationToken',
@@ -186,7 +176,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
   ];
 
   const tokenHandler = (scope: ScopeRoutes) => async (req: FastifyRequest) => ({
-    token: await runners.registrationToken(ownScope(scope.scopeOf(req))),
+    token: await runners.registrationToken(scopeColumns(scope.scopeOf(req))),
   });
   const jobsHandler = (scope: ScopeRoutes) => async (req: FastifyRequest) => {
     const jobs = await runners.searchJobs(scope.scopeOf(req), parseLabels(req.query as Query));
@@ -280,7 +270,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
         preValidation: tokenGuards(scope),
       },
       async (req, reply: FastifyReply) => {
-        await runners.deactivateRegistrationToken(ownScope(scope.scopeOf(req)));
+        await runners.deactivateRegistrationToken(scopeColumns(scope.scopeOf(req)));
         return reply.status(204).send();
       },
     );
@@ -346,7 +336,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
       },
       async (req, reply: FastifyReply) => {
         const body = req.body as RegisterRunnerOptionsJson;
-        const { runner, token } = await runners.registerRunner(ownScope(scope.scopeOf(req)), {
+        const { runner, token } = await runners.registerRunner(scopeColumns(scope.scopeOf(req)), {
           name: body.name,
           description: body.description ?? '',
           ephemeral: body.ephemeral ?? false,

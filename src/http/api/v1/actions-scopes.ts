@@ -1,12 +1,17 @@
 // Where the Actions settings routes live and who may use them, per scope
 // (Forgejo's /user, /orgs/{org} and /repos/{owner}/{repo} groups in
-// routers/api/v1/api.go). Secrets, variables and runners share these.
+// routers/api/v1/api.go), and the Scope a guarded request stands in.
+// Secrets, variables and runners share these.
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TSchema } from 'typebox';
+import { orgScope, repoScope, userScope } from '../../../modules/scope.ts';
+import type { Scope } from '../../../modules/scope.ts';
 import type { ScopeCategory } from '../../../modules/scopes.ts';
 import type { Guard, Guards } from '../../guards.ts';
+import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
 
-export interface ActionsRouteScope {
+export interface ActionsScopeRoutes {
   /** e.g. `/orgs/:org/actions` */
   prefix: string;
   params: Record<string, TSchema>;
@@ -17,21 +22,31 @@ export interface ActionsRouteScope {
   access: Guard[];
   /** The full chain: the method's scope check (read for GET, else write), then `access`. */
   guards: Guard[];
+  /** The scope the request stands in, from what the guards loaded. */
+  scopeOf(req: FastifyRequest): Scope;
 }
 
-function routeScope(g: Guards, scope: Omit<ActionsRouteScope, 'guards'>): ActionsRouteScope {
+function routeScope(g: Guards, scope: Omit<ActionsScopeRoutes, 'guards'>): ActionsScopeRoutes {
   return { ...scope, guards: [g.scopes(scope.category), ...scope.access] };
 }
 
-export function actionsRouteScopes(g: Guards): Record<'user' | 'org' | 'repo', ActionsRouteScope> {
+export function actionsRouteScopes(g: Guards): Record<'user' | 'org' | 'repo', ActionsScopeRoutes> {
   return {
-    user: routeScope(g, { prefix: '/user/actions', params: {}, tag: 'user', category: 'user', access: [g.reqToken] }),
+    user: routeScope(g, {
+      prefix: '/user/actions',
+      params: {},
+      tag: 'user',
+      category: 'user',
+      access: [g.reqToken],
+      scopeOf: (req) => userScope(requireDoer(req)),
+    }),
     org: routeScope(g, {
       prefix: '/orgs/:org/actions',
       params: { org: Type.String({ description: 'name of the organization' }) },
       tag: 'organization',
       category: 'organization',
       access: [g.orgAssignment, g.publicOnly, g.reqToken, g.reqOrgOwnership],
+      scopeOf: (req) => orgScope(requireOrg(req)),
     }),
     repo: routeScope(g, {
       prefix: '/repos/:owner/:repo/actions',
@@ -44,6 +59,7 @@ export function actionsRouteScopes(g: Guards): Record<'user' | 'org' | 'repo', A
       // reqOwner: repository owner level (a collaborator with admin rights is not
       // enough), and 404 when the Actions unit is disabled.
       access: [g.repoAssignment, g.publicOnly, g.reqToken, g.reqOwner('actions')],
+      scopeOf: (req) => repoScope(requireRepo(req).repo),
     }),
   };
 }

@@ -2,19 +2,16 @@
 // organization and repository scopes with each scope's guard chain (Forgejo:
 // addActionsRoutes in routers/api/v1/api.go, and the /user group; handlers in
 // routers/api/v1/{user,org,repo}/action.go). Handlers only turn the guarded
-// request into an ActionsScope; the rules live in the services.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+// request into a Scope; the rules live in the services.
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { Static, TSchema } from 'typebox';
 import { parsePage } from '../../../modules/pagination.ts';
 import type { ScopedValue } from '../../../models/scoped-values.ts';
-import type { ActionsScope } from '../../../services/actions/scope.ts';
-import { orgScope, repoScope, userScope } from '../../../services/actions/scope.ts';
 import { bindLikeGo } from '../../guards.ts';
-import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
 import { apiTime } from '../../../services/convert.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
-import type { ActionsRouteScope } from './actions-scopes.ts';
+import type { ActionsScopeRoutes } from './actions-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
 import {
@@ -41,8 +38,7 @@ interface OperationIds {
   deleteVariable: string;
 }
 
-interface ScopeRoutes extends ActionsRouteScope {
-  scopeOf(req: FastifyRequest): ActionsScope;
+interface ScopeRoutes extends ActionsScopeRoutes {
   ops: OperationIds;
 }
 
@@ -66,7 +62,6 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
   const scopes: ScopeRoutes[] = [
     {
       ...where.user,
-      scopeOf: (req) => userScope(requireDoer(req)),
       ops: {
         listSecrets: null,
         updateSecret: 'updateUserSecret',
@@ -80,7 +75,6 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
     },
     {
       ...where.org,
-      scopeOf: (req) => orgScope(requireOrg(req)),
       ops: {
         listSecrets: 'orgListActionsSecrets',
         updateSecret: 'updateOrgSecret',
@@ -94,7 +88,6 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
     },
     {
       ...where.repo,
-      scopeOf: (req) => repoScope(requireRepo(req).repo),
       ops: {
         listSecrets: 'repoListActionsSecrets',
         updateSecret: 'updateRepoSecret',

@@ -7,6 +7,7 @@ import type { Db } from '../../src/models/database.ts';
 import type { Repository } from '../../src/models/repos.ts';
 import type { User } from '../../src/models/users.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
+import type { ActionStatusValue } from '../../src/modules/actions-status.ts';
 import type { ScenarioContext } from './scenario.ts';
 
 export const DEFAULT_BIG_RUNS = 1_000_000;
@@ -31,7 +32,7 @@ const EVENTS: ReadonlyArray<readonly [string, number]> = [
   ['push', 0.7],
   ['workflow_dispatch', 0.3],
 ];
-const STATUSES: ReadonlyArray<readonly [number, number]> = [
+const STATUSES: ReadonlyArray<readonly [ActionStatusValue, number]> = [
   [ActionStatus.success, 0.7],
   [ActionStatus.failure, 0.14],
   [ActionStatus.cancelled, 0.05],
@@ -88,7 +89,7 @@ interface CountRow {
   workflowId: string;
   ref: string;
   event: string;
-  status: number;
+  status: ActionStatusValue;
   count: number;
 }
 
@@ -96,7 +97,7 @@ interface CountRow {
 export class SeededCounts {
   readonly rows = new Map<string, CountRow>();
 
-  add(workflowId: string, ref: string, event: string, status: number): void {
+  add(workflowId: string, ref: string, event: string, status: ActionStatusValue): void {
     const key = `${workflowId}\0${ref}\0${event}\0${status}`;
     const row = this.rows.get(key);
     if (row) row.count++;

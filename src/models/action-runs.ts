@@ -6,6 +6,7 @@ import { ActionStatus } from '../modules/actions-status.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 // 15 values a row: 1,000 rows stay far below either database's bound-value limit.
 const JOBS_PER_INSERT = 1000;
@@ -29,7 +30,7 @@ export interface ActionRun {
   event: string;
   eventPayload: string;
   triggerEvent: string;
-  status: number;
+  status: ActionStatusValue;
   preExecutionError: string;
   started: number;
   stopped: number;
@@ -53,7 +54,7 @@ export interface ActionRunJob {
   runsOn: string[];
   hasIf: boolean;
   taskId: number;
-  status: number;
+  status: ActionStatusValue;
   started: number;
   stopped: number;
   created: number;
@@ -130,7 +131,7 @@ export interface NewRun {
   event: string;
   eventPayload: string;
   triggerEvent: string;
-  status: number;
+  status: ActionStatusValue;
   preExecutionError?: string;
   /** Set when the run is created already finished (a workflow that does not parse). */
   stopped?: number;
@@ -144,7 +145,7 @@ export interface NewJob {
   runsOn: readonly string[];
   hasIf: boolean;
   workflowPayload: string;
-  status: number;
+  status: ActionStatusValue;
 }
 
 /**
@@ -167,7 +168,7 @@ interface CountKey {
   workflowId: string;
   ref: string;
   event: string;
-  status: number;
+  status: ActionStatusValue;
 }
 
 async function adjustRunCount(tx: Queryable, key: CountKey, delta: number): Promise<void> {
@@ -259,7 +260,7 @@ export async function insertRunWithJobs(
 }
 
 export interface RunStatusChange {
-  status: number;
+  status: ActionStatusValue;
   started?: number;
   stopped?: number;
 }
@@ -305,7 +306,7 @@ export async function updateRunStatus(
 export async function restartRun(
   tx: Queryable,
   run: ActionRun,
-  status: number,
+  status: ActionStatusValue,
   now: number,
 ): Promise<ActionRun | undefined> {
   const duration = run.started > 0 && run.stopped >= run.started ? run.stopped - run.started : 0;
@@ -401,7 +402,7 @@ export async function listJobsOfRun(db: Queryable, runId: number): Promise<Actio
 /** The filters of Forgejo's runs list, all combined with AND; lists are OR within. */
 export interface RunFilter {
   events?: readonly string[];
-  statuses?: readonly number[];
+  statuses?: readonly ActionStatusValue[];
   runNumber?: number;
   headSha?: string;
   ref?: string;
@@ -472,7 +473,11 @@ export async function countRuns(db: Queryable, repoId: number, filter: RunFilter
  * Moves blocked jobs to their new status. Only rows still blocked change, so
  * a concurrent cancel is never overwritten; returns the ids that changed.
  */
-export async function unblockJobs(tx: Queryable, changes: ReadonlyMap<number, number>, now: number): Promise<number[]> {
+export async function unblockJobs(
+  tx: Queryable,
+  changes: ReadonlyMap<number, ActionStatusValue>,
+  now: number,
+): Promise<number[]> {
   const changed: number[] = [];
   for (const [id, status] of changes) {
     const done = status === ActionStatus.skipped;

@@ -1,11 +1,12 @@
 // Tasks (one attempt of a job on a runner) as the repository's tasks list shows them.
 import type { Queryable } from './database.ts';
 import type { Slice } from './action-runs.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 /** A task with the job and run facts Forgejo's ActionTask carries. */
 export interface TaskListEntry {
   id: number;
-  status: number;
+  status: ActionStatusValue;
   jobName: string;
   commitSha: string;
   runIndex: number;
@@ -22,7 +23,7 @@ export interface TaskListEntry {
 export async function listTasksOfRepo(
   db: Queryable,
   repoId: number,
-  statuses: readonly number[],
+  statuses: readonly ActionStatusValue[],
   slice: Slice,
 ): Promise<TaskListEntry[]> {
   let query = db
@@ -62,7 +63,11 @@ export async function listTasksOfRepo(
   }));
 }
 
-export async function countTasksOfRepo(db: Queryable, repoId: number, statuses: readonly number[]): Promise<number> {
+export async function countTasksOfRepo(
+  db: Queryable,
+  repoId: number,
+  statuses: readonly ActionStatusValue[],
+): Promise<number> {
   let query = db.selectFrom('action_task').select(db.fn.countAll<number>().as('n')).where('repo_id', '=', repoId);
   if (statuses.length > 0) query = query.where('status', 'in', [...statuses]);
   const row = await query.executeTakeFirstOrThrow();
@@ -73,7 +78,7 @@ export async function countTasksOfRepo(db: Queryable, repoId: number, statuses: 
 export interface TaskSummary {
   runnerId: number;
   runnerName: string;
-  steps: Array<{ name: string; status: number; started: number; stopped: number }>;
+  steps: Array<{ name: string; status: ActionStatusValue; started: number; stopped: number }>;
 }
 
 export async function findTaskSummary(db: Queryable, taskId: number): Promise<TaskSummary | undefined> {

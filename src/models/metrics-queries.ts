@@ -8,6 +8,7 @@
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { Queryable } from './database.ts';
 import { HookTaskStatus } from './hook-tasks.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 /** Outbox rows by state. */
 export interface HookTaskStateCounts {
@@ -61,7 +62,7 @@ export async function countHookTasksByState(
 }
 
 /** Jobs with `status`, through (status, id), stopping at `cap`. */
-export async function countJobsWithStatus(db: Queryable, status: number, cap: number): Promise<number> {
+export async function countJobsWithStatus(db: Queryable, status: ActionStatusValue, cap: number): Promise<number> {
   const row = await db
     .selectFrom((eb) =>
       eb.selectFrom('action_run_job').select('status').where('status', '=', status).limit(cap).as('capped'),

@@ -11,6 +11,7 @@ import { jobFromRow } from './action-runs.ts';
 import type { ActionRunJob } from './action-runs.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 /** A waiting or running job becomes cancelled, if it still has the status and task read. */
 export async function cancelJob(
@@ -38,7 +39,7 @@ export async function cancelJob(
 export async function prepareNextAttempt(
   tx: Queryable,
   job: Pick<ActionRunJob, 'id' | 'status' | 'attempt'>,
-  status: number,
+  status: ActionStatusValue,
   handle: string,
   now: number,
 ): Promise<boolean> {

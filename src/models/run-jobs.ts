@@ -4,6 +4,7 @@
 import type { Queryable } from './database.ts';
 import { jobFromRow } from './action-runs.ts';
 import type { ActionRunJob } from './action-runs.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 export async function findJobById(db: Queryable, id: number): Promise<ActionRunJob | undefined> {
   const row = await db.selectFrom('action_run_job').selectAll().where('id', '=', id).executeTakeFirst();
@@ -29,7 +30,7 @@ export interface JobTask {
   runnerId: number;
   /** '' when the runner is gone (an ephemeral runner is removed after its task). */
   runnerName: string;
-  status: number;
+  status: ActionStatusValue;
   started: number;
   stopped: number;
   logFilename: string;
@@ -104,7 +105,7 @@ export async function findJobTaskByAttempt(
 export interface NamedStep {
   name: string;
   index: number;
-  status: number;
+  status: ActionStatusValue;
   started: number;
   stopped: number;
 }

@@ -9,6 +9,7 @@ import type { ScopeColumns } from '../modules/scope.ts';
 import type { Runner } from './runners.ts';
 import { runnerFromRow } from './runners.ts';
 import type { Database } from './tables.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 /** The runners of these exact scopes (owner_id, repo_id), or every runner. */
 export type RunnerSelection = readonly ScopeColumns[] | 'all';
@@ -70,7 +71,7 @@ export type JobSelection = { repoId: number } | { ownerId: number } | 'all';
 export async function listJobsWithStatus(
   db: Queryable,
   selection: JobSelection,
-  status: number,
+  status: ActionStatusValue,
   limit: number,
 ): Promise<ActionRunJob[]> {
   let query = db.selectFrom('action_run_job').selectAll().where('status', '=', status);

@@ -1,5 +1,6 @@
 // Kysely table types: the shape of each row as stored. Flags are 0/1 integers.
 import type { Generated } from 'kysely';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 export interface UserTable {
   id: Generated<number>;
@@ -141,7 +142,7 @@ export interface ActionRunTable {
   event: string;
   event_payload: string;
   trigger_event: string;
-  status: number;
+  status: ActionStatusValue;
   pre_execution_error: Generated<string>;
   started: Generated<number>;
   stopped: Generated<number>;
@@ -183,7 +184,7 @@ export interface ActionRunCountTable {
   workflow_id: string;
   ref: string;
   event: string;
-  status: number;
+  status: ActionStatusValue;
   count: number;
 }
 
@@ -205,7 +206,7 @@ export interface ActionRunJobTable {
   runs_on: string;
   has_if: Generated<number>;
   task_id: Generated<number>;
-  status: number;
+  status: ActionStatusValue;
   started: Generated<number>;
   stopped: Generated<number>;
   created: number;
@@ -217,7 +218,7 @@ export interface ActionTaskTable {
   job_id: number;
   attempt: number;
   runner_id: number;
-  status: number;
+  status: ActionStatusValue;
   started: Generated<number>;
   stopped: Generated<number>;
   repo_id: number;
@@ -285,7 +286,7 @@ export interface ActionTaskStepTable {
   name: string;
   step_index: number;
   repo_id: number;
-  status: number;
+  status: ActionStatusValue;
   log_index: Generated<number>;
   log_length: Generated<number>;
   started: Generated<number>;

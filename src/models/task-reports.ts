@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 const DONE = [ActionStatus.success, ActionStatus.failure, ActionStatus.cancelled, ActionStatus.skipped];
 
@@ -13,7 +14,7 @@ export interface ReportedTask {
   id: number;
   jobId: number;
   runnerId: number;
-  status: number;
+  status: ActionStatusValue;
   started: number;
   stopped: number;
   repoId: number;
@@ -67,7 +68,7 @@ export interface TaskJobRef {
   id: number;
   runId: number;
   taskId: number;
-  status: number;
+  status: ActionStatusValue;
 }
 
 export async function findTaskJob(db: Queryable, jobId: number): Promise<TaskJobRef | undefined> {
@@ -103,7 +104,7 @@ export async function touchTask(tx: Queryable, id: number, now: number): Promise
 }
 
 /** An unfinished task gets its final status. False when someone else finished it first. */
-export async function finishTask(tx: Queryable, id: number, status: number, now: number): Promise<boolean> {
+export async function finishTask(tx: Queryable, id: number, status: ActionStatusValue, now: number): Promise<boolean> {
   const result = await tx
     .updateTable('action_task')
     .set({
@@ -123,7 +124,7 @@ export async function finishJobOfTask(
   tx: Queryable,
   jobId: number,
   taskId: number,
-  status: number,
+  status: ActionStatusValue,
   now: number,
 ): Promise<boolean> {
   const result = await tx
@@ -139,7 +140,7 @@ export async function finishJobOfTask(
 export interface TaskStep {
   id: number;
   index: number;
-  status: number;
+  status: ActionStatusValue;
   started: number;
   stopped: number;
   logIndex: number;
@@ -180,7 +181,12 @@ export async function updateTaskStep(tx: Queryable, step: TaskStep, now: number)
 }
 
 /** Every step not done yet ends with `status` (Forgejo's StopTask). */
-export async function closeUnfinishedSteps(tx: Queryable, taskId: number, status: number, now: number): Promise<void> {
+export async function closeUnfinishedSteps(
+  tx: Queryable,
+  taskId: number,
+  status: ActionStatusValue,
+  now: number,
+): Promise<void> {
   await tx
     .updateTable('action_task_step')
     .set({

@@ -36,7 +36,7 @@ export function parseStatusName(name: string): ActionStatusValue | null {
   return Object.hasOwn(ActionStatus, name) ? ActionStatus[name as ActionStatusName] : null;
 }
 
-export function isDone(status: number): boolean {
+export function isDone(status: ActionStatusValue): boolean {
   return (
     status === ActionStatus.success ||
     status === ActionStatus.failure ||
@@ -50,9 +50,9 @@ export function isDone(status: number): boolean {
  * (Forgejo's AggregateJobStatus): all skipped → skipped; all success or
  * skipped → success; then any cancelled, running, waiting, failure, blocked.
  */
-export function aggregateJobStatus(statuses: readonly number[]): ActionStatusValue {
+export function aggregateJobStatus(statuses: readonly ActionStatusValue[]): ActionStatusValue {
   if (statuses.length === 0) return ActionStatus.unknown;
-  const has = (s: number): boolean => statuses.includes(s);
+  const has = (s: ActionStatusValue): boolean => statuses.includes(s);
   if (statuses.every((s) => s === ActionStatus.skipped)) return ActionStatus.skipped;
   if (statuses.every((s) => s === ActionStatus.success || s === ActionStatus.skipped)) return ActionStatus.success;
   if (has(ActionStatus.cancelled)) return ActionStatus.cancelled;

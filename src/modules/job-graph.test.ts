@@ -1,12 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ActionStatus } from './actions-status.ts';
+import type { ActionStatusValue } from './actions-status.ts';
 import { unblockedJobs } from './job-graph.ts';
 import type { JobState } from './job-graph.ts';
 
 const { success, failure, skipped, waiting, running, blocked, cancelled } = ActionStatus;
 
-function job(id: number, jobId: string, status: number, needs: string[] = [], hasIf = false): JobState {
+function job(id: number, jobId: string, status: ActionStatusValue, needs: string[] = [], hasIf = false): JobState {
   return { id, jobId, needs, hasIf, status };
 }
 

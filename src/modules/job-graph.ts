@@ -1,6 +1,7 @@
 // Which blocked jobs of a run may go once the jobs they need are done
 // (Forgejo's job emitter, services/actions/job_emitter.go).
 import { ActionStatus, isDone } from './actions-status.ts';
+import type { ActionStatusValue } from './actions-status.ts';
 
 export interface JobState {
   id: number;
@@ -9,7 +10,7 @@ export interface JobState {
   needs: readonly string[];
   /** The job has an `if:`, which the runner evaluates (it may want to run after a failure). */
   hasIf: boolean;
-  status: number;
+  status: ActionStatusValue;
 }
 
 /**
@@ -18,11 +19,11 @@ export interface JobState {
  * Skipped and cancelled needs count as unsuccessful. Repeats until nothing
  * changes, so a skip cascades down a chain of needs.
  */
-export function unblockedJobs(jobs: readonly JobState[]): Map<number, number> {
+export function unblockedJobs(jobs: readonly JobState[]): Map<number, ActionStatusValue> {
   const status = new Map(jobs.map((job) => [job.id, job.status]));
   const byJobId = new Map<string, JobState[]>();
   for (const job of jobs) byJobId.set(job.jobId, [...(byJobId.get(job.jobId) ?? []), job]);
-  const changes = new Map<number, number>();
+  const changes = new Map<number, ActionStatusValue>();
   let changed = true;
   while (changed) {
     changed = false;

@@ -5,13 +5,14 @@
 // transitively: a job that needs a rerun job is rerun too, so it never runs
 // with outputs of an attempt that no longer counts.
 import { ActionStatus } from './actions-status.ts';
+import type { ActionStatusValue } from './actions-status.ts';
 
 export interface RerunJobState {
   id: number;
   /** The YAML key; every matrix leg of a job shares it. */
   jobId: string;
   needs: readonly string[];
-  status: number;
+  status: ActionStatusValue;
 }
 
 export type RerunSelection =
@@ -29,7 +30,10 @@ export type RerunSelection =
  * The job named by a single-job rerun is always `waiting`: Forgejo reruns it
  * with the needs' stored results even if it has some.
  */
-export function rerunStatuses(jobs: readonly RerunJobState[], selection: RerunSelection): Map<number, number> {
+export function rerunStatuses(
+  jobs: readonly RerunJobState[],
+  selection: RerunSelection,
+): Map<number, ActionStatusValue> {
   let seeds: RerunJobState[];
   if (selection.kind === 'all') seeds = [...jobs];
   else if (selection.kind === 'failed')
@@ -47,7 +51,7 @@ export function rerunStatuses(jobs: readonly RerunJobState[], selection: RerunSe
       grew = true;
     }
   }
-  const statuses = new Map<number, number>();
+  const statuses = new Map<number, ActionStatusValue>();
   for (const job of jobs) {
     if (!selected.has(job.id)) continue;
     const target = selection.kind === 'job' && job.id === selection.id;

@@ -8,6 +8,7 @@ import type { ActionRun, ActionRunJob } from '../models/action-runs.ts';
 import type { JobTask, NamedStep } from '../models/run-jobs.ts';
 import type { ActionRunJobOfRunJson, ActionWorkflowJobJson, ActionWorkflowStepJson } from '../api-types/job-schemas.ts';
 import { apiTime } from './convert.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 /** Empty `needs`/`runs-on` are null: Forgejo stores a job without them as a nil slice. */
 export function toActionRunJob(job: ActionRunJob): ActionRunJobOfRunJson {
@@ -32,7 +33,7 @@ export function toActionRunJob(job: ActionRunJob): ActionRunJobOfRunJson {
  * in_progress, a done status → completed with it as the conclusion. Unknown
  * (never stored for a job; a step the runner never mentioned) reads as queued.
  */
-export function toActionsStatus(status: number): { status: string; conclusion?: string } {
+export function toActionsStatus(status: ActionStatusValue): { status: string; conclusion?: string } {
   switch (status) {
     case ActionStatus.success:
     case ActionStatus.failure:

@@ -42,6 +42,7 @@ import { answer, errorBody } from '../support/actions.ts';
 import type { Answer } from '../support/actions.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
+import type { ActionStatusValue } from '../../src/modules/actions-status.ts';
 import { openKeyRing } from '../../src/modules/crypto/key-ring.ts';
 import { systemClock } from '../../src/modules/clock.ts';
 import { insertRunWithJobs } from '../../src/models/action-runs.ts';
@@ -673,7 +674,7 @@ for (const dialect of testDialects()) {
       const insertJobs = async (
         repoId: number,
         ownerId: number,
-        jobs: { name: string; runsOn: string[]; needs?: string[]; status: number }[],
+        jobs: { name: string; runsOn: string[]; needs?: string[]; status: ActionStatusValue }[],
       ) =>
         db()
           .transaction()

@@ -16,6 +16,7 @@ import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
+import type { ActionStatusValue } from '../../src/modules/actions-status.ts';
 
 interface RunJson {
   id: number;
@@ -202,7 +203,7 @@ for (const dialect of testDialects()) {
       const db = s.server.deps.database.db;
       const [run] = (await runs()).workflow_runs;
       const runId = run?.id ?? 0;
-      const finish = async (jobName: string, status: number) => {
+      const finish = async (jobName: string, status: ActionStatusValue) => {
         await db.transaction().execute(async (tx) => {
           await tx
             .updateTable('action_run_job')

@@ -21,6 +21,7 @@ import { actionsUser, findAccountById } from '../../models/users.ts';
 import type { User } from '../../models/users.ts';
 import { writeCommitStatus } from '../commit-statuses.ts';
 import type { DomainEvent, DomainEventHandler } from '../events.ts';
+import type { ActionStatusValue } from '../../modules/actions-status.ts';
 
 export interface CommitStatusWriterOptions {
   clock: Clock;
@@ -45,7 +46,7 @@ function jobDuration(job: ActionRunJob, nowSec: number): number {
 }
 
 /** Forgejo 16's state of a job status (skipped → `skipped`; F15 said `success`). */
-export function commitStatusState(status: number): string {
+export function commitStatusState(status: ActionStatusValue): string {
   switch (status) {
     case ActionStatus.success:
       return 'success';

@@ -9,6 +9,7 @@ import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import { actionsUser, findAccountsByIds, ghostUser, isActionsUser } from '../../models/users.ts';
 import type { User } from '../../models/users.ts';
+import type { ActionStatusValue } from '../../modules/actions-status.ts';
 
 export interface RunWithUser {
   run: ActionRun;
@@ -38,7 +39,7 @@ export class RunQueryService {
 
   async tasks(
     repo: Repository,
-    statuses: readonly number[],
+    statuses: readonly ActionStatusValue[],
     slice: Slice,
   ): Promise<{ tasks: TaskListEntry[]; total: number }> {
     const [tasks, total] = await Promise.all([

@@ -6,6 +6,7 @@
 import { lockRun } from '../../models/action-runs.ts';
 import path from 'node:path';
 import { ActionStatus, isDone } from '../../modules/actions-status.ts';
+import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import type { Db, Queryable } from '../../models/database.ts';
@@ -43,6 +44,9 @@ export interface StepReport {
   logLength: number;
 }
 
+/** A StepReport whose result was checked (updateTask). */
+type CheckedStepReport = Omit<StepReport, 'result'> & { result: ActionStatusValue };
+
 /** TaskState as the runner sends it. `result` 0 = still running (a heartbeat). */
 export interface TaskStateReport {
   id: number;
@@ -74,12 +78,13 @@ const MAX_OUTPUT_VALUE_BYTES = 1024 * 1024;
 // original) lose a conditional update at most a few times in a row.
 const MAX_LOG_ATTEMPTS = 5;
 
-function isResult(value: number): boolean {
+/** A Result the runner may send: unknown (still running) or one of the done statuses, which share their numbers. */
+function isResult(value: number): value is ActionStatusValue {
   return Number.isInteger(value) && value >= ActionStatus.unknown && value <= ActionStatus.skipped;
 }
 
 /** A stored status as a Result: the done statuses share their numbers; anything else is UNSPECIFIED. */
-function asResult(status: number): number {
+function asResult(status: ActionStatusValue): ActionStatusValue {
   return isDone(status) ? status : ActionStatus.unknown;
 }
 
@@ -128,7 +133,7 @@ function outputsToStore(outputs: Record<string, string>): OutputsToStore {
  * the job was finished without it (cancelled), or the job is gone or belongs
  * to another attempt now.
  */
-function imposedStatus(task: ReportedTask, job: TaskJobRef | undefined): number | null {
+function imposedStatus(task: ReportedTask, job: TaskJobRef | undefined): ActionStatusValue | null {
   if (job === undefined || job.taskId !== task.id) return ActionStatus.cancelled;
   return isDone(job.status) ? job.status : null;
 }
@@ -156,7 +161,9 @@ export class TaskReportService {
    * server-side answers CANCELLED: the runner's only stop signal.
    */
   async updateTask(runner: Runner, state: TaskStateReport, outputs: Record<string, string>): Promise<TaskStateAnswer> {
-    if (!isResult(state.result)) throw AppError.invalid(`unknown result ${state.result}`);
+    const result = state.result;
+    if (!isResult(result)) throw AppError.invalid(`unknown result ${result}`);
+    const steps: CheckedStepReport[] = [];
     for (const step of state.steps) {
       if (!Number.isInteger(step.id) || !isResult(step.result))
         throw AppError.invalid(`invalid state of step ${step.id}`);
@@ -168,6 +175,7 @@ export class TaskReportService {
       ) {
         throw AppError.invalid(`invalid log range of step ${step.id}`);
       }
+      steps.push({ ...step, result: step.result });
     }
     const accepted = outputsToStore(outputs);
     return this.db.transaction().execute(async (tx) => {
@@ -185,7 +193,7 @@ export class TaskReportService {
       if (isDone(task.status)) return answer(task.id);
       let job = await findTaskJob(tx, task.jobId);
 
-      if (state.result !== ActionStatus.unknown || imposedStatus(task, job) !== null) {
+      if (result !== ActionStatus.unknown || imposedStatus(task, job) !== null) {
         if (job !== undefined) {
           // Run first, then task, job, run again: the order every writer of a run's jobs takes.
           await lockRun(tx, job.runId);
@@ -194,10 +202,10 @@ export class TaskReportService {
           job = await findTaskJob(tx, task.jobId);
         }
         const imposed = imposedStatus(task, job);
-        if (imposed !== null || state.result !== ActionStatus.unknown) {
-          const status = imposed ?? state.result;
+        if (imposed !== null || result !== ActionStatus.unknown) {
+          const status = imposed ?? result;
           if (!(await finishTask(tx, task.id, status, now))) return answer(task.id);
-          await this.applySteps(tx, task.id, state.steps, now);
+          await this.applySteps(tx, task.id, steps, now);
           await closeUnfinishedSteps(tx, task.id, status, now);
           // An imposed status came from whoever finished the job; they settled the run.
           if (imposed === null && job !== undefined && (await finishJobOfTask(tx, job.id, task.id, status, now))) {
@@ -207,7 +215,7 @@ export class TaskReportService {
         }
       }
 
-      if (await touchTask(tx, task.id, now)) await this.applySteps(tx, task.id, state.steps, now);
+      if (await touchTask(tx, task.id, now)) await this.applySteps(tx, task.id, steps, now);
       return answer(task.id);
     });
   }
@@ -315,7 +323,12 @@ export class TaskReportService {
    * takes the reported result, or becomes running once it reports a start.
    * Times are the server's clock (runner clocks drift), as newer Forgejo.
    */
-  private async applySteps(tx: Queryable, taskId: number, reports: readonly StepReport[], now: number): Promise<void> {
+  private async applySteps(
+    tx: Queryable,
+    taskId: number,
+    reports: readonly CheckedStepReport[],
+    now: number,
+  ): Promise<void> {
     if (reports.length === 0) return;
     const steps = new Map((await listTaskSteps(tx, taskId)).map((step) => [step.index, step]));
     for (const report of reports) {

@@ -14,6 +14,7 @@
 // - An empty repository (no default branch commit) has no workflows: the
 //   list is empty where Gitea answers 500.
 import { ActionStatus } from '../../modules/actions-status.ts';
+import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import type { RunFilter, Slice } from '../../models/action-runs.ts';
@@ -36,7 +37,7 @@ const GO_ZERO_TIME = '0001-01-01T00:00:00Z';
  * Gitea's runs-list status vocabulary (GitHub's), routers/api/v1/shared/action.go
  * convertToInternal: each name selects one or more stored statuses.
  */
-const GITEA_STATUS_FILTER: Readonly<Record<string, readonly number[]>> = {
+const GITEA_STATUS_FILTER: Readonly<Record<string, readonly ActionStatusValue[]>> = {
   pending: [ActionStatus.blocked],
   waiting: [ActionStatus.blocked],
   requested: [ActionStatus.blocked],

@@ -16,6 +16,7 @@ import { runRenderer } from '../convert-actions.ts';
 import { apiTime, toApiOrg, toApiRepo, toApiUser } from '../convert.ts';
 import { ANONYMOUS_VIEWER } from '../push-payloads.ts';
 import type { ActionWorkflowRunJson } from '../../api-types/workflow-schemas.ts';
+import type { ActionStatusValue } from '../../modules/actions-status.ts';
 
 export interface ActionHookContext {
   repo: Repository;
@@ -26,7 +27,7 @@ export interface ActionHookContext {
 }
 
 /** GitHub's status and conclusion of a run or job status (Gitea's ToActionsStatus). */
-export function githubStatusOf(status: number): { status: string; conclusion: string | null } {
+export function githubStatusOf(status: ActionStatusValue): { status: string; conclusion: string | null } {
   if (isDone(status)) return { status: 'completed', conclusion: statusName(status) };
   if (status === ActionStatus.waiting) return { status: 'queued', conclusion: null };
   if (status === ActionStatus.blocked) return { status: 'waiting', conclusion: null };
@@ -70,7 +71,7 @@ export function actionRunPayload(
   ctx: ActionHookContext,
   action: 'success' | 'failure' | 'recover',
   run: ActionRun,
-  priorStatus: number,
+  priorStatus: ActionStatusValue,
   lastRun: { run: ActionRun; triggerUser: User } | undefined,
 ): Record<string, unknown> {
   const render = runRenderer(ctx.repo, ctx.owner, AccessMode.none, ANONYMOUS_VIEWER, ctx.rootUrl, ctx.nowSec);

@@ -24,6 +24,7 @@ import {
   RunDetails,
   errorResponses,
 } from '../../../api-types/schemas.ts';
+import type { ActionStatusValue } from '../../../modules/actions-status.ts';
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -37,7 +38,7 @@ function first(value: string | string[] | undefined): string {
 }
 
 /** Every `status` value must be one of the eight names; the first one that is not answers 400. */
-function parseStatuses(query: Query): number[] {
+function parseStatuses(query: Query): ActionStatusValue[] {
   return all(query.status).map((name) => {
     const status = parseStatusName(name);
     if (status === null) throw AppError.invalid(`unknown status: ${name}`);

@@ -379,19 +379,19 @@ export async function deleteFinishedRun(tx: Queryable, run: ActionRun): Promise<
   return tasks.map((task) => ({ repoId: task.repo_id, taskId: task.id, logFilename: task.log_filename }));
 }
 
-export async function findRunById(db: Queryable, id: number): Promise<ActionRun | undefined> {
+export async function findRunById(db: Queryable, id: number): Promise<ActionRun | null> {
   const row = await db.selectFrom('action_run').selectAll().where('id', '=', id).executeTakeFirst();
-  return row === undefined ? undefined : runFromRow(row);
+  return row === undefined ? null : runFromRow(row);
 }
 
-export async function findRunByIndex(db: Queryable, repoId: number, index: number): Promise<ActionRun | undefined> {
+export async function findRunByIndex(db: Queryable, repoId: number, index: number): Promise<ActionRun | null> {
   const row = await db
     .selectFrom('action_run')
     .selectAll()
     .where('repo_id', '=', repoId)
     .where('index_in_repo', '=', index)
     .executeTakeFirst();
-  return row === undefined ? undefined : runFromRow(row);
+  return row === undefined ? null : runFromRow(row);
 }
 
 export async function listJobsOfRun(db: Queryable, runId: number): Promise<ActionRunJob[]> {
@@ -510,7 +510,7 @@ export async function lockRun(tx: Queryable, runId: number): Promise<void> {
 export async function findPreviousFinishedRun(
   db: Queryable,
   run: Pick<ActionRun, 'id' | 'repoId' | 'workflowId' | 'ref'>,
-): Promise<ActionRun | undefined> {
+): Promise<ActionRun | null> {
   const row = await db
     .selectFrom('action_run')
     .selectAll()
@@ -522,5 +522,5 @@ export async function findPreviousFinishedRun(
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
-  return row === undefined ? undefined : runFromRow(row);
+  return row === undefined ? null : runFromRow(row);
 }

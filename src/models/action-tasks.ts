@@ -81,14 +81,14 @@ export interface TaskSummary {
   steps: Array<{ name: string; status: ActionStatusValue; started: number; stopped: number }>;
 }
 
-export async function findTaskSummary(db: Queryable, taskId: number): Promise<TaskSummary | undefined> {
+export async function findTaskSummary(db: Queryable, taskId: number): Promise<TaskSummary | null> {
   const task = await db
     .selectFrom('action_task as t')
     .leftJoin('action_runner as r', 'r.id', 't.runner_id')
     .select(['t.runner_id as runner_id', 'r.name as runner_name'])
     .where('t.id', '=', taskId)
     .executeTakeFirst();
-  if (task === undefined) return undefined;
+  if (task === undefined) return null;
   const steps = await db
     .selectFrom('action_task_step')
     .select(['name', 'status', 'started', 'stopped'])

@@ -165,13 +165,13 @@ export async function latestCommitStatuses(
   return { statuses: rows.map(fromRow), total: Number(counted.n) };
 }
 
-/** The latest status of one context of a sha, or undefined. */
+/** The latest status of one context of a sha, or null. */
 export async function latestStatusOfContext(
   db: Queryable,
   repoId: number,
   sha: string,
   context: string,
-): Promise<CommitStatus | undefined> {
+): Promise<CommitStatus | null> {
   const row = await db
     .selectFrom('commit_status')
     .selectAll()
@@ -181,5 +181,5 @@ export async function latestStatusOfContext(
     .orderBy('index_in_sha', 'desc')
     .limit(1)
     .executeTakeFirst();
-  return row ? fromRow(row) : undefined;
+  return row ? fromRow(row) : null;
 }

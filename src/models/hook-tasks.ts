@@ -332,13 +332,14 @@ export async function listHookTasks(
   return { tasks, total: Number(count?.n ?? 0) };
 }
 
-export async function findHookTask(db: Queryable, hookId: number, taskId: number): Promise<HookTask | undefined> {
-  return db
+export async function findHookTask(db: Queryable, hookId: number, taskId: number): Promise<HookTask | null> {
+  const row = await db
     .selectFrom('hook_task')
     .selectAll()
     .where('hook_id', '=', hookId)
     .where('id', '=', taskId)
     .executeTakeFirst();
+  return row ?? null;
 }
 
 export async function listHookTaskAttempts(db: Queryable, taskId: number): Promise<HookTaskAttempt[]> {

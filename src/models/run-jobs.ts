@@ -6,9 +6,9 @@ import { jobFromRow } from './action-runs.ts';
 import type { ActionRunJob } from './action-runs.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 
-export async function findJobById(db: Queryable, id: number): Promise<ActionRunJob | undefined> {
+export async function findJobById(db: Queryable, id: number): Promise<ActionRunJob | null> {
   const row = await db.selectFrom('action_run_job').selectAll().where('id', '=', id).executeTakeFirst();
-  return row === undefined ? undefined : jobFromRow(row);
+  return row === undefined ? null : jobFromRow(row);
 }
 
 /** 0-based position of a job among its run's jobs by id (Forgejo's web URLs name jobs so). */
@@ -82,24 +82,20 @@ function taskFromRow(row: TaskRow): JobTask {
   };
 }
 
-export async function findJobTaskById(db: Queryable, taskId: number): Promise<JobTask | undefined> {
+export async function findJobTaskById(db: Queryable, taskId: number): Promise<JobTask | null> {
   const row = await taskQuery(db).where('t.id', '=', taskId).executeTakeFirst();
-  return row === undefined ? undefined : taskFromRow(row);
+  return row === undefined ? null : taskFromRow(row);
 }
 
 /** The task of attempt `attempt` of a job (the newest, should a claim have been retried). */
-export async function findJobTaskByAttempt(
-  db: Queryable,
-  jobId: number,
-  attempt: number,
-): Promise<JobTask | undefined> {
+export async function findJobTaskByAttempt(db: Queryable, jobId: number, attempt: number): Promise<JobTask | null> {
   const row = await taskQuery(db)
     .where('t.job_id', '=', jobId)
     .where('t.attempt', '=', attempt)
     .orderBy('t.id', 'desc')
     .limit(1)
     .executeTakeFirst();
-  return row === undefined ? undefined : taskFromRow(row);
+  return row === undefined ? null : taskFromRow(row);
 }
 
 export interface NamedStep {

@@ -26,7 +26,7 @@ export interface ReportedTask {
   updated: number;
 }
 
-export async function findReportedTask(db: Queryable, id: number): Promise<ReportedTask | undefined> {
+export async function findReportedTask(db: Queryable, id: number): Promise<ReportedTask | null> {
   const row = await db
     .selectFrom('action_task')
     .select([
@@ -46,7 +46,7 @@ export async function findReportedTask(db: Queryable, id: number): Promise<Repor
     ])
     .where('id', '=', id)
     .executeTakeFirst();
-  if (row === undefined) return undefined;
+  if (row === undefined) return null;
   return {
     id: row.id,
     jobId: row.job_id,
@@ -71,13 +71,13 @@ export interface TaskJobRef {
   status: ActionStatusValue;
 }
 
-export async function findTaskJob(db: Queryable, jobId: number): Promise<TaskJobRef | undefined> {
+export async function findTaskJob(db: Queryable, jobId: number): Promise<TaskJobRef | null> {
   const row = await db
     .selectFrom('action_run_job')
     .select(['id', 'run_id', 'task_id', 'status'])
     .where('id', '=', jobId)
     .executeTakeFirst();
-  return row === undefined ? undefined : { id: row.id, runId: row.run_id, taskId: row.task_id, status: row.status };
+  return row === undefined ? null : { id: row.id, runId: row.run_id, taskId: row.task_id, status: row.status };
 }
 
 /**

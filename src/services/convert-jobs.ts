@@ -55,8 +55,8 @@ export interface JobDetails {
   run: Pick<ActionRun, 'id' | 'index' | 'ref' | 'commitSha'>;
   /** 0-based position of the job in its run (by id), as Forgejo's job page URL uses. */
   position: number;
-  /** The task of the job's current attempt; undefined before a runner took it. */
-  task: JobTask | undefined;
+  /** The task of the job's current attempt; null before a runner took it. */
+  task: JobTask | null;
   /** That task's steps, by index. */
   steps: readonly NamedStep[];
 }
@@ -87,7 +87,7 @@ export function toActionWorkflowJob(
 ): ActionWorkflowJobJson {
   const { job, run, task } = details;
   const { status, conclusion } = toActionsStatus(job.status);
-  const runner = task !== undefined && task.runnerId > 0 ? task : undefined;
+  const runner = task !== null && task.runnerId > 0 ? task : undefined;
   return {
     id: job.id,
     url: `${repoApiUrl}/actions/jobs/${job.id}`,

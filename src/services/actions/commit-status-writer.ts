@@ -129,7 +129,7 @@ export function createCommitStatusWriter(options: CommitStatusWriterOptions): Do
       const state = commitStatusState(job.status);
       const description = commitStatusDescription(job, nowSec);
       const latest = await latestStatusOfContext(tx, repo.id, pushed.sha, context);
-      if (latest !== undefined && latest.state === state && latest.description === description) continue;
+      if (latest !== null && latest.state === state && latest.description === description) continue;
       const position = Math.max(0, order.indexOf(job.id));
       await writeCommitStatus(tx, clock, rootUrl, target, {
         repoId: repo.id,

@@ -153,10 +153,10 @@ export class ActionsHousekeeping {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
       const job = await findTaskJob(tx, task.jobId);
-      if (job !== undefined) await lockRun(tx, job.runId);
+      if (job !== null) await lockRun(tx, job.runId);
       if (!(await failZombieTask(tx, task.id, cutoff, now))) return false;
       await closeUnfinishedSteps(tx, task.id, ActionStatus.failure, now);
-      if (job !== undefined && (await finishJobOfTask(tx, job.id, task.id, ActionStatus.failure, now))) {
+      if (job !== null && (await finishJobOfTask(tx, job.id, task.id, ActionStatus.failure, now))) {
         await this.reports.runProgress.settle(tx, job.runId, [job.id]);
       }
       // An ephemeral runner takes one task; this one is over.

@@ -66,15 +66,15 @@ export class JobLogService {
    */
   async open(repo: Repository, jobId: number, attempt: number | undefined): Promise<JobLog> {
     const job = await jobOfRepo(this.db, repo, jobId);
-    let task: JobTask | undefined;
+    let task: JobTask | null;
     if (attempt !== undefined) {
       task = await findJobTaskByAttempt(this.db, job.id, attempt);
-      if (task === undefined)
+      if (task === null)
         throw AppError.notFoundMessage(`task with job_id ${job.id} and attempt ${attempt}: resource does not exist`);
     } else {
       if (job.taskId === 0) throw AppError.notFoundMessage('job has not been executed yet');
       task = await findJobTaskById(this.db, job.taskId);
-      if (task === undefined) throw AppError.notFoundMessage(`task with id ${job.taskId}: resource does not exist`);
+      if (task === null) throw AppError.notFoundMessage(`task with id ${job.taskId}: resource does not exist`);
     }
     if (task.logExpired) throw AppError.notFoundMessage('logs have expired');
     const seen = task;
@@ -107,7 +107,7 @@ export class JobLogService {
         continue;
       }
       const task = await findJobTaskById(this.db, job.taskId);
-      if (task === undefined) {
+      if (task === null) {
         yield* missing(`task lookup failed: task with id ${job.taskId}: resource does not exist`);
         continue;
       }
@@ -147,7 +147,7 @@ export class JobLogService {
       } catch (error) {
         if (!isMissing(error) || attempt >= MAX_OPEN_ATTEMPTS) throw error;
         const fresh = await findJobTaskById(this.db, current.id);
-        if (fresh === undefined) throw error;
+        if (fresh === null) throw error;
         // The archive holds every committed byte, so the range read before stays valid.
         current = fresh;
       }

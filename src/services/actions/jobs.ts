@@ -12,7 +12,7 @@ import type { JobDetails } from '../convert-jobs.ts';
 /** A run of `repo`, or Forgejo's 404 (models/actions/run.go GetRunByID: "run with id N: resource does not exist"). */
 export async function runOfRepo(db: Db, repo: Repository, runId: number): Promise<ActionRun> {
   const run = await findRunById(db, runId);
-  if (run === undefined) throw AppError.notFoundMessage(`run with id ${runId}: resource does not exist`);
+  if (run === null) throw AppError.notFoundMessage(`run with id ${runId}: resource does not exist`);
   if (run.repoId !== repo.id) throw AppError.notFoundMessage('resource does not exist');
   return run;
 }
@@ -20,7 +20,7 @@ export async function runOfRepo(db: Db, repo: Repository, runId: number): Promis
 /** A job of `repo`, or Forgejo's 404 (models/actions/run_job.go GetRunJobByID). */
 export async function jobOfRepo(db: Db, repo: Repository, jobId: number): Promise<ActionRunJob> {
   const job = await findJobById(db, jobId);
-  if (job === undefined) throw AppError.notFoundMessage(`run job with id ${jobId}: resource does not exist`);
+  if (job === null) throw AppError.notFoundMessage(`run job with id ${jobId}: resource does not exist`);
   if (job.repoId !== repo.id) throw AppError.notFoundMessage('resource does not exist');
   return job;
 }
@@ -44,10 +44,10 @@ export class JobQueryService {
     const [run, position, task] = await Promise.all([
       findRunById(this.db, job.runId),
       jobPosition(this.db, job),
-      job.taskId > 0 ? findJobTaskById(this.db, job.taskId) : Promise.resolve(undefined),
+      job.taskId > 0 ? findJobTaskById(this.db, job.taskId) : Promise.resolve(null),
     ]);
-    if (run === undefined) throw AppError.notFoundMessage('resource does not exist');
-    const steps = task === undefined ? [] : await listNamedSteps(this.db, task.id);
+    if (run === null) throw AppError.notFoundMessage('resource does not exist');
+    const steps = task === null ? [] : await listNamedSteps(this.db, task.id);
     return { job, run, position, task, steps };
   }
 }

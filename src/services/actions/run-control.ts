@@ -208,8 +208,8 @@ export class RunControlService {
 
   /** A run of `repo` by its global id; 404 with Forgejo's messages (as GET …/runs/{run_id}). */
   private async runOf(db: Queryable, repo: Repository, runId: number): Promise<ActionRun> {
-    const run = runId > 0 ? await findRunById(db, runId) : undefined;
-    if (run === undefined) throw AppError.notFoundMessage(`run with id ${runId}: resource does not exist`);
+    const run = runId > 0 ? await findRunById(db, runId) : null;
+    if (run === null) throw AppError.notFoundMessage(`run with id ${runId}: resource does not exist`);
     if (run.repoId !== repo.id) throw AppError.notFoundMessage('resource does not exist');
     return run;
   }
@@ -237,7 +237,7 @@ export class RunControlService {
     if (!(await finishTask(tx, taskId, ActionStatus.cancelled, now))) return;
     await closeUnfinishedSteps(tx, taskId, ActionStatus.cancelled, now);
     const task = await findReportedTask(tx, taskId);
-    if (task !== undefined) await deleteEphemeralRunner(tx, task.runnerId);
+    if (task !== null) await deleteEphemeralRunner(tx, task.runnerId);
   }
 
   /** Forgejo refuses to rerun a workflow that is no longer valid at the run's commit (rerun.go). */

@@ -26,7 +26,7 @@ export class RunProgress {
   async settle(tx: Queryable, runId: number, changedJobIds: readonly number[] = []): Promise<ActionRun | undefined> {
     await lockRun(tx, runId);
     const run = await findRunById(tx, runId);
-    if (run === undefined) return undefined;
+    if (run === null) return undefined;
     const now = this.clock.nowSec();
     let jobs = await listJobsOfRun(tx, runId);
     const changed = new Set(changedJobIds);

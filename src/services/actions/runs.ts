@@ -31,7 +31,7 @@ export class RunQueryService {
   /** A run by its global id; 404 with Forgejo's two messages for unknown ids and other repositories' runs. */
   async get(repo: Repository, runId: number): Promise<RunWithUser> {
     const run = await findRunById(this.db, runId);
-    if (run === undefined) throw AppError.notFoundMessage(`run with id ${runId}: resource does not exist`);
+    if (run === null) throw AppError.notFoundMessage(`run with id ${runId}: resource does not exist`);
     if (run.repoId !== repo.id) throw AppError.notFoundMessage('resource does not exist');
     const [withUser] = await this.withUsers([run]);
     return withUser as RunWithUser;

@@ -67,7 +67,7 @@ export class TaskPayloadBuilder {
   /** The task payload of §1.10: workflow, github context, secrets, vars, needs. */
   async build(taskId: number, token: string, job: ActionRunJob): Promise<TaskPayload> {
     const [run, repo] = await Promise.all([findRunById(this.db, job.runId), findRepositoryById(this.db, job.repoId)]);
-    if (run === undefined || repo === null)
+    if (run === null || repo === null)
       throw new Error(`task ${taskId}: run ${job.runId} or repository ${job.repoId} is gone`);
     const triggerUser = await findPossibleUserById(this.db, run.triggerUserId);
     // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).

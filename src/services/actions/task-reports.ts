@@ -133,8 +133,8 @@ function outputsToStore(outputs: Record<string, string>): OutputsToStore {
  * the job was finished without it (cancelled), or the job is gone or belongs
  * to another attempt now.
  */
-function imposedStatus(task: ReportedTask, job: TaskJobRef | undefined): ActionStatusValue | null {
-  if (job === undefined || job.taskId !== task.id) return ActionStatus.cancelled;
+function imposedStatus(task: ReportedTask, job: TaskJobRef | null): ActionStatusValue | null {
+  if (job === null || job.taskId !== task.id) return ActionStatus.cancelled;
   return isDone(job.status) ? job.status : null;
 }
 
@@ -194,7 +194,7 @@ export class TaskReportService {
       let job = await findTaskJob(tx, task.jobId);
 
       if (result !== ActionStatus.unknown || imposedStatus(task, job) !== null) {
-        if (job !== undefined) {
+        if (job !== null) {
           // Run first, then task, job, run again: the order every writer of a run's jobs takes.
           await lockRun(tx, job.runId);
           task = await this.ownTask(tx, runner, state.id);
@@ -208,7 +208,7 @@ export class TaskReportService {
           await this.applySteps(tx, task.id, steps, now);
           await closeUnfinishedSteps(tx, task.id, status, now);
           // An imposed status came from whoever finished the job; they settled the run.
-          if (imposed === null && job !== undefined && (await finishJobOfTask(tx, job.id, task.id, status, now))) {
+          if (imposed === null && job !== null && (await finishJobOfTask(tx, job.id, task.id, status, now))) {
             await this.runProgress.settle(tx, job.runId, [job.id]);
           }
           return answer(task.id);
@@ -261,7 +261,7 @@ export class TaskReportService {
   async finaliseLog(taskId: number): Promise<boolean> {
     for (let attempt = 0; attempt < MAX_LOG_ATTEMPTS; attempt += 1) {
       const task = await findReportedTask(this.db, taskId);
-      if (task === undefined || task.logInStorage) return false;
+      if (task === null || task.logInStorage) return false;
       if (await this.archiveLog(task)) return true;
     }
     return false;
@@ -275,7 +275,7 @@ export class TaskReportService {
   async *readLog(taskId: number, options: ReadLogOptions = {}): AsyncGenerator<string> {
     for (let attempt = 0; ; attempt += 1) {
       const task = await findReportedTask(this.db, taskId);
-      if (task === undefined) throw AppError.notFoundMessage('task not found');
+      if (task === null) throw AppError.notFoundMessage('task not found');
       let stream;
       try {
         stream = await this.logs.open({ filename: task.logFilename, inStorage: task.logInStorage, size: task.logSize });
@@ -291,13 +291,13 @@ export class TaskReportService {
 
   /** readLog, but an unknown task fails here (before a response starts) rather than on the first line. */
   async openLog(taskId: number, options: ReadLogOptions = {}): Promise<AsyncIterable<string>> {
-    if ((await findReportedTask(this.db, taskId)) === undefined) throw AppError.notFoundMessage('task not found');
+    if ((await findReportedTask(this.db, taskId)) === null) throw AppError.notFoundMessage('task not found');
     return this.readLog(taskId, options);
   }
 
   private async ownTask(db: Queryable, runner: Runner, taskId: number): Promise<ReportedTask> {
-    const task = Number.isSafeInteger(taskId) && taskId > 0 ? await findReportedTask(db, taskId) : undefined;
-    if (task === undefined) throw AppError.notFoundMessage('task not found');
+    const task = Number.isSafeInteger(taskId) && taskId > 0 ? await findReportedTask(db, taskId) : null;
+    if (task === null) throw AppError.notFoundMessage('task not found');
     if (task.runnerId !== runner.id) throw AppError.forbidden('invalid runner for task');
     return task;
   }

@@ -144,7 +144,7 @@ export function workflowJobPayload(
   run: ActionRun,
   job: ActionRunJob,
   jobIndex: number,
-  task: TaskSummary | undefined,
+  task: TaskSummary | null,
 ): Record<string, unknown> {
   const { api, html } = urls(ctx);
   const { status, conclusion } = githubStatusOf(job.status);

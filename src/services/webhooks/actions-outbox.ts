@@ -99,7 +99,7 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
     const hooks = subs.get('workflow_job');
     if (!hooks) return;
     for (const job of jobs) {
-      const task = job.taskId !== 0 ? await findTaskSummary(tx, job.taskId) : undefined;
+      const task = job.taskId !== 0 ? await findTaskSummary(tx, job.taskId) : null;
       await enqueue(
         tx,
         hooks,

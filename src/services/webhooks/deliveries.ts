@@ -158,7 +158,7 @@ export class HookDeliveryService {
 
   async get(scope: Scope, hookId: number, deliveryId: number): Promise<HookDeliveryDetail> {
     const hook = await this.hookOf(scope, hookId);
-    const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : undefined;
+    const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : null;
     if (!task) throw AppError.notFound();
     const attempts = (await listHookTaskAttempts(this.db, task.id)).map(attemptOf);
     const last = attempts.at(-1);
@@ -179,7 +179,7 @@ export class HookDeliveryService {
   /** A new delivery of the same payload (see the file comment); answers its summary. */
   async redeliver(scope: Scope, hookId: number, deliveryId: number): Promise<HookDeliverySummary> {
     const hook = await this.hookOf(scope, hookId);
-    const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : undefined;
+    const task = deliveryId > 0 ? await findHookTask(this.db, hook.id, deliveryId) : null;
     if (!task) throw AppError.notFound();
     const id = await insertHookTask(this.db, {
       hookId: hook.id,

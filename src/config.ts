@@ -67,6 +67,12 @@ export interface Config {
   readonly actionsMaxJobsPerRun: number;
   /** Most bytes of workflow payload the jobs of one run may carry together. */
   readonly actionsMaxRunPayloadBytes: number;
+  /**
+   * Test seam (GANTRY_TEST_SCHEDULER_CLOCK), null in production: the
+   * scheduler's clock runs `speed` times faster than real time from the
+   * instant `anchorMs`, so a test sees minutes of cron ticks in seconds.
+   */
+  readonly testSchedulerClock: { readonly anchorMs: number; readonly speed: number } | null;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -259,6 +265,12 @@ export const SETTINGS: readonly Setting[] = [
       'Most bytes of workflow payload (the YAML each job hands its runner) all jobs of one run may carry together; beyond it: a failed run (push) or a 400 (dispatch).',
     default: '16777216',
   },
+  {
+    key: 'GANTRY_TEST_SCHEDULER_CLOCK',
+    description:
+      'Tests only, never in production: `<anchor Unix ms>:<speed>` makes the schedule clock run `speed` (1 to 3600) times faster from that instant (every process of a test gets the same value).',
+    default: '',
+  },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   {
     key: 'GANTRY_BODY_LIMIT',
@@ -325,6 +337,15 @@ function parseRootUrl(raw: string | undefined, port: number): string {
   url.search = '';
   url.hash = '';
   return url.href.endsWith('/') ? url.href : `${url.href}/`;
+}
+
+function parseTestSchedulerClock(raw: string | undefined): Config['testSchedulerClock'] {
+  if (raw === undefined) return null;
+  const match = /^(\d+):(\d+)$/.exec(raw);
+  const speed = Number(match?.[2]);
+  if (match === null || speed < 1 || speed > 3600)
+    throw new ConfigError('GANTRY_TEST_SCHEDULER_CLOCK', 'must be <anchor Unix ms>:<speed 1-3600>');
+  return Object.freeze({ anchorMs: Number(match[1]), speed });
 }
 
 function parseDatabaseUrl(raw: string | undefined): string | null {
@@ -410,6 +431,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     actionsMaxWorkflowBytes: readInt(env, 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', 1024 ** 2, 1024, 64 * 1024 ** 2),
     actionsMaxJobsPerRun: readInt(env, 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', 256, 1, 10_000),
     actionsMaxRunPayloadBytes: readInt(env, 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', 16 * 1024 ** 2, 1024, 1024 ** 3),
+    testSchedulerClock: parseTestSchedulerClock(read(env, 'GANTRY_TEST_SCHEDULER_CLOCK')),
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
-import { systemClock } from './modules/clock.ts';
+import { acceleratedClock, systemClock } from './modules/clock.ts';
 import type { Clock } from './modules/clock.ts';
 import { openKeyRing } from './modules/crypto/key-ring.ts';
 import { REDACTED, serializeRequest } from './modules/log-redaction.ts';
@@ -55,6 +55,8 @@ import { CommitStatusService } from './services/commit-statuses.ts';
 import { createCommitStatusWriter } from './services/actions/commit-status-writer.ts';
 import { subscribeOwnerDeletion } from './services/owner-deletion.ts';
 import { ActionsHousekeeping } from './services/actions/housekeeping.ts';
+import { Scheduler } from './services/actions/scheduler.ts';
+import { ScheduleService } from './services/actions/schedules.ts';
 import { BackgroundWork } from './services/background-work.ts';
 import { MetricsService } from './services/metrics.ts';
 import { WebhookDeliveryWorker } from './services/webhooks/delivery-worker.ts';
@@ -193,14 +195,30 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   events.subscribe(createWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   events.subscribe(createActionsWebhookOutbox({ clock, rootUrl: config.rootUrl }));
   events.subscribe(createCommitStatusWriter({ clock, rootUrl: config.rootUrl }));
-  const repos = new RepoService(db, clock, gitRepositories, events);
   const catalog = new WorkflowCatalog(config.actionsMaxWorkflowBytes);
   // ROOT_URL without its trailing slash: the github.server_url runners see.
   const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''), {
     maxJobsPerRun: config.actionsMaxJobsPerRun,
     maxRunPayloadBytes: config.actionsMaxRunPayloadBytes,
   });
-  const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
+  const scheduleClock =
+    config.testSchedulerClock === null
+      ? clock
+      : acceleratedClock(config.testSchedulerClock.anchorMs, config.testSchedulerClock.speed, clock);
+  let scheduler: Scheduler | null = null;
+  const schedules = new ScheduleService(db, scheduleClock, catalog, gitRepositories, runCreator, logger, () =>
+    scheduler?.wake(),
+  );
+  scheduler = new Scheduler(db, scheduleClock, (schedule) => schedules.fire(schedule), {
+    onError: (error) => logger.warn({ err: error }, 'the scheduler pass failed; it retries in a second'),
+  });
+  const repos = new RepoService(db, clock, gitRepositories, events, (repo) =>
+    // The edit has committed: a failure here leaves the old schedules, which the next push replaces.
+    schedules.syncRepository(repo).catch((error: unknown) => {
+      logger.error({ err: error, repoId: repo.id }, 'could not update the schedules after a repository edit');
+    }),
+  );
+  const pushTriggers = new PushTriggers(db, events, catalog, runCreator, schedules, config.rootUrl, logger);
   const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
   subscribeOwnerDeletion(events, { removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId) });
   return {
@@ -220,7 +238,9 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     gitRepositories,
     pushes: new PushService(repos, gitRepositories, pushTriggers),
     dispatch: new DispatchService(catalog, runCreator, gitRepositories, config.rootUrl, db),
-    workflows: new WorkflowService(db, clock, catalog, gitRepositories, config.rootUrl),
+    workflows: new WorkflowService(db, clock, catalog, gitRepositories, schedules, config.rootUrl),
+    schedules,
+    scheduler,
     runs: new RunQueryService(db),
     jobs: new JobQueryService(db),
     jobLogs: new JobLogService(db, taskReports.logs),
@@ -279,5 +299,7 @@ function createBackgroundWork(
     { start: () => housekeeping.start(HOUSEKEEPING_INTERVAL_MS), stop: () => housekeeping.stop() },
     { start: () => webhookWorker.start(), stop: () => webhookWorker.stop() },
     { start: () => webhookRetention.start(WEBHOOK_RETENTION_INTERVAL_MS), stop: () => webhookRetention.stop() },
+    // Every process fires due schedule ticks; each tick is claimed by one (services/actions/scheduler.ts).
+    services.scheduler,
   ]);
 }

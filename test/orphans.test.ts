@@ -85,6 +85,9 @@ for (const dialect of testDialects()) {
           {
             '.forgejo/workflows/ci.yml':
               'on: push\njobs:\n  build:\n    runs-on: orphans\n    steps:\n      - run: echo hi\n',
+            // Registers an action_schedule row, which must go with the repository.
+            '.forgejo/workflows/nightly.yml':
+              "on:\n  schedule:\n    - cron: '0 3 * * *'\njobs:\n  night:\n    runs-on: orphans-never\n    steps:\n      - run: echo night\n",
           },
           'CI',
         );
@@ -113,6 +116,8 @@ for (const dialect of testDialects()) {
       const repoId = ((await ok('GET', '/repos/acme/app')) as { id: number }).id;
       const logDir = path.join(s.dataDir, 'actions_log', String(repoId));
       assert.ok(existsSync(logDir), 'the task log is on disk before the deletion');
+      const schedules = await s.server.deps.database.db.selectFrom('action_schedule').select('id').execute();
+      assert.equal(schedules.length, 1, 'the nightly workflow is registered before the deletion');
       assert.deepEqual(await findOrphans(location()), [], 'nothing is orphaned before any deletion');
 
       await ok('DELETE', '/repos/acme/app');

@@ -21,6 +21,12 @@ export const ActionWorkflow = Type.Object(
     html_url: Str(),
     badge_url: Str(),
     deleted_at: Time('always the zero time'),
+    schedule_errors: Type.Optional(
+      Type.Array(Str(), {
+        description:
+          'Gantry only, present when not empty: the `on: schedule` entries that were not registered, each with the reason (Gitea has no field for it)',
+      }),
+    ),
   },
   { title: 'ActionWorkflow' },
 );

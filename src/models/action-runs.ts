@@ -135,6 +135,8 @@ export interface NewRun {
   preExecutionError?: string;
   /** Set when the run is created already finished (a workflow that does not parse). */
   stopped?: number;
+  /** The action_schedule row whose tick created the run; 0 otherwise. */
+  scheduleId?: number;
 }
 
 export interface NewJob {
@@ -216,6 +218,7 @@ export async function insertRunWithJobs(
       status: run.status,
       pre_execution_error: run.preExecutionError ?? '',
       stopped: run.stopped ?? 0,
+      schedule_id: run.scheduleId ?? 0,
       created: now,
       updated: now,
     })

@@ -11,7 +11,7 @@
 // shows them as the ghost user.
 import type { Queryable } from './database.ts';
 
-/** What a repository owns: its members, Actions data, runs with their tasks, runners, workflow states and hooks. */
+/** What a repository owns: its members, Actions data, runs with their tasks, runners, workflow states, schedules and hooks. */
 export async function deleteRowsOwnedByRepository(tx: Queryable, repoId: number): Promise<void> {
   await tx.deleteFrom('collaboration').where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('team_repo').where('repo_id', '=', repoId).execute();
@@ -22,6 +22,7 @@ export async function deleteRowsOwnedByRepository(tx: Queryable, repoId: number)
   await tx.deleteFrom('action_runner_token').where('owner_id', '=', 0).where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('action_tasks_version').where('owner_id', '=', 0).where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('action_workflow_state').where('repo_id', '=', repoId).execute();
+  await tx.deleteFrom('action_schedule').where('repo_id', '=', repoId).execute();
   await deleteWebhooksOfScope(tx, 0, repoId);
 }
 

@@ -311,6 +311,27 @@ export interface ActionWorkflowStateTable {
   created: number;
 }
 
+/** One `cron:` entry of a default-branch workflow (migration 0013). */
+export interface ActionScheduleTable {
+  id: Generated<number>;
+  repo_id: number;
+  owner_id: number;
+  workflow_id: string;
+  workflow_directory: string;
+  /** The default branch, `refs/heads/<name>`. */
+  ref: string;
+  commit_sha: string;
+  /** The `cron:` text as written. */
+  spec: string;
+  /** The `timezone:` key; '' when absent. */
+  time_zone: string;
+  /** Unix seconds of the next tick to fire. */
+  next: number;
+  /** Unix seconds of the last tick fired (0: none yet). */
+  prev: number;
+  created: number;
+}
+
 export interface WebhookTable {
   id: Generated<number>;
   owner_id: Generated<number>;
@@ -394,6 +415,7 @@ export interface Database {
   action_task_step: ActionTaskStepTable;
   action_task_output: ActionTaskOutputTable;
   action_workflow_state: ActionWorkflowStateTable;
+  action_schedule: ActionScheduleTable;
   webhook: WebhookTable;
   hook_task: HookTaskTable;
   hook_task_attempt: HookTaskAttemptTable;

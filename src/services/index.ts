@@ -15,6 +15,8 @@ import type { SecretService } from './actions/secrets.ts';
 import type { TaskReportService } from './actions/task-reports.ts';
 import type { VariableService } from './actions/variables.ts';
 import type { WorkflowService } from './actions/workflows.ts';
+import type { Scheduler } from './actions/scheduler.ts';
+import type { ScheduleService } from './actions/schedules.ts';
 import type { AuthenticationService } from './authentication.ts';
 import type { DomainEvents } from './events.ts';
 import type { GitRepositories } from './git-repositories.ts';
@@ -49,6 +51,10 @@ export interface Services {
   jobLogs: JobLogService;
   /** The workflows API: the default branch's workflow files, enable/disable, runs per workflow. */
   workflows: WorkflowService;
+  /** `on: schedule`: registration from the default branch, and the run of one tick. */
+  schedules: ScheduleService;
+  /** Fires due schedule ticks (a background worker, started by the server). */
+  scheduler: Scheduler;
   /** Unblocks jobs and recomputes a run's status after its jobs change (the runner protocol calls it). */
   runProgress: RunProgress;
   /** Registration tokens and the runners REST API. */

@@ -64,6 +64,12 @@ export class RepoService {
     private readonly clock: Clock,
     private readonly git: GitRepositories,
     private readonly events: DomainEvents,
+    /**
+     * After an edit that changes where schedules come from or whether they
+     * run (archived, the Actions unit, the default branch): schedules.ts
+     * syncRepository, as Forgejo's services/repository/setting.go does.
+     */
+    private readonly afterScheduleSourceChange: (repo: Repository) => Promise<void> = async () => {},
   ) {}
 
   /** Where a repository's bare git directory lives. */
@@ -178,7 +184,7 @@ export class RepoService {
       }
     }
     try {
-      return await this.db.transaction().execute(async (tx) => {
+      const updated = await this.db.transaction().execute(async (tx) => {
         if (renamed) {
           const clash = await findRepository(tx, owner.id, input.name as string);
           if (clash && clash.id !== repo.id) throw AppError.conflict(EXISTS_MESSAGE);
@@ -194,6 +200,13 @@ export class RepoService {
         }
         return updated;
       });
+      if (
+        updated.isArchived !== repo.isArchived ||
+        updated.units.actions !== repo.units.actions ||
+        updated.defaultBranch !== repo.defaultBranch
+      )
+        await this.afterScheduleSourceChange(updated);
+      return updated;
     } catch (error) {
       if (isUniqueViolation(error)) throw AppError.conflict(EXISTS_MESSAGE);
       throw error;

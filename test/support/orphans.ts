@@ -76,6 +76,10 @@ export const OWNER_REFERENCES: Readonly<Record<string, readonly OwnerRef[]>> = {
   action_runner_token: scope(),
   action_tasks_version: scope(),
   action_workflow_state: [{ column: 'repo_id', parent: REPO }],
+  action_schedule: [
+    { column: 'repo_id', parent: REPO },
+    { column: 'owner_id', parent: USER },
+  ],
   webhook: scope(),
   hook_task: [{ column: 'hook_id', parent: 'webhook' }],
   hook_task_attempt: [{ column: 'task_id', parent: 'hook_task' }],

@@ -172,8 +172,21 @@ function convertTemplate(context: TemplateContext, root: TemplateToken): Convers
       }
     }
   }
-  return { events, errors: context.errors.getErrors().map((error) => firstLine(error.message)) };
+  const errors = context.errors
+    .getErrors()
+    .map((error) => firstLine(error.message))
+    .filter((message) => !message.endsWith(GITHUB_CRON_ERROR));
+  return { events, errors };
 }
+
+/**
+ * The parser checks `cron:` against GitHub's dialect, which has no `TZ=`,
+ * `@every` or descriptors. Forgejo reads schedules with its own dialect
+ * (modules/cron-spec.ts) and a spec it rejects costs that schedule only, not
+ * the workflow's other triggers: the entry is kept here, unchecked, and the
+ * schedule registration reports it (services/actions/schedules.ts).
+ */
+const GITHUB_CRON_ERROR = "Invalid cron expression. Expected format: '* * * * *' (minute hour day month weekday)";
 
 const FILTER_KEYS = ['branches', 'branches-ignore', 'tags', 'tags-ignore', 'paths', 'paths-ignore'] as const;
 

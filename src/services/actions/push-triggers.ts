@@ -23,6 +23,7 @@ import type { PushCommitLogReader } from '../push-payloads.ts';
 import type { DomainEvents, PushedRef } from '../events.ts';
 import { webhooksMayWantPush } from '../webhooks/outbox.ts';
 import type { RunCreator } from './run-creator.ts';
+import type { ScheduleService } from './schedules.ts';
 import type { WorkflowCatalog, WorkflowFile } from './workflow-catalog.ts';
 
 export interface PushContext {
@@ -49,6 +50,7 @@ export class PushTriggers {
     private readonly events: DomainEvents,
     private readonly catalog: WorkflowCatalog,
     private readonly runs: RunCreator,
+    private readonly schedules: ScheduleService,
     private readonly rootUrl: string,
     private readonly logger: Logger,
   ) {}
@@ -69,6 +71,16 @@ export class PushTriggers {
         commitLog,
       }),
     );
+    // Before the Actions user's early return: its pushes to the default branch re-register
+    // schedules too (Forgejo's notifier_helper.go handles schedules before checking the doer).
+    try {
+      await this.schedules.onPush(ctx.repo, updates);
+    } catch (error) {
+      this.logger.error(
+        { err: error, repo: `${ctx.owner.name}/${ctx.repo.name}` },
+        'could not register the schedules of a push',
+      );
+    }
     if (!ctx.repo.units.actions || ctx.repo.isArchived || isActionsUser(ctx.pusher)) return;
     for (const update of updates) {
       try {

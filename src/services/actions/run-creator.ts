@@ -12,7 +12,7 @@ import { expandJobs, evaluateRunTitle } from '../../modules/workflows/expand-job
 import type { ExpansionContext } from '../../modules/workflows/expand-jobs.ts';
 import { insertRunWithJobs } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, NewJob } from '../../models/action-runs.ts';
-import type { Db } from '../../models/database.ts';
+import type { Db, Queryable } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
@@ -45,6 +45,19 @@ export interface RunTrigger {
    * (dispatch: the caller is there to read it).
    */
   overLimit?: 'fail' | 'refuse';
+  /**
+   * Runs first in the run's transaction (schedules: the claim of the tick).
+   * False means another process took this trigger: nothing is written and
+   * create throws TriggerTaken.
+   */
+  claim?: (tx: Queryable) => Promise<boolean>;
+  /** The schedule whose tick this is (the run's ScheduleID). */
+  scheduleId?: number;
+}
+
+/** The trigger's claim was lost to another process (RunTrigger.claim); no run was created. */
+export class TriggerTaken extends Error {
+  override readonly name = 'TriggerTaken';
 }
 
 export interface CreatedRun {
@@ -114,6 +127,7 @@ export class RunCreator {
     // the reason, so the author sees why nothing happened.
     const invalid = errors.length > 0;
     return this.db.transaction().execute(async (tx) => {
+      if (trigger.claim !== undefined && !(await trigger.claim(tx))) throw new TriggerTaken('trigger already taken');
       const created = await insertRunWithJobs(
         tx,
         {
@@ -128,6 +142,7 @@ export class RunCreator {
           event: trigger.event,
           eventPayload: JSON.stringify(trigger.payload),
           triggerEvent: trigger.triggerEvent,
+          ...(trigger.scheduleId !== undefined ? { scheduleId: trigger.scheduleId } : {}),
           status: invalid ? ActionStatus.failure : aggregateJobStatus(jobs.map((j) => j.status)),
           ...(invalid ? { preExecutionError: errors.join('\n'), stopped: now } : {}),
         },

@@ -28,6 +28,7 @@ import type { ActionWorkflowJson } from '../../api-types/workflow-schemas.ts';
 import { apiTime } from '../convert.ts';
 import type { GitRepositories } from '../git-repositories.ts';
 import type { RunWithUser } from './runs.ts';
+import type { ScheduleService } from './schedules.ts';
 import type { WorkflowCatalog, WorkflowFile } from './workflow-catalog.ts';
 
 /** Go's zero time.Time, what Gitea puts in `deleted_at`. */
@@ -75,6 +76,7 @@ export class WorkflowService {
     private readonly clock: Clock,
     private readonly catalog: WorkflowCatalog,
     private readonly git: GitRepositories,
+    private readonly schedules: ScheduleService,
     private readonly rootUrl: string,
   ) {}
 
@@ -101,6 +103,9 @@ export class WorkflowService {
   async setDisabled(repo: Repository, workflowId: string, disabled: boolean): Promise<void> {
     if ((await this.find(repo, workflowId)) === null) throw notFound(workflowId);
     await setWorkflowDisabled(this.db, repo.id, workflowId, disabled, this.clock.nowSec());
+    // A disabled workflow's schedules go; enabling registers them again from the default branch.
+    if (disabled) await this.schedules.removeWorkflow(repo.id, workflowId);
+    else await this.schedules.syncRepository(repo);
   }
 
   /**
@@ -174,6 +179,7 @@ export class WorkflowService {
     const name = escapePath(file.name);
     const branch = escapePath(repo.defaultBranch);
     const time = apiTime(authorSec);
+    const scheduleErrors = this.schedules.scheduleProblems(file);
     return {
       id: file.name,
       name: file.parsed.name !== undefined && file.parsed.name !== '' ? file.parsed.name : file.name,
@@ -185,6 +191,7 @@ export class WorkflowService {
       html_url: `${html}/src/branch/${branch}/${escapePath(file.dir)}/${name}`,
       badge_url: `${html}/actions/workflows/${encodeURIComponent(file.name)}/badge.svg?branch=${encodeURIComponent(repo.defaultBranch)}`,
       deleted_at: GO_ZERO_TIME,
+      ...(scheduleErrors.length > 0 ? { schedule_errors: scheduleErrors } : {}),
     };
   }
 }

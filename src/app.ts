@@ -36,11 +36,11 @@ import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
 import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
+import { API_CACHE_CONTROL } from './http/api-cache-control.ts';
 
 const JSON_TYPE = 'application/json;charset=utf-8';
 /** Longest path segment the router accepts (longer: 414). */
 const MAX_PARAM_LENGTH = 500;
-const API_CACHE_CONTROL = 'max-age=0, private, must-revalidate, no-transform';
 
 // Bodies are validated strictly (no type coercion: a number is not a string, as
 // in Go's decoder); unknown keys are dropped. Query strings and path parameters

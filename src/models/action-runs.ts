@@ -402,6 +402,28 @@ export async function listJobsOfRun(db: Queryable, runId: number): Promise<Actio
   return rows.map(jobFromRow);
 }
 
+/**
+ * Each run's attempt, for GitHub's `run_attempt` (Gitea's ToActionWorkflowRun
+ * sends its latest ActionRunAttempt's number): the highest attempt of the
+ * run's jobs, at least 1. A rerun, of the run or of some of its jobs, moves
+ * the rerun jobs to their next attempt at once (run-control.ts), so this is
+ * the run's attempt without a column of its own. One difference: a job
+ * requeued after its runner lost the claim also counts an attempt
+ * (task-claims.ts), which GitHub would not call a new run attempt.
+ */
+export async function runAttempts(db: Queryable, runIds: readonly number[]): Promise<Map<number, number>> {
+  const attempts = new Map<number, number>(runIds.map((id) => [id, 1]));
+  if (runIds.length === 0) return attempts;
+  const rows = await db
+    .selectFrom('action_run_job')
+    .select(['run_id', (eb) => eb.fn.max('attempt').as('attempt')])
+    .where('run_id', 'in', [...new Set(runIds)])
+    .groupBy('run_id')
+    .execute();
+  for (const row of rows) attempts.set(Number(row.run_id), Math.max(1, Number(row.attempt)));
+  return attempts;
+}
+
 /** The filters of Forgejo's runs list, all combined with AND; lists are OR within. */
 export interface RunFilter {
   events?: readonly string[];

@@ -300,6 +300,11 @@ for (const dialect of testDialects()) {
       const archived = await logOf(buildJobId);
       assert.equal(archived.status, 200);
       assert.equal(archived.headers.get('content-length'), String(fullBytes.length));
+      assert.deepEqual(
+        [archived.headers.get('cache-control'), archived.headers.get('x-request-id') !== null],
+        ['max-age=0, private, must-revalidate, no-transform', true],
+        'written past Fastify, the log still carries the headers every API answer has',
+      );
       assert.ok(
         archived.body.equals(fullBytes),
         'the archived log is byte-identical to what the runner sent, in the documented format',

@@ -70,7 +70,7 @@ interface JobRow {
 
 interface Payload {
   action: string;
-  workflow_run?: { id: number };
+  workflow_run?: { id: number; run_attempt: number };
   workflow_job?: { id: number; run_id: number; run_attempt: number; status: string };
 }
 
@@ -637,7 +637,7 @@ for (const dialect of testDialects()) {
       );
     });
 
-    test('an attempt fires webhooks as a new run: workflow_run requested and workflow_job queued with run_attempt 2', async () => {
+    test('an attempt fires webhooks as a new run: workflow_run requested and workflow_job queued, both with run_attempt 2', async () => {
       const runId = await dispatch('hooks.yml');
       await runNext('rc-hooks', { work: Result.FAILURE });
       const ofRun = (event: string) =>
@@ -666,6 +666,24 @@ for (const dialect of testDialects()) {
         ofRun('workflow_job').some((p) => p.action === 'completed' && p.workflow_job?.run_attempt === 2),
       );
       await receiver.waitFor(() => ofRun('workflow_run').filter((p) => p.action === 'completed').length === 2);
+      assert.deepEqual(
+        ofRun('workflow_run')
+          .filter((p) => p.action !== 'in_progress')
+          .map((p) => [p.action, p.workflow_run?.run_attempt])
+          .sort(),
+        [
+          ['completed', 1],
+          ['completed', 2],
+          ['requested', 1],
+          ['requested', 2],
+        ],
+        "workflow_run carries the run's attempt (Gitea's ToActionWorkflowRun), 2 after the rerun",
+      );
+      const listed = await s.api('GET', '/repos/acme/app/actions/workflows/hooks.yml/runs', { token: owner.token });
+      const entry = (listed.json as { workflow_runs: Array<{ id: number; run_attempt: number }> }).workflow_runs.find(
+        (r) => r.id === runId,
+      );
+      assert.equal(entry?.run_attempt, 2, "the workflow's runs list says the same");
     });
   });
 }

@@ -7,7 +7,8 @@
 //   past it (task-logs.ts). A log archived between that read and the open is
 //   found again through a fresh read of the task.
 // - Nothing is held whole in memory: the plain file and the gunzipped archive
-//   are streamed; a byte range of an archive is reached by skipping
+//   are streamed (one job's log through buffers reused for the whole
+//   download, log-body.ts); a byte range of an archive is reached by skipping
 //   decompressed bytes; the zip is written entry by entry (zip-stream.ts).
 // - Failures after the answer started cannot change its status: in the zip a
 //   log that cannot be read becomes a `.MISSING` entry, one cut mid-stream a
@@ -23,6 +24,7 @@ import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import { findJobTaskByAttempt, findJobTaskById } from '../../models/run-jobs.ts';
 import type { JobTask } from '../../models/run-jobs.ts';
+import type { LogBody } from './log-body.ts';
 import type { TaskLogStore } from './task-logs.ts';
 import { jobOfRepo, runOfRepo } from './jobs.ts';
 
@@ -37,8 +39,8 @@ export interface JobLog {
   modified: number;
   /** Bytes of the whole log as served now. */
   size: number;
-  /** Bytes `start`..`end` (inclusive, within `size`) as a stream. */
-  read(start: number, end: number): Promise<Readable>;
+  /** Bytes `start`..`end` (inclusive, within `size`), opened: a missing log has failed here, before any byte is sent. */
+  read(start: number, end: number): Promise<LogBody>;
 }
 
 function isMissing(error: unknown): boolean {
@@ -122,7 +124,7 @@ export class JobLogService {
       }
       let stream: Readable;
       try {
-        stream = await this.openRange(task, 0, task.logSize - 1);
+        stream = (await this.openRange(task, 0, task.logSize - 1)).stream();
       } catch {
         yield* missing('log open failed: the log file cannot be read');
         continue;
@@ -135,7 +137,7 @@ export class JobLogService {
   }
 
   /** Opens a byte range of the task's log; a log archived meanwhile is looked up again and read from the archive. */
-  private async openRange(task: JobTask, start: number, end: number): Promise<Readable> {
+  private async openRange(task: JobTask, start: number, end: number): Promise<LogBody> {
     let current = task;
     for (let attempt = 1; ; attempt += 1) {
       try {

@@ -31,7 +31,8 @@
 // line. A running log is read only below the log_size the reader saw, so a
 // reader never sees bytes a runner has not been acknowledged; an archived log
 // is gunzipped on the fly and a byte range of it is reached by skipping
-// decompressed bytes, so neither is ever held whole in memory.
+// decompressed bytes, so neither is ever held whole in memory. A range is
+// served through log-body.ts, which reuses its buffers.
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -40,6 +41,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../modules/private-files.ts';
+import { ArchivedLogBody, EMPTY_LOG_BODY, PlainLogBody } from './log-body.ts';
+import type { LogBody } from './log-body.ts';
 
 /** Forgejo's MaxLineSize: a line's content is cut at 64 KiB. */
 export const MAX_LOG_LINE_BYTES = 64 * 1024;
@@ -165,33 +168,6 @@ async function* splitLines(source: AsyncIterable<Buffer>): AsyncGenerator<string
     rest = Buffer.from(data);
   }
   if (rest.length > 0) yield rest.toString('utf8');
-}
-
-/** Skips `skip` bytes of a stream, then yields `length` bytes and stops reading (closing the source). */
-async function* sliceBytes(source: Readable, skip: number, length: number): AsyncGenerator<Buffer> {
-  let toSkip = skip;
-  let left = length;
-  try {
-    for await (const chunk of source as AsyncIterable<Buffer>) {
-      let data = chunk;
-      if (toSkip > 0) {
-        if (data.length <= toSkip) {
-          toSkip -= data.length;
-          continue;
-        }
-        data = data.subarray(toSkip);
-        toSkip = 0;
-      }
-      if (data.length >= left) {
-        yield data.subarray(0, left);
-        return;
-      }
-      left -= data.length;
-      yield data;
-    }
-  } finally {
-    source.destroy();
-  }
 }
 
 export class TaskLogStore {
@@ -364,25 +340,18 @@ export class TaskLogStore {
   }
 
   /**
-   * Bytes `start`..`end` (inclusive) of the committed log, streamed: from the
-   * plain file directly, or through gunzip, skipping the decompressed bytes
-   * before `start`. The caller keeps `end` below the committed size (the
-   * archive holds exactly that many bytes). Throws ENOENT as `open` does.
+   * Bytes `start`..`end` (inclusive) of the committed log, opened but not
+   * yet read: from the plain file directly, or through gunzip, skipping the
+   * decompressed bytes before `start`. The caller keeps `end` below the
+   * committed size (the archive holds exactly that many bytes). Throws
+   * ENOENT as `open` does, before anything is sent.
    */
-  async openRange(location: LogLocation, start: number, end: number): Promise<Readable> {
-    if (end < start || location.filename === '' || (!location.inStorage && location.size === 0))
-      return Readable.from([]);
-    const file = this.resolve(location.filename);
-    const handle = await fs.open(file, 'r');
-    if (!location.inStorage) return handle.createReadStream({ start, end });
-    const gunzip = createGunzip();
-    // Small compressed reads: each inflates to several times its size before backpressure applies.
-    const raw = handle.createReadStream({ highWaterMark: 16 * 1024 });
-    raw.on('error', (error) => gunzip.destroy(error));
-    gunzip.on('close', () => raw.destroy());
-    raw.pipe(gunzip);
-    if (start === 0 && end === location.size - 1) return gunzip;
-    return Readable.from(sliceBytes(gunzip, start, end - start + 1), { objectMode: false });
+  async openRange(location: LogLocation, start: number, end: number): Promise<LogBody> {
+    if (end < start || location.filename === '' || (!location.inStorage && location.size === 0)) return EMPTY_LOG_BODY;
+    const handle = await fs.open(this.resolve(location.filename), 'r');
+    return location.inStorage
+      ? new ArchivedLogBody(handle, start, end - start + 1, start === 0 && end === location.size - 1)
+      : new PlainLogBody(handle, start, end);
   }
 
   async *lines(stream: Readable, options: ReadLogOptions = {}): AsyncGenerator<string> {

@@ -18,7 +18,7 @@ import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import type { RunFilter, Slice } from '../../models/action-runs.ts';
-import { countRuns, listRuns } from '../../models/action-runs.ts';
+import { countRuns, listRuns, runAttempts } from '../../models/action-runs.ts';
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
@@ -118,7 +118,7 @@ export class WorkflowService {
     workflowId: string,
     query: WorkflowRunsQuery,
     slice: Slice,
-  ): Promise<{ runs: RunWithUser[]; total: number }> {
+  ): Promise<{ runs: (RunWithUser & { attempt: number })[]; total: number }> {
     const filter: RunFilter = { workflowId };
     if (query.event !== undefined && query.event !== '') filter.events = [query.event];
     if (query.branch !== undefined && query.branch !== '') filter.ref = `refs/heads/${query.branch}`;
@@ -144,11 +144,24 @@ export class WorkflowService {
       listRuns(this.db, repo.id, filter, slice),
       countRuns(this.db, repo.id, filter),
     ]);
-    const users = await findAccountsByIds(
-      this.db,
-      runs.map((run) => run.triggerUserId),
-    );
-    return { runs: runs.map((run) => ({ run, triggerUser: users.get(run.triggerUserId) ?? ghostUser() })), total };
+    const [users, attempts] = await Promise.all([
+      findAccountsByIds(
+        this.db,
+        runs.map((run) => run.triggerUserId),
+      ),
+      runAttempts(
+        this.db,
+        runs.map((run) => run.id),
+      ),
+    ]);
+    return {
+      runs: runs.map((run) => ({
+        run,
+        triggerUser: users.get(run.triggerUserId) ?? ghostUser(),
+        attempt: attempts.get(run.id) ?? 1,
+      })),
+      total,
+    };
   }
 
   private async defaultHead(repo: Repository): Promise<{ oid: string; authorSec: number } | null> {

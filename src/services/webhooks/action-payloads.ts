@@ -83,8 +83,11 @@ export function actionRunPayload(
   };
 }
 
-/** Gitea's ActionWorkflowRun: the `workflow_run` of a webhook and an entry of the workflows API's runs list. */
-export function workflowRunObject(ctx: ActionHookContext, run: ActionRun): ActionWorkflowRunJson {
+/**
+ * Gitea's ActionWorkflowRun: the `workflow_run` of a webhook and an entry of
+ * the workflows API's runs list. `attempt`: the run's attempt (runAttempts).
+ */
+export function workflowRunObject(ctx: ActionHookContext, run: ActionRun, attempt: number): ActionWorkflowRunJson {
   const { api, html } = urls(ctx);
   const { status, conclusion } = githubStatusOf(run.status);
   const repository = toApiRepo(ctx.repo, ctx.owner, AccessMode.none, ANONYMOUS_VIEWER, ctx.rootUrl);
@@ -96,7 +99,7 @@ export function workflowRunObject(ctx: ActionHookContext, run: ActionRun): Actio
     display_title: run.title,
     path: `${run.workflowId}@${run.ref}`,
     event: run.event,
-    run_attempt: 1,
+    run_attempt: attempt,
     run_number: run.index,
     repository_id: run.repoId,
     head_sha: run.commitSha,
@@ -115,8 +118,8 @@ export function workflowRunObject(ctx: ActionHookContext, run: ActionRun): Actio
   };
 }
 
-/** Gitea's WorkflowRunPayload. */
-export function workflowRunPayload(ctx: ActionHookContext, run: ActionRun): Record<string, unknown> {
+/** Gitea's WorkflowRunPayload; `attempt` as workflowRunObject. */
+export function workflowRunPayload(ctx: ActionHookContext, run: ActionRun, attempt: number): Record<string, unknown> {
   const { api, html } = urls(ctx);
   const file = encodeURIComponent(run.workflowId);
   const branch = encodeURIComponent(ctx.repo.defaultBranch);
@@ -133,7 +136,7 @@ export function workflowRunPayload(ctx: ActionHookContext, run: ActionRun): Reco
       html_url: `${html}/src/branch/${branch}/${run.workflowDirectory}/${file}`,
       badge_url: `${html}/actions/workflows/${file}/badge.svg?branch=${branch}`,
     },
-    workflow_run: workflowRunObject(ctx, run),
+    workflow_run: workflowRunObject(ctx, run, attempt),
     ...common(ctx),
   };
 }

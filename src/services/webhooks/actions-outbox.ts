@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { ActionStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
-import { findPreviousFinishedRun } from '../../models/action-runs.ts';
+import { findPreviousFinishedRun, runAttempts } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import { findTaskSummary } from '../../models/action-tasks.ts';
 import type { Queryable } from '../../models/database.ts';
@@ -117,8 +117,16 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
     previous: ActionRun | null,
   ): Promise<void> => {
     // One workflow_run per GitHub-level step (requested, in_progress, completed), not per aggregate status change.
-    if (previous === null || workflowRunAction(previous) !== workflowRunAction(run))
-      await enqueue(tx, subs.get('workflow_run'), 'workflow_run', workflowRunPayload(ctx, run));
+    const runHooks = subs.get('workflow_run');
+    if (
+      runHooks !== undefined &&
+      runHooks.length > 0 &&
+      (previous === null || workflowRunAction(previous) !== workflowRunAction(run))
+    ) {
+      // Read in the rerun's own transaction: the rerun jobs already carry their new attempt.
+      const attempt = (await runAttempts(tx, [run.id])).get(run.id) ?? 1;
+      await enqueue(tx, runHooks, 'workflow_run', workflowRunPayload(ctx, run, attempt));
+    }
     const previousStatus = previous?.status ?? ActionStatus.unknown;
     if (!isDone(run.status)) return;
     const success = run.status === ActionStatus.success;

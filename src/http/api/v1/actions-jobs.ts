@@ -8,7 +8,9 @@ import { Type } from 'typebox';
 import { parseByteRange } from '../../../modules/byte-range.ts';
 import { parseIdParam } from '../../../modules/pagination.ts';
 import { toActionRunJob, toActionWorkflowJob } from '../../../services/convert-jobs.ts';
+import { API_CACHE_CONTROL } from '../../api-cache-control.ts';
 import { requireRepo } from '../../request-context.ts';
+import { sendWritten } from '../../send-written.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { ActionRunJobArray, ActionWorkflowJob } from '../../../api-types/job-schemas.ts';
 import { errorResponses } from '../../../api-types/schemas.ts';
@@ -125,7 +127,10 @@ export function actionsJobRoutes(app: ApiApp, ctx: RouteContext): void {
       // HEAD (Fastify's automatic route): the headers only, without reading the log.
       // (An empty stream: a string body would have Fastify reset Content-Length to 0.)
       if (req.method === 'HEAD') return reply.send(Readable.from([]));
-      return reply.send(await log.read(start, end));
+      const body = await log.read(start, end);
+      // Written, not piped: the body reuses its buffers (log-body.ts); onSend does not run for it.
+      reply.header('Cache-Control', API_CACHE_CONTROL);
+      return sendWritten(reply, (sink) => body.writeTo(sink));
     },
   );
 

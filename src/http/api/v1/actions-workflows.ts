@@ -130,8 +130,8 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
       setTotalCount(reply, total);
       const nowSec = Math.floor(Date.now() / 1000);
       return {
-        workflow_runs: runs.map(({ run, triggerUser }) =>
-          workflowRunObject({ repo, owner, triggerUser, rootUrl: config.rootUrl, nowSec }, run),
+        workflow_runs: runs.map(({ run, triggerUser, attempt }) =>
+          workflowRunObject({ repo, owner, triggerUser, rootUrl: config.rootUrl, nowSec }, run, attempt),
         ),
         total_count: total,
       };

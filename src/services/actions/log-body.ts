@@ -1,0 +1,235 @@
+// A byte range of one stored task log, opened and ready to be served
+// (task-logs.ts opens it; job-logs.ts serves it).
+//
+// Why not just a Readable: a 100 MB download through fs.createReadStream or
+// zlib allocates a fresh buffer per chunk, and 100 MB of short-lived
+// ArrayBuffers is released only when V8 gets round to collecting their
+// wrappers: the server's RSS grew by 31–36 MB per download (issue 14's bench,
+// target ≤ 32 MB). writeTo copies the range into the response through
+// buffers allocated once per download instead:
+//
+// - plain log: two buffers, alternately filled by a file read and handed to
+//   the sink. A buffer is refilled only after the sink's write callback, so
+//   the socket (which may still hold it in the kernel's send path until then)
+//   never sees it change. One read overlaps one write.
+// - archived log: the compressed file is read into one reused buffer and
+//   written to gunzip, again refilled only after gunzip's write callback
+//   (zlib is done with its input then). zlib's output chunks are its own
+//   fresh buffers (Node offers no public way to inflate into a caller's
+//   buffer), so they are written as pipe() would: waiting only for 'drain'.
+//
+// stream() is the plain Readable, for consumers that are not a socket (the
+// run-logs zip). Use exactly one of writeTo and stream, once: either closes
+// the file when it is done, or fails.
+import type { FileHandle } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import type { Writable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type { Gunzip } from 'node:zlib';
+
+/** One read of a plain log: large enough for few system calls, two per download. */
+const PLAIN_CHUNK_BYTES = 64 * 1024;
+/** One read of an archive: 16 KiB of gzip inflates to several times that before backpressure applies. */
+const ARCHIVE_CHUNK_BYTES = 16 * 1024;
+
+export interface LogBody {
+  /**
+   * Writes the bytes into `sink` (without ending it) and closes the file.
+   * Rejects when reading fails, when the file holds fewer bytes than
+   * promised, or when `sink` fails or closes first.
+   */
+  writeTo(sink: Writable): Promise<void>;
+  /** The bytes as a stream; the file closes when it ends or is destroyed. */
+  stream(): Readable;
+}
+
+export const EMPTY_LOG_BODY: LogBody = {
+  writeTo: async () => {},
+  stream: () => Readable.from([]),
+};
+
+/**
+ * Writes `chunk` and resolves once `sink` is done with it, so its buffer may
+ * be refilled. A sink destroyed meanwhile (the client went away) may never
+ * call back for a write it had accepted: its 'close' rejects instead.
+ */
+function writeAndWait(sink: Writable, chunk: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onClose = (): void => reject(new Error('the stream closed before the write completed'));
+    sink.once('close', onClose);
+    sink.write(chunk, (error) => {
+      sink.off('close', onClose);
+      if (error) reject(error);
+      else resolve();
+    });
+  });
+}
+
+/**
+ * Writes a chunk the sink may keep (nothing refills it) and waits only when
+ * the sink asks for it ('drain'), as pipe() does; rejects if the sink closes
+ * meanwhile.
+ */
+async function writeWithBackpressure(sink: Writable, chunk: Buffer): Promise<void> {
+  if (sink.write(chunk)) return;
+  // A destroyed sink refuses every write and will never drain.
+  if (sink.destroyed) throw new Error('the stream closed before it drained');
+  await new Promise<void>((resolve, reject) => {
+    const onDrain = (): void => {
+      sink.off('close', onClose);
+      resolve();
+    };
+    const onClose = (): void => {
+      sink.off('drain', onDrain);
+      reject(new Error('the stream closed before it drained'));
+    };
+    sink.once('drain', onDrain);
+    sink.once('close', onClose);
+  });
+}
+
+/** Error for a file shorter than the committed size said (never expected: the database is the truth). */
+function shortFile(): Error {
+  return new Error('the log file ended before its committed size');
+}
+
+/** Skips `skip` bytes of a stream, then yields `length` bytes and stops reading (closing the source). */
+async function* sliceBytes(source: Readable, skip: number, length: number): AsyncGenerator<Buffer> {
+  let toSkip = skip;
+  let left = length;
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      let data = chunk;
+      if (toSkip > 0) {
+        if (data.length <= toSkip) {
+          toSkip -= data.length;
+          continue;
+        }
+        data = data.subarray(toSkip);
+        toSkip = 0;
+      }
+      if (data.length >= left) {
+        yield data.subarray(0, left);
+        return;
+      }
+      left -= data.length;
+      yield data;
+    }
+    if (left > 0) throw shortFile();
+  } finally {
+    source.destroy();
+  }
+}
+
+/** Bytes `start`..`end` (inclusive) of a plain log file. */
+export class PlainLogBody implements LogBody {
+  constructor(
+    private readonly handle: FileHandle,
+    private readonly start: number,
+    private readonly end: number,
+  ) {}
+
+  async writeTo(sink: Writable): Promise<void> {
+    const buffers = [Buffer.allocUnsafeSlow(PLAIN_CHUNK_BYTES), Buffer.allocUnsafeSlow(PLAIN_CHUNK_BYTES)];
+    let position = this.start;
+    let next = 0;
+    let writing: Promise<void> | null = null;
+    try {
+      while (position <= this.end) {
+        const buffer = buffers[next] as Buffer;
+        next = 1 - next;
+        const { bytesRead } = await this.handle.read(
+          buffer,
+          0,
+          Math.min(buffer.length, this.end - position + 1),
+          position,
+        );
+        if (bytesRead === 0) throw shortFile();
+        // The buffer read into now is the one not being written; the other is refilled next, so its write must be done.
+        if (writing !== null) await writing;
+        writing = writeAndWait(sink, buffer.subarray(0, bytesRead));
+        // Awaited above or below; until then a failed write must not count as unhandled.
+        writing.catch(() => {});
+        position += bytesRead;
+      }
+      if (writing !== null) await writing;
+    } finally {
+      await this.handle.close();
+    }
+  }
+
+  stream(): Readable {
+    return this.handle.createReadStream({ start: this.start, end: this.end });
+  }
+}
+
+/** Bytes `skip`..`skip + length - 1` of what a gzip log file inflates to. */
+export class ArchivedLogBody implements LogBody {
+  constructor(
+    private readonly handle: FileHandle,
+    private readonly skip: number,
+    private readonly length: number,
+    /** The range is the whole log: the stream needs no slicing. */
+    private readonly whole: boolean,
+  ) {}
+
+  async writeTo(sink: Writable): Promise<void> {
+    const gunzip = createGunzip();
+    const feeding = this.feed(gunzip);
+    let toSkip = this.skip;
+    let left = this.length;
+    try {
+      for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+        let data = chunk;
+        if (toSkip > 0) {
+          if (data.length <= toSkip) {
+            toSkip -= data.length;
+            continue;
+          }
+          data = data.subarray(toSkip);
+          toSkip = 0;
+        }
+        if (data.length > left) data = data.subarray(0, left);
+        await writeWithBackpressure(sink, data);
+        left -= data.length;
+        if (left === 0) break;
+      }
+      if (left > 0) throw shortFile();
+    } finally {
+      // Stops the feeder (its pending write fails or its next loop sees the stream destroyed).
+      gunzip.destroy();
+      await feeding;
+      await this.handle.close();
+    }
+  }
+
+  /** Reads the compressed file into one buffer, refilled after gunzip took each chunk; a failure destroys gunzip. */
+  private async feed(gunzip: Gunzip): Promise<void> {
+    const input = Buffer.allocUnsafeSlow(ARCHIVE_CHUNK_BYTES);
+    let position = 0;
+    try {
+      while (!gunzip.destroyed) {
+        const { bytesRead } = await this.handle.read(input, 0, input.length, position);
+        if (bytesRead === 0) {
+          gunzip.end();
+          return;
+        }
+        position += bytesRead;
+        await writeAndWait(gunzip, input.subarray(0, bytesRead));
+      }
+    } catch (error) {
+      gunzip.destroy(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  stream(): Readable {
+    const gunzip = createGunzip();
+    const raw = this.handle.createReadStream({ highWaterMark: ARCHIVE_CHUNK_BYTES });
+    raw.on('error', (error) => gunzip.destroy(error));
+    // pipe() never ends its source early: a reader that stops must close the file too.
+    gunzip.on('close', () => raw.destroy());
+    raw.pipe(gunzip);
+    if (this.whole) return gunzip;
+    return Readable.from(sliceBytes(gunzip, this.skip, this.length), { objectMode: false });
+  }
+}

@@ -23,6 +23,8 @@ import { decorateRequests } from './http/request-context.ts';
 import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
 import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
 import { actionsJobRoutes } from './http/api/v1/actions-jobs.ts';
+import { actionsArtifactRoutes } from './http/api/v1/actions-artifacts.ts';
+import { artifactTwirpRoutes } from './http/artifacts/twirp-routes.ts';
 import { actionsRunControlRoutes } from './http/api/v1/actions-run-control.ts';
 import { actionsWorkflowRoutes } from './http/api/v1/actions-workflows.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
@@ -191,6 +193,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       actionsSecretVariableRoutes(typed, ctx);
       actionsRunRoutes(typed, ctx);
       actionsJobRoutes(typed, ctx);
+      actionsArtifactRoutes(typed, ctx);
       actionsRunControlRoutes(typed, ctx);
       actionsWorkflowRoutes(typed, ctx);
       actionsRunnerRoutes(typed, ctx);
@@ -215,6 +218,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     },
     { prefix: '/api/actions' },
   );
+
+  // The artifact protocols runners' jobs speak (upload-artifact/download-artifact), at the instance's origin.
+  await app.register(async (artifacts) => {
+    useTransferDeadlines(artifacts, deadlines);
+    artifactTwirpRoutes(artifacts, services);
+  });
 
   return app as unknown as FastifyInstance;
 }

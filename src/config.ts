@@ -73,6 +73,12 @@ export interface Config {
    * instant `anchorMs`, so a test sees minutes of cron ticks in seconds.
    */
   readonly testSchedulerClock: { readonly anchorMs: number; readonly speed: number } | null;
+  /** Days an artifact is kept unless its upload asks for fewer or more (Forgejo's ARTIFACT_RETENTION_DAYS). */
+  readonly artifactRetentionDays: number;
+  /** Largest artifact in bytes. */
+  readonly artifactMaxBytes: number;
+  /** Most bytes the artifacts of one run may take together. */
+  readonly artifactMaxRunBytes: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -271,6 +277,23 @@ export const SETTINGS: readonly Setting[] = [
       'Tests only, never in production: `<anchor Unix ms>:<speed>` makes the schedule clock run `speed` (1 to 3600) times faster from that instant (every process of a test gets the same value).',
     default: '',
   },
+  {
+    key: 'GANTRY_ARTIFACT_RETENTION_DAYS',
+    description:
+      "Days an Actions artifact is kept when its upload names no retention (an upload's own `retention-days` wins); then its files are deleted and it shows as expired.",
+    default: '90',
+  },
+  {
+    key: 'GANTRY_ARTIFACT_MAX_SIZE',
+    description: 'Largest Actions artifact in bytes (as uploaded, zipped); bytes beyond it are refused with 413.',
+    default: '10737418240',
+  },
+  {
+    key: 'GANTRY_ARTIFACT_MAX_RUN_SIZE',
+    description:
+      'Most bytes the artifacts of one workflow run may take together; beyond it uploads are refused with 413.',
+    default: '53687091200',
+  },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   {
     key: 'GANTRY_BODY_LIMIT',
@@ -432,6 +455,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     actionsMaxJobsPerRun: readInt(env, 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', 256, 1, 10_000),
     actionsMaxRunPayloadBytes: readInt(env, 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', 16 * 1024 ** 2, 1024, 1024 ** 3),
     testSchedulerClock: parseTestSchedulerClock(read(env, 'GANTRY_TEST_SCHEDULER_CLOCK')),
+    artifactRetentionDays: readInt(env, 'GANTRY_ARTIFACT_RETENTION_DAYS', 90, 1, 36_500),
+    artifactMaxBytes: readInt(env, 'GANTRY_ARTIFACT_MAX_SIZE', 10 * 1024 ** 3, 1024, 1024 ** 5),
+    artifactMaxRunBytes: readInt(env, 'GANTRY_ARTIFACT_MAX_RUN_SIZE', 50 * 1024 ** 3, 1024, 1024 ** 5),
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

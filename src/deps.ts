@@ -62,6 +62,12 @@ import { MetricsService } from './services/metrics.ts';
 import { WebhookDeliveryWorker } from './services/webhooks/delivery-worker.ts';
 import { withRepositoryFiles } from './services/webhooks/payloads/repository-files.ts';
 import { WebhookRetention } from './services/webhooks/retention.ts';
+import { LocalObjectStorage } from './modules/storage/object-storage.ts';
+import { ArtifactService } from './services/actions/artifacts.ts';
+import { ArtifactRestService } from './services/actions/artifacts-rest.ts';
+import { ArtifactRetention } from './services/actions/artifact-retention.ts';
+import { ArtifactUrlSigner } from './services/actions/artifact-urls.ts';
+import { RuntimeTokens } from './services/actions/runtime-tokens.ts';
 
 export interface Deps {
   config: Config;
@@ -220,7 +226,12 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   );
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, schedules, config.rootUrl, logger);
   const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
-  subscribeOwnerDeletion(events, { removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId) });
+  const artifactStorage = new LocalObjectStorage(path.join(config.dataDir, 'actions_artifacts'));
+  const runtimeTokens = new RuntimeTokens(db, clock, keys);
+  subscribeOwnerDeletion(events, {
+    removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId),
+    removeRepositoryArtifacts: (repoId) => artifactStorage.removePrefix(String(repoId)),
+  });
   return {
     accounts: new AccountService(db, clock, hasher),
     accessTokens: new AccessTokenService(db, clock, credentialCache),
@@ -247,7 +258,23 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     runControl: new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs),
     runProgress,
     runners,
-    runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),
+    runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl, {
+      runtimeTokens,
+    }),
+    artifacts: new ArtifactService(
+      db,
+      clock,
+      artifactStorage,
+      runtimeTokens,
+      new ArtifactUrlSigner(keys, config.rootUrl),
+      {
+        maxArtifactBytes: config.artifactMaxBytes,
+        maxRunBytes: config.artifactMaxRunBytes,
+        retentionDays: config.artifactRetentionDays,
+      },
+    ),
+    artifactsRest: new ArtifactRestService(db, clock, artifactStorage),
+    artifactStorage,
     taskReports,
     webhooks,
     webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
@@ -261,6 +288,8 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
 
 /** How often each process looks for stuck tasks and abandoned jobs; every process does, safely (conditional updates). */
 const HOUSEKEEPING_INTERVAL_MS = 60_000;
+/** How often each process removes the files of expired and deleted artifacts. */
+const ARTIFACT_RETENTION_INTERVAL_MS = 3_600_000;
 /** How often each process prunes the webhook delivery history past its retention. */
 const WEBHOOK_RETENTION_INTERVAL_MS = 3_600_000;
 
@@ -295,11 +324,16 @@ function createBackgroundWork(
     onError: (error) =>
       logger.warn({ err: error }, 'pruning old webhook deliveries failed; it retries on its next pass'),
   });
+  const artifactRetention = new ArtifactRetention(db, clock, services.artifactStorage, {
+    onCleaned: (count) => logger.info({ count }, 'removed the files of expired and deleted artifacts'),
+    onError: (error) => logger.warn({ err: error }, 'artifact clean-up failed; it retries on its next pass'),
+  });
   return new BackgroundWork([
     { start: () => housekeeping.start(HOUSEKEEPING_INTERVAL_MS), stop: () => housekeeping.stop() },
     { start: () => webhookWorker.start(), stop: () => webhookWorker.stop() },
     { start: () => webhookRetention.start(WEBHOOK_RETENTION_INTERVAL_MS), stop: () => webhookRetention.stop() },
     // Every process fires due schedule ticks; each tick is claimed by one (services/actions/scheduler.ts).
     services.scheduler,
+    { start: () => artifactRetention.start(ARTIFACT_RETENTION_INTERVAL_MS), stop: () => artifactRetention.stop() },
   ]);
 }

@@ -12,6 +12,7 @@ import * as m0009 from './0009-workflow-states.ts';
 import * as m0010 from './0010-repo-hook-index.ts';
 import * as m0011 from './0011-commit-statuses.ts';
 import * as m0013 from './0013-action-schedules.ts';
+import * as m0015 from './0015-artifacts.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -26,4 +27,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0010-repo-hook-index': m0010,
   '0011-commit-statuses': m0011,
   '0013-action-schedules': m0013,
+  '0015-artifacts': m0015,
 };

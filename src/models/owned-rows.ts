@@ -4,7 +4,7 @@
 // goes": a table that names a repository, a user or an organization as its
 // owner must appear here, and test/orphans.test.ts fails for a table it does
 // not know. Run inside the transaction that deletes the owner's row; files
-// (git directories, task logs) are removed after that transaction commits.
+// (git directories, task logs, artifacts) are removed after that transaction commits.
 //
 // Rows that merely *mention* a deleted account (a run's trigger user, a task's
 // runner, a delivery's payload) are history and stay, as in Forgejo, which
@@ -51,7 +51,7 @@ export async function deleteRowsOwnedByAccount(tx: Queryable, accountId: number)
   await deleteWebhooksOfScope(tx, accountId, 0);
 }
 
-/** Runs, their jobs and tasks (with steps and outputs), the run counters and the commit statuses of a repository. */
+/** Runs, their jobs and tasks (with steps and outputs), the run counters, the commit statuses and the artifacts of a repository. */
 async function deleteRunsOfRepository(tx: Queryable, repoId: number): Promise<void> {
   const tasksOfRepo = tx.selectFrom('action_task').select('id').where('repo_id', '=', repoId);
   await tx.deleteFrom('action_task_output').where('task_id', 'in', tasksOfRepo).execute();
@@ -63,6 +63,7 @@ async function deleteRunsOfRepository(tx: Queryable, repoId: number): Promise<vo
   await tx.deleteFrom('action_run_index').where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('commit_status').where('repo_id', '=', repoId).execute();
   await tx.deleteFrom('commit_status_index').where('repo_id', '=', repoId).execute();
+  await tx.deleteFrom('action_artifact').where('repo_id', '=', repoId).execute();
 }
 
 /**

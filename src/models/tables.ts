@@ -178,6 +178,28 @@ export interface CommitStatusIndexTable {
   max_index: number;
 }
 
+export interface ActionArtifactTable {
+  id: Generated<number>;
+  run_id: number;
+  job_id: number;
+  task_id: number;
+  repo_id: number;
+  owner_id: number;
+  commit_sha: string;
+  artifact_name: string;
+  artifact_path: string;
+  storage_path: string;
+  file_size: Generated<number>;
+  file_compressed_size: Generated<number>;
+  content_encoding: Generated<string>;
+  staged_size: Generated<number>;
+  digest: Generated<string>;
+  status: number;
+  created: number;
+  updated: number;
+  expired_unix: number;
+}
+
 export interface ActionRunCountTable {
   id: Generated<number>;
   repo_id: number;
@@ -421,4 +443,5 @@ export interface Database {
   hook_task_attempt: HookTaskAttemptTable;
   commit_status: CommitStatusTable;
   commit_status_index: CommitStatusIndexTable;
+  action_artifact: ActionArtifactTable;
 }

@@ -18,7 +18,8 @@ import type { ActionRunJob } from './action-runs.ts';
 import { openDatabase } from './database.ts';
 import type { Queryable } from './database.ts';
 import { insertRunner } from './runners.ts';
-import type { Runner, RunnerScope } from './runners.ts';
+import type { Runner } from './runners.ts';
+import type { ScopeColumns } from '../modules/scope.ts';
 import {
   claimJob,
   findJobById,
@@ -39,7 +40,7 @@ function canRun(runsOn: readonly string[], labels: readonly string[]): boolean {
   return runsOn.every((label) => labels.includes(label));
 }
 
-function scopeOf(runner: Runner): RunnerScope {
+function scopeOf(runner: Runner): ScopeColumns {
   return { ownerId: runner.ownerId, repoId: runner.repoId };
 }
 
@@ -130,7 +131,7 @@ for (const dialect of testDialects()) {
       return created.jobs;
     };
 
-    const addRunner = (scope: RunnerScope, labels: readonly string[]) =>
+    const addRunner = (scope: ScopeColumns, labels: readonly string[]) =>
       insertRunner(
         scratch.handle.db,
         {

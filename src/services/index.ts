@@ -29,6 +29,9 @@ import type { HookDeliveryService } from './webhooks/deliveries.ts';
 import type { HookTestDelivery } from './webhooks/test-delivery.ts';
 import type { RepoService } from './repos.ts';
 import type { CommitStatusService } from './commit-statuses.ts';
+import type { ArtifactService } from './actions/artifacts.ts';
+import type { ArtifactRestService } from './actions/artifacts-rest.ts';
+import type { ObjectStorage } from '../modules/storage/object-storage.ts';
 
 export interface Services {
   accounts: AccountService;
@@ -45,6 +48,12 @@ export interface Services {
   runs: RunQueryService;
   /** Cancel, rerun and delete of runs (the run-control API). */
   runControl: RunControlService;
+  /** The v4 artifact protocol (runtime token, signed URLs). */
+  artifacts: ArtifactService;
+  /** Artifacts as the REST API shows them. */
+  artifactsRest: ArtifactRestService;
+  /** Where artifact files live. */
+  artifactStorage: ObjectStorage;
   /** The jobs of a run and one job, as the API shows them. */
   jobs: JobQueryService;
   /** Job logs as text and a run's logs as a zip, streamed. */

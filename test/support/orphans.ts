@@ -58,6 +58,10 @@ export const OWNER_REFERENCES: Readonly<Record<string, readonly OwnerRef[]>> = {
   action_run_index: [{ column: 'repo_id', parent: REPO }],
   commit_status: [{ column: 'repo_id', parent: REPO }],
   commit_status_index: [{ column: 'repo_id', parent: REPO }],
+  action_artifact: [
+    { column: 'repo_id', parent: REPO },
+    { column: 'owner_id', parent: USER },
+  ],
   action_run_count: [{ column: 'repo_id', parent: REPO }],
   action_run_job: [
     { column: 'run_id', parent: 'action_run' },

@@ -93,6 +93,19 @@ export class KeyRing {
     return this.current.encrypt(plaintext, associatedData);
   }
 
+  /**
+   * Keys derived for `purpose` (SecretCipher.deriveKey): the current key's to
+   * sign with, and every known key's to verify with, so what was signed before
+   * a rotation stays valid until it expires.
+   */
+  derivedKeys(purpose: string): { current: Buffer; all: Buffer[] } {
+    this.refreshIfStale();
+    return {
+      current: this.current.deriveKey(purpose),
+      all: [...this.ciphers.values()].map((cipher) => cipher.deriveKey(purpose)),
+    };
+  }
+
   decrypt(stored: string, associatedData: string): string {
     const keyId = KeyRing.keyIdOf(stored);
     if (!keyId) throw new Error('unknown secret format');

@@ -2,7 +2,7 @@
 // Stored form: "v1:<key id>:<base64 nonce|ciphertext|tag>". The associated data
 // binds a value to its place (scope and name), so a ciphertext copied to another
 // row fails to decrypt instead of leaking there.
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
@@ -41,6 +41,15 @@ export class SecretCipher {
       decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES)),
       decipher.final(),
     ]).toString('utf8');
+  }
+
+  /**
+   * A 32-byte key for another purpose (signing runtime tokens, artifact
+   * URLs), derived with HKDF-SHA256 so that no key serves two purposes and
+   * none reveals the encryption key.
+   */
+  deriveKey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `gantry:${purpose}`, 32));
   }
 
   /** How every value stored under key `keyId` begins (for finding values under other keys). */

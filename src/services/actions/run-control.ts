@@ -28,6 +28,7 @@ import type { Clock } from '../../modules/clock.ts';
 import { isWorkflowDisabled } from '../../models/workflow-states.ts';
 import { AppError } from '../../modules/errors.ts';
 import { rerunStatuses } from '../../modules/rerun-selection.ts';
+import { markForDeletion } from '../../models/artifacts.ts';
 import type { RerunSelection } from '../../modules/rerun-selection.ts';
 import {
   deleteFinishedRun,
@@ -170,6 +171,9 @@ export class RunControlService {
           if (!(await prepareNextAttempt(tx, job, status, randomUUID(), now)))
             throw AppError.conflict('the run changed meanwhile, try again');
         }
+        // Forgejo's rerun marks the run's artifacts for deletion (services/actions/rerun.go): the new
+        // attempt uploads its own; the retention pass removes the files.
+        await markForDeletion(tx, { runId: run.id, name: null }, now);
         const status = aggregateJobStatus((await listJobsOfRun(tx, run.id)).map((job) => job.status));
         const restarted = await restartRun(tx, current, status, now);
         if (restarted === undefined) throw AppError.conflict('the run changed meanwhile, try again');
@@ -199,6 +203,8 @@ export class RunControlService {
         const current = await this.runOf(tx, repo, run.id);
         const jobs = await listJobsOfRun(tx, run.id);
         if (!isDone(current.status) || !jobs.every((job) => isDone(job.status))) throw AppError.invalid(RUN_NOT_DONE);
+        // The artifacts' files go with the next retention pass; their rows stay as `deleted`.
+        await markForDeletion(tx, { runId: current.id, name: null }, this.clock.nowSec());
         const tasks = await deleteFinishedRun(tx, current);
         if (tasks === undefined) throw AppError.invalid(RUN_NOT_DONE);
         await this.events.record(tx, { type: 'actions.run.deleted', run: current, tasks });

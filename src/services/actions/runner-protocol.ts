@@ -40,6 +40,7 @@ import type { DomainEvents } from '../events.ts';
 import type { RunProgress } from './run-progress.ts';
 import type { SecretService } from './secrets.ts';
 import { TaskPayloadBuilder } from './task-payload.ts';
+import type { RuntimeTokens } from './runtime-tokens.ts';
 import type { TaskPayload } from './task-payload.ts';
 import { TasksVersionWatch } from './tasks-version-watch.ts';
 import type { VariableService } from './variables.ts';
@@ -97,6 +98,8 @@ export class RequestKeyBusyError extends Error {
 export interface RunnerProtocolOptions {
   /** FETCH_LONG_POLL_MS unless set (tests shorten it). */
   longPollMs?: number;
+  /** Signs the runtime token put in each task's context (artifacts). */
+  runtimeTokens?: RuntimeTokens;
 }
 
 function scopeOf(runner: Runner): ScopeColumns {
@@ -169,7 +172,7 @@ export class RunnerProtocolService {
     rootUrl: string,
     options: RunnerProtocolOptions = {},
   ) {
-    this.payloads = new TaskPayloadBuilder(db, secrets, variables, rootUrl);
+    this.payloads = new TaskPayloadBuilder(db, secrets, variables, rootUrl, options.runtimeTokens ?? null);
     this.longPollMs = options.longPollMs ?? FETCH_LONG_POLL_MS;
     this.watch = new TasksVersionWatch(db, VERSION_POLL_MS);
     // The run is recorded inside its (not yet committed) transaction: look a

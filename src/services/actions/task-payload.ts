@@ -10,6 +10,7 @@ import { findRepositoryById } from '../../models/repos.ts';
 import type { Repository } from '../../models/repos.ts';
 import { outputsOfTasks } from '../../models/task-claims.ts';
 import { findPossibleUserById } from '../../models/users.ts';
+import type { RuntimeTokens } from './runtime-tokens.ts';
 import type { SecretService } from './secrets.ts';
 import type { VariableService } from './variables.ts';
 
@@ -62,6 +63,8 @@ export class TaskPayloadBuilder {
     private readonly variables: VariableService,
     /** ROOT_URL with its trailing slash (Forgejo's AppURL). */
     private readonly rootUrl: string,
+    /** Signs the artifact protocols' runtime token; without it the context carries none (runners fall back to the task token). */
+    private readonly runtimeTokens: RuntimeTokens | null = null,
   ) {}
 
   /** The task payload of §1.10: workflow, github context, secrets, vars, needs. */
@@ -79,11 +82,25 @@ export class TaskPayloadBuilder {
     return {
       id: taskId,
       workflowPayload: job.workflowPayload,
-      context: this.githubContext(run, repo, job, triggerUser.name, token),
+      context: {
+        ...this.githubContext(run, repo, job, triggerUser.name, token),
+        ...this.runtimeTokenFields(taskId, job),
+      },
       secrets,
       vars: Object.fromEntries(await this.variables.variablesForRepo(repo)),
       needs: await this.needsOf(this.db, job),
     };
+  }
+
+  /**
+   * `gitea_runtime_token` (act_runner) and `forgejo_runtime_token` (forgejo-runner
+   * reads it first): the runner exports it as ACTIONS_RUNTIME_TOKEN for
+   * upload-artifact/download-artifact (Forgejo: services/actions/task.go).
+   */
+  private runtimeTokenFields(taskId: number, job: ActionRunJob): Record<string, string> {
+    if (this.runtimeTokens === null) return {};
+    const runtimeToken = this.runtimeTokens.issue({ taskId, runId: job.runId, jobId: job.id });
+    return { gitea_runtime_token: runtimeToken, forgejo_runtime_token: runtimeToken };
   }
 
   /** Forgejo's GenerateGiteaContext plus the task token. Strings unless noted, as the runner expects. */

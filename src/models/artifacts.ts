@@ -1,0 +1,395 @@
+// Actions artifacts (Forgejo's action_artifact, models/actions/artifact.go).
+// A row's `status` says where its bytes are: an upload in progress, a
+// complete file, or a file on its way out. Every transition is a conditional
+// update on the status it expects, so two processes (or a client's retries)
+// never both apply one — in particular only one retention pass claims a
+// row's files for deletion.
+import { sql } from 'kysely';
+import type { Queryable } from './database.ts';
+import { isUniqueViolation } from './database.ts';
+
+/** Forgejo's ArtifactStatus values (models/actions/artifact.go). */
+export const ArtifactStatus = {
+  uploadPending: 1,
+  uploadConfirmed: 2,
+  uploadError: 3,
+  expired: 4,
+  pendingDeletion: 5,
+  deleted: 6,
+} as const;
+
+export interface Artifact {
+  id: number;
+  runId: number;
+  jobId: number;
+  taskId: number;
+  repoId: number;
+  ownerId: number;
+  commitSha: string;
+  name: string;
+  path: string;
+  storagePath: string;
+  fileSize: number;
+  compressedSize: number;
+  contentEncoding: string;
+  stagedSize: number;
+  digest: string;
+  status: number;
+  created: number;
+  updated: number;
+  expiredUnix: number;
+}
+
+type Row = {
+  id: number;
+  run_id: number;
+  job_id: number;
+  task_id: number;
+  repo_id: number;
+  owner_id: number;
+  commit_sha: string;
+  artifact_name: string;
+  artifact_path: string;
+  storage_path: string;
+  file_size: number;
+  file_compressed_size: number;
+  content_encoding: string;
+  staged_size: number;
+  digest: string;
+  status: number;
+  created: number;
+  updated: number;
+  expired_unix: number;
+};
+
+function fromRow(row: Row): Artifact {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    jobId: row.job_id,
+    taskId: row.task_id,
+    repoId: row.repo_id,
+    ownerId: row.owner_id,
+    commitSha: row.commit_sha,
+    name: row.artifact_name,
+    path: row.artifact_path,
+    storagePath: row.storage_path,
+    fileSize: row.file_size,
+    compressedSize: row.file_compressed_size,
+    contentEncoding: row.content_encoding,
+    stagedSize: row.staged_size,
+    digest: row.digest,
+    status: row.status,
+    created: row.created,
+    updated: row.updated,
+    expiredUnix: row.expired_unix,
+  };
+}
+
+const LIVE = [ArtifactStatus.uploadPending, ArtifactStatus.uploadConfirmed];
+
+export interface NewArtifact {
+  runId: number;
+  jobId: number;
+  taskId: number;
+  repoId: number;
+  ownerId: number;
+  commitSha: string;
+  name: string;
+  path: string;
+  contentEncoding: string;
+  expiredUnix: number;
+}
+
+/**
+ * Forgejo's CreateArtifact: the run's live artifact of this name and path is
+ * reused (a new upload replaces its file), else a row is inserted. `storagePathOf`
+ * names the files of a new row by its id. A concurrent create of the same name
+ * loses the unique index and reuses the winner's row.
+ */
+export async function createOrReuseArtifact(
+  db: Queryable,
+  input: NewArtifact,
+  now: number,
+  storagePathOf: (id: number) => string,
+): Promise<Artifact> {
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const reused = await db
+      .updateTable('action_artifact')
+      .set({
+        job_id: input.jobId,
+        task_id: input.taskId,
+        commit_sha: input.commitSha,
+        content_encoding: input.contentEncoding,
+        status: ArtifactStatus.uploadPending,
+        staged_size: 0,
+        digest: '',
+        updated: now,
+        expired_unix: input.expiredUnix,
+      })
+      .where('run_id', '=', input.runId)
+      .where('artifact_name', '=', input.name)
+      .where('artifact_path', '=', input.path)
+      .where('status', 'in', LIVE)
+      .returningAll()
+      .executeTakeFirst();
+    if (reused !== undefined) return fromRow(reused);
+    try {
+      const inserted = await db
+        .insertInto('action_artifact')
+        .values({
+          run_id: input.runId,
+          job_id: input.jobId,
+          task_id: input.taskId,
+          repo_id: input.repoId,
+          owner_id: input.ownerId,
+          commit_sha: input.commitSha,
+          artifact_name: input.name,
+          artifact_path: input.path,
+          storage_path: '',
+          content_encoding: input.contentEncoding,
+          status: ArtifactStatus.uploadPending,
+          created: now,
+          updated: now,
+          expired_unix: input.expiredUnix,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      const row = await db
+        .updateTable('action_artifact')
+        .set({ storage_path: storagePathOf(inserted.id) })
+        .where('id', '=', inserted.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return fromRow(row);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+    }
+  }
+  throw new Error(`artifact ${input.name} of run ${input.runId} keeps changing; try again`);
+}
+
+export async function findArtifactById(db: Queryable, id: number): Promise<Artifact | undefined> {
+  const row = await db.selectFrom('action_artifact').selectAll().where('id', '=', id).executeTakeFirst();
+  return row === undefined ? undefined : fromRow(row);
+}
+
+/** The run's live artifact of this name (pending or confirmed). */
+export async function findLiveArtifact(db: Queryable, runId: number, name: string): Promise<Artifact | undefined> {
+  const row = await db
+    .selectFrom('action_artifact')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .where('artifact_name', '=', name)
+    .where('status', 'in', LIVE)
+    .orderBy('id', 'desc')
+    .executeTakeFirst();
+  return row === undefined ? undefined : fromRow(row);
+}
+
+/**
+ * Counts `bytes` more staged for a pending upload, unless that takes it past
+ * `maxBytes`; false when it would (nothing is counted then).
+ */
+export async function addStagedBytes(db: Queryable, id: number, bytes: number, maxBytes: number): Promise<boolean> {
+  const result = await db
+    .updateTable('action_artifact')
+    .set({ staged_size: sql<number>`staged_size + ${bytes}` })
+    .where('id', '=', id)
+    .where('status', '=', ArtifactStatus.uploadPending)
+    .where(sql<boolean>`staged_size + ${bytes} <= ${maxBytes}`)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Records the committed file of a pending upload (size and digest); false if the row is no longer pending. */
+export async function recordCommittedFile(
+  db: Queryable,
+  id: number,
+  size: number,
+  digest: string,
+  now: number,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('action_artifact')
+    .set({ file_size: size, file_compressed_size: size, digest, staged_size: 0, updated: now })
+    .where('id', '=', id)
+    .where('status', '=', ArtifactStatus.uploadPending)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Pending → confirmed; false when the row was not pending. */
+export async function confirmArtifact(db: Queryable, id: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('action_artifact')
+    .set({ status: ArtifactStatus.uploadConfirmed, updated: now })
+    .where('id', '=', id)
+    .where('status', '=', ArtifactStatus.uploadPending)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Bytes the run's live artifacts other than `exceptId` take (committed files and staged blocks). */
+export async function runArtifactBytes(db: Queryable, runId: number, exceptId: number): Promise<number> {
+  const row = await db
+    .selectFrom('action_artifact')
+    .select(sql<string | number | null>`sum(file_size + staged_size)`.as('total'))
+    .where('run_id', '=', runId)
+    .where('id', '!=', exceptId)
+    .where('status', 'in', LIVE)
+    .executeTakeFirst();
+  return Number(row?.total ?? 0);
+}
+
+export interface ArtifactFilter {
+  runId?: number;
+  name?: string;
+  id?: number;
+}
+
+/** The run's confirmed artifacts for the v4 ListArtifacts, oldest first. */
+export async function listConfirmedOfRun(db: Queryable, runId: number, filter: ArtifactFilter): Promise<Artifact[]> {
+  let query = db
+    .selectFrom('action_artifact')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .where('status', '=', ArtifactStatus.uploadConfirmed);
+  if (filter.name !== undefined) query = query.where('artifact_name', '=', filter.name);
+  if (filter.id !== undefined) query = query.where('id', '=', filter.id);
+  return (await query.orderBy('id').execute()).map(fromRow);
+}
+
+/** Marks the run's live artifacts of `name` (all names when null) for deletion; the rows marked. */
+export async function markForDeletion(
+  db: Queryable,
+  where: { runId: number; name: string | null },
+  now: number,
+): Promise<Artifact[]> {
+  let query = db
+    .updateTable('action_artifact')
+    .set({ status: ArtifactStatus.pendingDeletion, updated: now })
+    .where('run_id', '=', where.runId)
+    .where('status', 'in', [...LIVE, ArtifactStatus.expired]);
+  if (where.name !== null) query = query.where('artifact_name', '=', where.name);
+  return (await query.returningAll().execute()).map(fromRow);
+}
+
+/** What the REST API lists: one entry per (run, name) among confirmed or expired rows (Forgejo 16). */
+export interface ArtifactGroup {
+  id: number;
+  runId: number;
+  name: string;
+  size: number;
+  expired: boolean;
+  created: number;
+  updated: number;
+  expiredUnix: number;
+}
+
+const VISIBLE = [ArtifactStatus.uploadConfirmed, ArtifactStatus.expired];
+
+/** A page of a repository's artifacts (optionally of one run, of one name), newest first, with the total. */
+export async function listArtifactGroups(
+  db: Queryable,
+  repoId: number,
+  filter: { runId?: number; name?: string },
+  page: { limit: number; offset: number },
+): Promise<{ groups: ArtifactGroup[]; total: number }> {
+  let base = db.selectFrom('action_artifact').where('repo_id', '=', repoId).where('status', 'in', VISIBLE);
+  if (filter.runId !== undefined) base = base.where('run_id', '=', filter.runId);
+  if (filter.name !== undefined) base = base.where('artifact_name', '=', filter.name);
+  const rows = await base
+    .select([
+      sql<number>`min(id)`.as('id'),
+      'run_id',
+      'artifact_name',
+      // sum() of a bigint is numeric on PostgreSQL (a string to pg): cast back.
+      sql<number>`cast(sum(file_size) as bigint)`.as('size'),
+      sql<number>`max(status)`.as('max_status'),
+      sql<number>`min(created)`.as('created'),
+      sql<number>`max(updated)`.as('updated'),
+      sql<number>`max(expired_unix)`.as('expired_unix'),
+    ])
+    .groupBy(['run_id', 'artifact_name'])
+    .orderBy(sql`min(id)`, 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  const counted = await db
+    .selectFrom(base.select(['run_id', 'artifact_name']).groupBy(['run_id', 'artifact_name']).as('g'))
+    .select(sql<number>`count(*)`.as('n'))
+    .executeTakeFirst();
+  return {
+    groups: rows.map((row) => ({
+      id: Number(row.id),
+      runId: row.run_id,
+      name: row.artifact_name,
+      size: Number(row.size),
+      expired: Number(row.max_status) === ArtifactStatus.expired,
+      created: Number(row.created),
+      updated: Number(row.updated),
+      expiredUnix: Number(row.expired_unix),
+    })),
+    total: Number(counted?.n ?? 0),
+  };
+}
+
+/** Every row of the (run, name) group `id` belongs to, whatever their status. */
+export async function findGroupRows(db: Queryable, repoId: number, id: number): Promise<Artifact[]> {
+  const first = await findArtifactById(db, id);
+  if (first === undefined || first.repoId !== repoId) return [];
+  const rows = await db
+    .selectFrom('action_artifact')
+    .selectAll()
+    .where('run_id', '=', first.runId)
+    .where('artifact_name', '=', first.name)
+    .orderBy('id')
+    .execute();
+  return rows.map(fromRow);
+}
+
+/** Up to `limit` ids of rows whose files are due to go: live (confirmed, or an abandoned upload) past expiry, or marked for deletion. */
+export async function findDueForCleanup(db: Queryable, now: number, limit: number): Promise<number[]> {
+  const expired = await db
+    .selectFrom('action_artifact')
+    .select('id')
+    .where('status', 'in', LIVE)
+    .where('expired_unix', '<', now)
+    .orderBy('expired_unix')
+    .limit(limit)
+    .execute();
+  const marked = await db
+    .selectFrom('action_artifact')
+    .select('id')
+    .where('status', '=', ArtifactStatus.pendingDeletion)
+    .limit(limit)
+    .execute();
+  return [...expired, ...marked].map((row) => row.id);
+}
+
+/**
+ * Claims the files of `ids` for deletion: live rows past `now` become
+ * expired, rows marked for deletion become deleted, in one conditional update
+ * each. Only the rows this call changed come back, so of two processes
+ * running this at once each file is claimed by exactly one.
+ */
+export async function claimForCleanup(tx: Queryable, ids: readonly number[], now: number): Promise<Artifact[]> {
+  if (ids.length === 0) return [];
+  const expired = await tx
+    .updateTable('action_artifact')
+    .set({ status: ArtifactStatus.expired, updated: now })
+    .where('id', 'in', ids)
+    .where('status', 'in', LIVE)
+    .where('expired_unix', '<', now)
+    .returningAll()
+    .execute();
+  const deleted = await tx
+    .updateTable('action_artifact')
+    .set({ status: ArtifactStatus.deleted, updated: now })
+    .where('id', 'in', ids)
+    .where('status', '=', ArtifactStatus.pendingDeletion)
+    .returningAll()
+    .execute();
+  return [...expired, ...deleted].map(fromRow);
+}

@@ -1,0 +1,86 @@
+// Artifacts as the REST API shows them (Forgejo 16: routers/api/v1/repo/action.go
+// ListActionArtifacts, ListActionRunArtifacts, GetActionArtifact,
+// DeleteActionArtifact, DownloadActionArtifact; models/actions/artifact.go).
+// One entry per (run, artifact name) among confirmed or expired rows; its id
+// is the group's smallest row id. A run or artifact of another repository is
+// 404, never 403.
+import type { Readable } from 'node:stream';
+import { AppError } from '../../modules/errors.ts';
+import type { Clock } from '../../modules/clock.ts';
+import type { ObjectStorage } from '../../modules/storage/object-storage.ts';
+import { findRunById } from '../../models/action-runs.ts';
+import { ArtifactStatus, findGroupRows, listArtifactGroups, markForDeletion } from '../../models/artifacts.ts';
+import type { Artifact, ArtifactGroup } from '../../models/artifacts.ts';
+import type { Db } from '../../models/database.ts';
+import type { Repository } from '../../models/repos.ts';
+
+const ARTIFACT_NOT_FOUND = 'artifact not found';
+
+export interface ArtifactPage {
+  groups: ArtifactGroup[];
+  total: number;
+}
+
+export class ArtifactRestService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly storage: ObjectStorage,
+  ) {}
+
+  async list(
+    repo: Repository,
+    filter: { runId?: number; name?: string },
+    page: { limit: number; offset: number },
+  ): Promise<ArtifactPage> {
+    if (filter.runId !== undefined) {
+      const run = filter.runId > 0 ? await findRunById(this.db, filter.runId) : null;
+      if (run === null) throw AppError.notFoundMessage(`run with id ${filter.runId}: resource does not exist`);
+      if (run.repoId !== repo.id) throw AppError.notFoundMessage('resource does not exist');
+    }
+    return listArtifactGroups(this.db, repo.id, filter, page);
+  }
+
+  /** The visible group `id` names, with its rows. */
+  async get(repo: Repository, id: number): Promise<{ group: ArtifactGroup; rows: Artifact[] }> {
+    const rows = await findGroupRows(this.db, repo.id, id);
+    const visible = rows.filter(
+      (row) => row.status === ArtifactStatus.uploadConfirmed || row.status === ArtifactStatus.expired,
+    );
+    const first = visible[0];
+    if (first === undefined || first.id !== id) throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
+    return {
+      group: {
+        id: first.id,
+        runId: first.runId,
+        name: first.name,
+        size: visible.reduce((sum, row) => sum + row.fileSize, 0),
+        expired: visible.some((row) => row.status === ArtifactStatus.expired),
+        created: Math.min(...visible.map((row) => row.created)),
+        updated: Math.max(...visible.map((row) => row.updated)),
+        expiredUnix: Math.max(...visible.map((row) => row.expiredUnix)),
+      },
+      rows: visible,
+    };
+  }
+
+  /** Marks every row of the group for deletion; the files go with the next retention pass. */
+  async delete(repo: Repository, id: number): Promise<void> {
+    const { group } = await this.get(repo, id);
+    await markForDeletion(this.db, { runId: group.runId, name: group.name }, this.clock.nowSec());
+  }
+
+  /** The artifact's zip: a v4 artifact's stored file as it is. 404 unless every row is confirmed. */
+  async openZip(repo: Repository, id: number): Promise<{ name: string; size: number; body: Readable }> {
+    const { group, rows } = await this.get(repo, id);
+    const row = rows[0];
+    if (row === undefined || rows.some((r) => r.status !== ArtifactStatus.uploadConfirmed))
+      throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
+    try {
+      return { name: group.name, size: row.fileSize, body: await this.storage.read(`${row.storagePath}/artifact.zip`) };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
+      throw error;
+    }
+  }
+}

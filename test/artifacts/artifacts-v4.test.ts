@@ -1,0 +1,395 @@
+// Artifacts as a job uploads and downloads them with actions/upload-artifact@v4
+// and download-artifact@v4: the real @actions/artifact client, run in a child
+// process with the environment a runner sets (the runtime token from the
+// task's context, ACTIONS_RESULTS_URL = the instance URL), against a started
+// server. Then the REST API (Forgejo 16 shapes) over the same artifacts, the
+// signed URLs' refusals, isolation between runs, quotas, rerun and clean-up.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createCurrentUserRepo, dispatchWorkflow, repoGetRunnerRegistrationToken } from '@llamaduck/forgejo-ts';
+import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
+import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
+import { ArtifactRetention } from '../../src/services/actions/artifact-retention.ts';
+import { runArtifactClient } from '../support/artifact-client.ts';
+import type { ArtifactCommand, ChildOutcome } from '../support/artifact-client.ts';
+import { decodeTask, registerRunner } from '../support/runner-client.ts';
+import type { DecodedTask, RunnerClient } from '../support/runner-client.ts';
+import { startTestServer, testDialects } from '../support/server.ts';
+import type { TestServer, TestUser } from '../support/server.ts';
+import { createWorkDir, remoteUrl } from '../support/workdir.ts';
+import type { WorkDir } from '../support/workdir.ts';
+
+const FILES = 5;
+const FILE_BYTES = 10 * 1024 * 1024;
+/** Run quota of the test server: the 50 MB artifact fits, a second 20 MB one in the same run does not. */
+const MAX_RUN_BYTES = 60 * 1024 * 1024;
+const TWIRP = '/twirp/github.actions.results.api.v1.ArtifactService';
+
+const WORKFLOW = [
+  'on: workflow_dispatch',
+  'jobs:',
+  '  build:',
+  '    runs-on: artifacts',
+  '    steps:',
+  '      - run: make',
+  '',
+].join('\n');
+
+async function sha256OfFile(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+function decodeJwt(token: string): Record<string, unknown> {
+  const payload = token.split('.')[1] ?? '';
+  return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
+const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
+
+for (const dialect of testDialects()) {
+  describe(`artifacts v4 with @actions/artifact [${dialect}]`, () => {
+    let s: TestServer;
+    let alice: TestUser;
+    let bob: TestUser;
+    let work: WorkDir;
+    let runner: RunnerClient;
+    let scratch: string;
+    /** Run A uploads; run B is the other run whose token must see nothing of A. */
+    const runs: { id: number; task: DecodedTask; token: string }[] = [];
+    const fileHashes = new Map<string, string>();
+    let upload: { id: number; size: number; digest: string };
+
+    const client = (token: string, command: ArtifactCommand): Promise<ChildOutcome> =>
+      runArtifactClient({ runtimeToken: token, resultsUrl: s.url, workspace: scratch }, command);
+    const twirp = async (method: string, token: string, body: unknown) => {
+      const res = await fetch(`${s.url}${TWIRP}/${method}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return {
+        status: res.status,
+        text,
+        json: res.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : null,
+      };
+    };
+    const rawGet = async (url: string, token?: string) => {
+      const res = await fetch(url, { headers: token === undefined ? {} : { authorization: `token ${token}` } });
+      return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
+    };
+
+    before(async () => {
+      s = await startTestServer(dialect, { GANTRY_ARTIFACT_MAX_RUN_SIZE: String(MAX_RUN_BYTES) });
+      alice = await s.createUser('alice');
+      bob = await s.createUser('bob');
+      assert.equal(
+        (await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: true } })).status,
+        201,
+      );
+      work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
+      await work.commit({ '.forgejo/workflows/build.yml': WORKFLOW }, 'Add workflow');
+      assert.equal((await work.push('main')).code, 0);
+      const token = await repoGetRunnerRegistrationToken({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app' },
+      });
+      runner = await registerRunner(s.url, (token.data as { token: string }).token, { labels: ['artifacts'] });
+      for (let i = 0; i < 2; i += 1) {
+        const dispatched = await dispatchWorkflow({
+          client: alice.client,
+          path: { owner: 'alice', repo: 'app', workflowfilename: 'build.yml' },
+          body: { ref: 'main', inputs: {}, return_run_info: true },
+        });
+        assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
+        const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+        assert.ok(fetched.task, 'the job is handed out');
+        const task = decodeTask(fetched.task as Task);
+        runs.push({
+          id: (dispatched.data as { id: number }).id,
+          task,
+          token: String(task.context.gitea_runtime_token),
+        });
+      }
+      scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-artifacts-'));
+      await fs.mkdir(path.join(scratch, 'upload', 'nested'), { recursive: true });
+      for (let i = 0; i < FILES; i += 1) {
+        const name = i === 0 ? 'nested/first.bin' : `file-${i}.bin`;
+        const bytes = randomBytes(FILE_BYTES);
+        await fs.writeFile(path.join(scratch, 'upload', name), bytes);
+        fileHashes.set(name, createHash('sha256').update(bytes).digest('hex'));
+      }
+    });
+
+    after(async () => {
+      await work.remove();
+      await fs.rm(scratch, { recursive: true, force: true });
+      await s.stop();
+    });
+
+    test('the task context carries the runtime token: a JWT whose scp names the run and the job', () => {
+      const [a] = runs;
+      assert.ok(a);
+      assert.equal(a.task.context.forgejo_runtime_token, a.task.context.gitea_runtime_token);
+      const claims = decodeJwt(a.token);
+      const jobId = claims.JobID as number;
+      assert.equal(claims.scp, `Actions.Results:${a.id}:${jobId}`);
+      assert.deepEqual([claims.TaskID, claims.RunID], [a.task.id, a.id]);
+      assert.equal((claims.exp as number) - (claims.nbf as number), 24 * 3600);
+      assert.notEqual(a.token, a.task.context.token, 'not the task token');
+    });
+
+    test('uploadArtifact sends 50 MB of five files; listArtifacts shows it; downloadArtifact gives every file back byte-identical', async () => {
+      const [a] = runs;
+      assert.ok(a);
+      const files = [...fileHashes.keys()].map((name) => path.join(scratch, 'upload', name));
+      const uploaded = await client(a.token, {
+        op: 'upload',
+        name: 'build-output',
+        files,
+        root: path.join(scratch, 'upload'),
+        compressionLevel: 0,
+      });
+      assert.equal(uploaded.code, 0, uploaded.stderr);
+      upload = uploaded.result as typeof upload;
+      assert.ok(upload.id > 0);
+      assert.ok(upload.size > FILES * FILE_BYTES, `the zip holds every byte (${upload.size})`);
+
+      const listed = await client(a.token, { op: 'list' });
+      assert.equal(listed.code, 0, listed.stderr);
+      const artifacts = (listed.result as { artifacts: { id: number; name: string; size: number; digest?: string }[] })
+        .artifacts;
+      assert.deepEqual(
+        artifacts.map((x) => [x.id, x.name, x.size, x.digest]),
+        [[upload.id, 'build-output', upload.size, `sha256:${upload.digest}`]],
+      );
+
+      const into = path.join(scratch, 'download');
+      const downloaded = await client(a.token, {
+        op: 'download',
+        id: upload.id,
+        path: into,
+        expectedHash: `sha256:${upload.digest}`,
+      });
+      assert.equal(downloaded.code, 0, downloaded.stderr);
+      assert.equal((downloaded.result as { digestMismatch: boolean }).digestMismatch, false);
+      for (const [name, hash] of fileHashes) assert.equal(await sha256OfFile(path.join(into, name)), hash, name);
+    });
+
+    test('REST: the artifact in the repository and run lists (bare array, X-Total-Count), by id, and its zip is the uploaded one', async () => {
+      const [a, b] = runs;
+      assert.ok(a && b);
+      const list = await s.api('GET', '/repos/alice/app/actions/artifacts', { token: alice.token });
+      assert.equal(list.status, 200, list.text);
+      assert.equal(list.headers.get('x-total-count'), '1');
+      const [entry] = list.json as Record<string, unknown>[];
+      assert.ok(entry);
+      assert.deepEqual(Object.keys(entry), [
+        'id',
+        'name',
+        'size_in_bytes',
+        'archive_download_url',
+        'expired',
+        'run_id',
+        'created_at',
+        'updated_at',
+        'expires_at',
+      ]);
+      assert.deepEqual(
+        [entry.id, entry.name, entry.size_in_bytes, entry.expired, entry.run_id, entry.archive_download_url],
+        [
+          upload.id,
+          'build-output',
+          upload.size,
+          false,
+          a.id,
+          `${s.rootUrl}api/v1/repos/alice/app/actions/artifacts/${upload.id}/zip`,
+        ],
+      );
+      const days = (Date.parse(entry.expires_at as string) - Date.parse(entry.created_at as string)) / 86_400_000;
+      assert.equal(days, 90, 'GANTRY_ARTIFACT_RETENTION_DAYS by default');
+
+      const ofRun = await s.api('GET', `/repos/alice/app/actions/runs/${a.id}/artifacts?name=build-output`, {
+        token: alice.token,
+      });
+      assert.deepEqual([ofRun.status, (ofRun.json as { id: number }[]).map((x) => x.id)], [200, [upload.id]]);
+      const otherRun = await s.api('GET', `/repos/alice/app/actions/runs/${b.id}/artifacts`, { token: alice.token });
+      assert.deepEqual([otherRun.status, otherRun.json, otherRun.headers.get('x-total-count')], [200, [], '0']);
+      const noName = await s.api('GET', '/repos/alice/app/actions/artifacts?name=nope', { token: alice.token });
+      assert.deepEqual(noName.json, []);
+
+      const one = await s.api('GET', `/repos/alice/app/actions/artifacts/${upload.id}`, { token: alice.token });
+      assert.deepEqual([one.status, (one.json as { name: string }).name], [200, 'build-output']);
+
+      const zip = await rawGet(`${s.apiUrl}/repos/alice/app/actions/artifacts/${upload.id}/zip`, alice.token);
+      assert.equal(zip.status, 200);
+      assert.equal(zip.headers.get('content-type'), 'application/zip');
+      assert.equal(zip.headers.get('content-disposition'), 'attachment; filename="build-output.zip"');
+      assert.equal(createHash('sha256').update(zip.body).digest('hex'), upload.digest);
+
+      // Private repository: another user and anonymous see nothing (404, no existence leak).
+      assert.equal((await s.api('GET', '/repos/alice/app/actions/artifacts', { token: bob.token })).status, 404);
+      assert.equal((await rawGet(`${s.apiUrl}/repos/alice/app/actions/artifacts/${upload.id}/zip`)).status, 404);
+      const missing = await s.api('GET', '/repos/alice/app/actions/artifacts/999999', { token: alice.token });
+      assert.equal(missing.status, 404);
+    });
+
+    test('a signed download URL works as given; a tampered sig, expires, name or id is refused with 401', async () => {
+      const [a] = runs;
+      assert.ok(a);
+      const signed = await twirp('GetSignedArtifactURL', a.token, {
+        workflow_run_backend_id: String(a.id),
+        workflow_job_run_backend_id: '0',
+        name: 'build-output',
+      });
+      assert.equal(signed.status, 200, signed.text);
+      const url = new URL((signed.json as { signedUrl: string }).signedUrl);
+      assert.equal(url.origin, new URL(s.url).origin);
+      const good = await fetch(url);
+      assert.equal(good.status, 200);
+      assert.equal(good.headers.get('content-type'), 'application/zip');
+      assert.equal(
+        createHash('sha256')
+          .update(Buffer.from(await good.arrayBuffer()))
+          .digest('hex'),
+        upload.digest,
+      );
+
+      const tamper = (key: string, value: (old: string) => string) => {
+        const copy = new URL(url.href);
+        copy.searchParams.set(key, value(copy.searchParams.get(key) ?? ''));
+        return copy;
+      };
+      const flip = (text: string) => (text[0] === 'A' ? 'B' : 'A') + text.slice(1);
+      for (const bad of [
+        tamper('sig', flip),
+        tamper('sig', (sig) => `${sig}A`),
+        tamper('expires', (e) => String(Number(e) + 3600)),
+        tamper('artifactID', (id) => String(Number(id) + 1)),
+        tamper('taskID', (id) => String(Number(id) + 1)),
+        tamper('artifactName', () => 'other'),
+      ]) {
+        const res = await fetch(bad);
+        assert.deepEqual([res.status, await res.text()], [401, 'Error unauthorized'], bad.search);
+      }
+      const unsigned = new URL(url.href);
+      unsigned.searchParams.delete('sig');
+      assert.equal((await fetch(unsigned)).status, 401);
+    });
+
+    test("another run's token sees nothing of this run's artifacts; naming this run is refused", async () => {
+      const [a, b] = runs;
+      assert.ok(a && b);
+      const listed = await client(b.token, { op: 'list' });
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.deepEqual((listed.result as { artifacts: unknown[] }).artifacts, []);
+      const download = await client(b.token, { op: 'download', id: upload.id, path: path.join(scratch, 'stolen') });
+      assert.notEqual(download.code, 0);
+      assert.match(download.stderr, /No artifacts found for ID/);
+
+      const foreign = { workflow_run_backend_id: String(a.id), workflow_job_run_backend_id: '0', name: 'build-output' };
+      for (const method of ['ListArtifacts', 'GetSignedArtifactURL', 'DeleteArtifact', 'CreateArtifact']) {
+        const res = await twirp(method, b.token, foreign);
+        assert.deepEqual([res.status, res.text], [400, 'run-id does not match'], method);
+      }
+      const noToken = await fetch(`${s.url}${TWIRP}/ListArtifacts`, { method: 'POST', body: '{}' });
+      assert.deepEqual([noToken.status, await noToken.text()], [401, 'Bad authorization header']);
+      const forged = `${b.token.slice(0, -2)}xx`;
+      assert.equal((await twirp('ListArtifacts', forged, { workflow_run_backend_id: String(b.id) })).status, 401);
+      const garbage = await twirp('ListArtifacts', b.token, '{not json');
+      assert.equal(garbage.status, 400);
+    });
+
+    test('past the run quota an upload is refused with 413 and nothing of it is listed', async () => {
+      const [a] = runs;
+      assert.ok(a);
+      const big = path.join(scratch, 'big.bin');
+      await fs.writeFile(big, randomBytes(20 * 1024 * 1024));
+      const refused = await client(a.token, {
+        op: 'upload',
+        name: 'too-much',
+        files: [big],
+        root: scratch,
+        compressionLevel: 0,
+      });
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr + refused.stdout, /413|Quota exceeded/);
+      const list = await s.api('GET', `/repos/alice/app/actions/runs/${a.id}/artifacts`, { token: alice.token });
+      assert.deepEqual(
+        (list.json as { name: string }[]).map((x) => x.name),
+        ['build-output'],
+      );
+    });
+
+    test("a finished task's runtime token and signed URLs open nothing", async () => {
+      const [, b] = runs;
+      assert.ok(b);
+      const signed = await twirp('CreateArtifact', b.token, {
+        workflowRunBackendId: String(b.id),
+        workflowJobRunBackendId: '0',
+        name: 'late',
+        version: 4,
+      });
+      assert.equal(signed.status, 200, signed.text);
+      await runner.runner.updateTask({ state: { id: BigInt(b.task.id), result: Result.SUCCESS, stoppedAt: now() } });
+      const after = await twirp('ListArtifacts', b.token, { workflow_run_backend_id: String(b.id) });
+      assert.deepEqual([after.status, after.text], [401, 'Error runner api getting task: task is not running']);
+      const put = await fetch(
+        `${(signed.json as { signedUploadUrl: string }).signedUploadUrl}&comp=block&blockid=AAAA`,
+        {
+          method: 'PUT',
+          body: 'bytes',
+        },
+      );
+      assert.equal(put.status, 401);
+    });
+
+    test('REST delete needs write access; a rerun marks the artifacts for deletion; the clean-up pass removes their files once', async () => {
+      const [a] = runs;
+      assert.ok(a);
+      // Run A's own second artifact, deleted through REST.
+      const small = path.join(scratch, 'small.txt');
+      await fs.writeFile(small, 'small artifact\n');
+      const second = await client(a.token, { op: 'upload', name: 'notes', files: [small], root: scratch });
+      assert.equal(second.code, 0, second.stderr);
+      const notesId = (second.result as { id: number }).id;
+      const readOnly = await s.tokenFor(alice, ['read:repository']);
+      assert.equal(
+        (await s.api('DELETE', `/repos/alice/app/actions/artifacts/${notesId}`, { token: readOnly })).status,
+        403,
+      );
+      const deleted = await s.api('DELETE', `/repos/alice/app/actions/artifacts/${notesId}`, { token: alice.token });
+      assert.equal(deleted.status, 204, deleted.text);
+      assert.equal(
+        (await s.api('GET', `/repos/alice/app/actions/artifacts/${notesId}`, { token: alice.token })).status,
+        404,
+      );
+
+      await runner.runner.updateTask({ state: { id: BigInt(a.task.id), result: Result.SUCCESS, stoppedAt: now() } });
+      const rerun = await s.api('POST', `/repos/alice/app/actions/runs/${a.id}/rerun`, { token: alice.token });
+      assert.ok(rerun.status === 200 || rerun.status === 201, rerun.text);
+      const list = await s.api('GET', '/repos/alice/app/actions/artifacts', { token: alice.token });
+      assert.deepEqual([list.json, list.headers.get('x-total-count')], [[], '0']);
+
+      const folder = path.join(s.dataDir, 'actions_artifacts');
+      const filesIn = async (dir: string): Promise<string[]> =>
+        (await fs.readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
+      assert.ok((await filesIn(folder)).includes('artifact.zip'), 'the files stay until the clean-up pass');
+      const deps = s.server.deps;
+      const passes = [0, 1].map(
+        () => new ArtifactRetention(deps.database.db, deps.clock, deps.services.artifactStorage),
+      );
+      const cleaned = await Promise.all(passes.map((pass) => pass.cleanOnce()));
+      // build-output, notes and the refused upload's row: each claimed by exactly one pass.
+      assert.equal((cleaned[0] ?? 0) + (cleaned[1] ?? 0), 3);
+      assert.deepEqual(await filesIn(folder), []);
+    });
+  });
+}

@@ -67,6 +67,8 @@ export interface Config {
   readonly actionsMaxJobsPerRun: number;
   /** Most bytes of workflow payload the jobs of one run may carry together. */
   readonly actionsMaxRunPayloadBytes: number;
+  /** `gantry runner daemon`: ms running jobs may go on after SIGTERM before they are cancelled. */
+  readonly runnerShutdownTimeoutMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -259,6 +261,12 @@ export const SETTINGS: readonly Setting[] = [
       'Most bytes of workflow payload (the YAML each job hands its runner) all jobs of one run may carry together; beyond it: a failed run (push) or a 400 (dispatch).',
     default: '16777216',
   },
+  {
+    key: 'GANTRY_RUNNER_SHUTDOWN_TIMEOUT',
+    description:
+      'Seconds `gantry runner daemon` lets running jobs go on after SIGTERM or SIGINT before it cancels them (kills their steps, runs `if: always()` steps) and reports them; 0 cancels at once (shutdown_timeout of forgejo-runner).',
+    default: '0',
+  },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   {
     key: 'GANTRY_BODY_LIMIT',
@@ -410,6 +418,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     actionsMaxWorkflowBytes: readInt(env, 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', 1024 ** 2, 1024, 64 * 1024 ** 2),
     actionsMaxJobsPerRun: readInt(env, 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', 256, 1, 10_000),
     actionsMaxRunPayloadBytes: readInt(env, 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', 16 * 1024 ** 2, 1024, 1024 ** 3),
+    runnerShutdownTimeoutMs: readInt(env, 'GANTRY_RUNNER_SHUTDOWN_TIMEOUT', 0, 0, 7 * 86400) * 1000,
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

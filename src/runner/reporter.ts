@@ -13,6 +13,7 @@
 // one after another and job-level lines are only written outside steps), so
 // `log_index`/`log_length` describe exactly its lines.
 import { timestampNow } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError } from '@connectrpc/connect';
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import { Result } from '../gen/runner/v1/messages_pb.ts';
 import type { RunnerConnection } from './connection.ts';
@@ -146,12 +147,24 @@ export class TaskReporter {
     for (;;) {
       const batch = this.rows.slice(0, ROWS_PER_REQUEST);
       const last = batch.length === this.rows.length;
-      const res = await this.connection.runner.updateLog({
-        taskId: this.taskId,
-        index: BigInt(this.logOffset),
-        rows: batch,
-        noMore: noMore && last,
-      });
+      let res;
+      try {
+        res = await this.connection.runner.updateLog({
+          taskId: this.taskId,
+          index: BigInt(this.logOffset),
+          rows: batch,
+          noMore: noMore && last,
+        });
+      } catch (error) {
+        // The server archived the log (the task was stopped there): no line can be added any
+        // more, so the rest is dropped rather than retried forever.
+        if (error instanceof ConnectError && error.code === Code.AlreadyExists) {
+          this.options.warn(`task ${this.taskId}: the log is closed on the server; ${this.rows.length} lines dropped`);
+          this.rows.length = 0;
+          return;
+        }
+        throw error;
+      }
       const ack = Number(res.ackIndex);
       if (ack < this.logOffset) throw new Error(`submitted logs are lost (${ack} < ${this.logOffset})`);
       const accepted = ack - this.logOffset;

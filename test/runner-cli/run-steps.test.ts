@@ -119,6 +119,16 @@ jobs:
       - if: success()
         run: echo "success step must not run"
 `,
+  'timeout.yml': `on: workflow_dispatch
+jobs:
+  slow:
+    runs-on: cli-runner
+    steps:
+      - run: sleep 30
+        timeout-minutes: 0.02
+      - if: always()
+        run: echo "after the timeout"
+`,
 };
 
 for (const dialect of testDialects()) {
@@ -226,6 +236,14 @@ for (const dialect of testDialects()) {
       assert.match(log, /failure noticed/);
       assert.ok(!log.includes('must never run'), log);
       assert.ok(!log.includes('success step must not run'), log);
+    });
+
+    test('a step over its timeout-minutes is killed and fails the job', async () => {
+      const { conclusion, logs, steps } = await finished('timeout.yml');
+      const log = logs.get('slow') ?? '';
+      assert.equal(conclusion, 'failure', log);
+      assert.match(log, /exceeded its timeout of 0\.02 minutes/);
+      assert.deepEqual(steps.get('slow'), ['failure', 'success']);
     });
   });
 }

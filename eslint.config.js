@@ -17,20 +17,45 @@ const WEB_FRAMEWORKS = {
   regex: '^(fastify|@fastify/|@connectrpc/connect-fastify|@connectrpc/connect-node)',
   message: 'only src/http, app.ts and main.ts know Fastify and the Connect server',
 };
+// src/runner is a client of the runner protocol, not part of the server: it may use modules and
+// the generated protocol code, nothing of the server's layers; and no layer imports it (only
+// the CLI and main.ts start it). `gen/runner/` is the generated protocol, not this folder.
+const RUNNER_FOLDER = {
+  regex: '(^|/)(?<!gen/)runner/',
+  message: 'src/runner is a protocol client: only the CLI and main.ts start it (docs/architecture.md)',
+};
 const layerRules = [
+  {
+    files: ['src/runner/**/*.ts'],
+    patterns: [
+      {
+        ...layer(['http', 'services', 'models', 'cli', 'migrations', 'api-types'], ENTRY_POINTS),
+        message: 'src/runner imports only src/modules and src/gen: it talks to the server over /api/actions',
+      },
+      {
+        regex: '^(fastify|@fastify/|@connectrpc/connect-fastify|kysely|pg|better-sqlite3)$',
+        message: 'src/runner is a client: no web server, no database',
+      },
+    ],
+  },
   {
     files: ['src/modules/**/*.ts', 'src/api-types/**/*.ts'],
     patterns: [
       layer(['http', 'services', 'models', 'cli', 'migrations'], ENTRY_POINTS),
       WEB_FRAMEWORKS,
+      RUNNER_FOLDER,
       { regex: '^(kysely|pg|better-sqlite3)$', message: 'modules use no database' },
     ],
   },
   {
     files: ['src/models/**/*.ts'],
-    patterns: [layer(['http', 'services', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS],
+    patterns: [layer(['http', 'services', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS, RUNNER_FOLDER],
   },
-  { files: ['src/services/**/*.ts'], patterns: [layer(['http', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS] },
+  {
+    files: ['src/services/**/*.ts'],
+    patterns: [layer(['http', 'cli'], ['deps', 'app', 'main']), WEB_FRAMEWORKS, RUNNER_FOLDER],
+  },
+  { files: ['src/http/**/*.ts'], patterns: [RUNNER_FOLDER] },
   {
     files: ['src/migrations/0*.ts', 'src/migrations/dialect.ts'],
     patterns: [

@@ -79,6 +79,8 @@ export interface Config {
   readonly artifactMaxBytes: number;
   /** Most bytes the artifacts of one run may take together. */
   readonly artifactMaxRunBytes: number;
+  /** `gantry runner daemon`: ms running jobs may go on after SIGTERM before they are cancelled. */
+  readonly runnerShutdownTimeoutMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly bodyLimitBytes: number;
   readonly defaultPagingNum: number;
@@ -294,6 +296,12 @@ export const SETTINGS: readonly Setting[] = [
       'Most bytes the artifacts of one workflow run may take together; beyond it uploads are refused with 413.',
     default: '53687091200',
   },
+  {
+    key: 'GANTRY_RUNNER_SHUTDOWN_TIMEOUT',
+    description:
+      'Seconds `gantry runner daemon` lets running jobs go on after SIGTERM or SIGINT before it cancels them (kills their steps, runs `if: always()` steps) and reports them; 0 cancels at once (shutdown_timeout of forgejo-runner).',
+    default: '0',
+  },
   { key: 'GANTRY_LOG_LEVEL', description: 'fatal, error, warn, info, debug, trace or silent.', default: 'info' },
   {
     key: 'GANTRY_BODY_LIMIT',
@@ -458,6 +466,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     artifactRetentionDays: readInt(env, 'GANTRY_ARTIFACT_RETENTION_DAYS', 90, 1, 36_500),
     artifactMaxBytes: readInt(env, 'GANTRY_ARTIFACT_MAX_SIZE', 10 * 1024 ** 3, 1024, 1024 ** 5),
     artifactMaxRunBytes: readInt(env, 'GANTRY_ARTIFACT_MAX_RUN_SIZE', 50 * 1024 ** 3, 1024, 1024 ** 5),
+    runnerShutdownTimeoutMs: readInt(env, 'GANTRY_RUNNER_SHUTDOWN_TIMEOUT', 0, 0, 7 * 86400) * 1000,
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     defaultPagingNum,

@@ -29,6 +29,14 @@ const refused: Array<[string, string]> = [
   ['src/api-types/example.ts', "import { x } from '../services/convert.ts';"],
   ['src/migrations/0099-example.ts', "import { x } from '../models/users.ts';"],
   ['src/migrations/0099-example.ts', "import { x } from '../modules/names.ts';"],
+  ['src/runner/example.ts', "import { x } from '../services/actions/task-payload.ts';"],
+  ['src/runner/example.ts', "import { x } from '../models/action-runs.ts';"],
+  ['src/runner/example.ts', "import { x } from '../http/errors.ts';"],
+  ['src/runner/example.ts', "import { x } from '../config.ts';"],
+  ['src/runner/example.ts', "import { x } from 'kysely';"],
+  ['src/runner/example.ts', "import { x } from 'fastify';"],
+  ['src/services/example.ts', "import { x } from '../runner/daemon.ts';"],
+  ['src/modules/example.ts', "import { x } from '../runner/masker.ts';"],
 ];
 
 const allowed: Array<[string, string]> = [
@@ -39,6 +47,12 @@ const allowed: Array<[string, string]> = [
   ['src/modules/example.ts', "import { x } from './names.ts';"],
   ['src/migrations/0099-example.ts', "import { x } from 'kysely';"],
   ['src/migrations/0099-example.ts', "import { x } from './dialect.ts';"],
+  ['src/runner/example.ts', "import { x } from '../modules/workflows/expressions.ts';"],
+  ['src/runner/example.ts', "import { x } from '../gen/runner/v1/services_pb.ts';"],
+  ['src/runner/example.ts', "import { x } from '@connectrpc/connect-node';"],
+  ['src/runner/example.ts', "import { x } from './masker.ts';"],
+  ['src/http/runner-rpc/example.ts', "import { x } from '../../gen/runner/v1/services_pb.ts';"],
+  ['src/cli/example.ts', "import { x } from '../runner/daemon.ts';"],
 ];
 
 test('imports against the layers fail the lint', async () => {

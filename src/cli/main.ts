@@ -9,6 +9,7 @@ import { migrateCommand } from './migrate.ts';
 import { adminUserCreate, adminGenerateAccessToken } from './admin-user.ts';
 import { rotateSecretKey } from './rotate-secret-key.ts';
 import { CliError } from './cli-error.ts';
+import { DEFAULT_LABELS, runnerDaemon, runnerRegister } from './runner.ts';
 import { DEFAULT_CHECK_TIMEOUT_SECONDS, runDoctor } from './doctor.ts';
 import { restrictUmask } from '../modules/private-files.ts';
 
@@ -73,6 +74,29 @@ export function buildCli(): Command {
       // A check that ran out of time may leave a hung connect or file system call behind: do not wait for it.
       if (outcome.timedOut) process.exit(outcome.exitCode);
     });
+
+  const runner = program
+    .command('runner')
+    .description("run Actions jobs on this machine (a client of an instance's runner protocol)");
+  runner
+    .command('register')
+    .description('register this machine as a runner and write the runner file')
+    .option('--no-interactive', 'take everything from the flags (the only mode)')
+    .option('--instance <url>', 'root URL of the Gantry (or Forgejo) instance')
+    .option('--token <token>', 'runner registration token')
+    .option('--name <name>', 'runner name (default: the host name)')
+    .option('--labels <list>', 'comma-separated labels, name or name:host', DEFAULT_LABELS)
+    .option('--runner-file <path>', 'where to write the runner file', '.runner')
+    .action(async (opts) => runnerRegister(opts));
+  runner
+    .command('daemon')
+    .description('run jobs from the instance until stopped (SIGTERM lets running jobs finish, then cancels them)')
+    .option('--runner-file <path>', 'the runner file written by register', '.runner')
+    .option('--capacity <n>', 'jobs run at the same time', parsePositiveInt, 1)
+    .option('--workdir <dir>', 'parent folder of the per-job folders (default ~/.cache/gantry-runner)')
+    .action(async (opts: { runnerFile: string; capacity: number; workdir?: string }) =>
+      runnerDaemon(configWith(globalOverrides()), opts),
+    );
 
   const admin = program.command('admin').description('administration commands');
   const user = admin.command('user').description('manage users');

@@ -4,6 +4,7 @@
 
 import { Evaluator, Lexer, Parser, data } from '@actions/expressions';
 import type { Expr } from '@actions/expressions';
+import type { FunctionDefinition } from '@actions/expressions/funcs/info';
 import { TokenType } from '@actions/expressions/lexer';
 
 export class ExpressionFailure extends Error {}
@@ -76,11 +77,15 @@ export function readsContext(template: string, name: string): boolean {
 const PARSED_CACHE_LIMIT = 2000;
 const parsedCache = new Map<string, Expr>();
 
-function parseExpression(source: string, contextNames: readonly string[]): Expr {
-  const key = `${contextNames.join(',')}\n${source}`;
+function parseExpression(
+  source: string,
+  contextNames: readonly string[],
+  functions: readonly FunctionDefinition[] = [],
+): Expr {
+  const key = `${contextNames.join(',')}\n${functions.map((f) => f.name).join(',')}\n${source}`;
   const cached = parsedCache.get(key);
   if (cached) return cached;
-  const expr = new Parser(new Lexer(source).lex().tokens, [...contextNames], []).parse();
+  const expr = new Parser(new Lexer(source).lex().tokens, [...contextNames], [...functions]).parse();
   if (parsedCache.size >= PARSED_CACHE_LIMIT) parsedCache.clear();
   parsedCache.set(key, expr);
   return expr;
@@ -105,21 +110,28 @@ interface ContextEntry {
   converted?: data.ExpressionData;
 }
 
-/** The named contexts an expression may read, e.g. `{ github, vars, inputs }`. */
+/**
+ * The named contexts an expression may read, e.g. `{ github, vars, inputs }`, and the
+ * functions beyond the built-in ones (the runner adds the status functions, success() …).
+ */
 export class ExpressionScope {
   private root: data.Dictionary | undefined;
+  private functionMap: Map<string, FunctionDefinition> | undefined;
 
-  private constructor(private readonly entries: ReadonlyMap<string, ContextEntry>) {}
+  private constructor(
+    private readonly entries: ReadonlyMap<string, ContextEntry>,
+    private readonly functions: readonly FunctionDefinition[] = [],
+  ) {}
 
-  static of(contexts: Record<string, unknown>): ExpressionScope {
-    return new ExpressionScope(new Map(Object.entries(contexts).map(([name, plain]) => [name, { plain }])));
+  static of(contexts: Record<string, unknown>, functions: readonly FunctionDefinition[] = []): ExpressionScope {
+    return new ExpressionScope(new Map(Object.entries(contexts).map(([name, plain]) => [name, { plain }])), functions);
   }
 
   /** A scope with more contexts; the ones already converted here are not converted again. */
   extend(contexts: Record<string, unknown>): ExpressionScope {
     const entries = new Map(this.entries);
     for (const [name, plain] of Object.entries(contexts)) entries.set(name, { plain });
-    return new ExpressionScope(entries);
+    return new ExpressionScope(entries, this.functions);
   }
 
   private dictionary(): data.Dictionary {
@@ -136,8 +148,9 @@ export class ExpressionScope {
 
   private run(source: string): data.ExpressionData {
     try {
-      const expr = parseExpression(source, [...this.entries.keys()]);
-      return new Evaluator(expr, this.dictionary()).evaluate();
+      const expr = parseExpression(source, [...this.entries.keys()], this.functions);
+      this.functionMap ??= new Map(this.functions.map((f) => [f.name.toLowerCase(), f]));
+      return new Evaluator(expr, this.dictionary(), this.functionMap).evaluate();
     } catch (error) {
       throw new ExpressionFailure(`cannot evaluate '\${{ ${source} }}': ${describe(error)}`);
     }

@@ -171,6 +171,16 @@ export interface CommitStatusTable {
   updated: number;
 }
 
+/** A web console session (migration 0016): the cookie's id is stored hashed. */
+export interface WebSessionTable {
+  id: Generated<number>;
+  id_hash: string;
+  user_id: number;
+  csrf_secret: string;
+  created: number;
+  expires: number;
+}
+
 export interface CommitStatusIndexTable {
   repo_id: number;
   sha: string;
@@ -398,4 +408,5 @@ export interface Database {
   hook_task_attempt: HookTaskAttemptTable;
   commit_status: CommitStatusTable;
   commit_status_index: CommitStatusIndexTable;
+  web_session: WebSessionTable;
 }

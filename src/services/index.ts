@@ -27,6 +27,7 @@ import type { HookDeliveryService } from './webhooks/deliveries.ts';
 import type { HookTestDelivery } from './webhooks/test-delivery.ts';
 import type { RepoService } from './repos.ts';
 import type { CommitStatusService } from './commit-statuses.ts';
+import type { WebSessionService } from './web-sessions.ts';
 
 export interface Services {
   accounts: AccountService;
@@ -65,6 +66,8 @@ export interface Services {
   webhookTests: HookTestDelivery;
   /** The commit status API (Actions writes its statuses through the subscriber on `events`). */
   commitStatuses: CommitStatusService;
+  /** Sign-in sessions of the web console (stored hashed, shared by every process). */
+  webSessions: WebSessionService;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;

@@ -88,6 +88,8 @@ export function actionsRoutes(app: FastifyInstance, ctx: WebContext): void {
         event: queryParam(req, 'event'),
       },
       canWrite: canWrite && !!req.auth.doer,
+      // The guard of the settings pages (the API's repository Actions settings: repository owner).
+      canSettings: !!req.auth.doer && (await passes(g.reqOwner('actions'), req, reply)),
       olderUrl: runs.length === RUNS_PER_PAGE && last ? query({ before: String(last.run.id) }) : null,
       newestUrl: slice.beforeId !== undefined ? query({}) : null,
       defaultBranch: repo.defaultBranch,

@@ -20,6 +20,7 @@ import type { WebContext } from './context.ts';
 import { sendPage } from './render.ts';
 import { accountRoutes, CHANGE_PASSWORD_PATH } from './routes-account.ts';
 import { actionsRoutes } from './routes-actions.ts';
+import { hookRoutes } from './routes-hooks.ts';
 import { runRoutes } from './routes-run.ts';
 import { settingsRoutes } from './routes-settings.ts';
 import { chromeOf, cookieSettings, installSessions } from './session.ts';
@@ -114,4 +115,5 @@ export async function webConsole(app: FastifyInstance, config: Config, services:
   actionsRoutes(app, ctx);
   runRoutes(app, ctx);
   settingsRoutes(app, ctx);
+  hookRoutes(app, ctx);
 }

@@ -109,6 +109,10 @@ export function settingsRoutes(app: FastifyInstance, ctx: WebContext): void {
       heading: scope.title(req),
       tab,
       hasValues: scope.actionsScope !== null,
+      // Repositories and organizations have webhooks too (routes-hooks.ts).
+      hooksUrl: /^\/(org\/[^/]+|[^/]+\/[^/]+)\/settings\/actions$/.test(scope.base(req))
+        ? scope.base(req).replace(/\/actions$/, '/hooks')
+        : null,
     });
 
     app.get(`${scope.prefix}/runners`, { preHandler: scope.access }, async (req, reply) => {

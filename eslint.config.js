@@ -101,5 +101,13 @@ export default tseslint.config(
       eqeqeq: ['error', 'always', { null: 'ignore' }],
     },
   },
+  // The web console's scripts run in the browser (src/http/web/assets/).
+  {
+    files: ['src/http/web/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { document: 'readonly', window: 'readonly', navigator: 'readonly' },
+    },
+  },
   ...layerRules,
 );

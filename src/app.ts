@@ -39,6 +39,7 @@ import { repoRoutes } from './http/api/v1/repos.ts';
 import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
 import { API_CACHE_CONTROL } from './http/api-cache-control.ts';
+import { webConsole } from './http/web/index.ts';
 
 const JSON_TYPE = 'application/json;charset=utf-8';
 /** Longest path segment the router accepts (longer: 414). */
@@ -224,6 +225,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     useTransferDeadlines(artifacts, deadlines);
     artifactTwirpRoutes(artifacts, services);
   });
+  // The web console: Forgejo's Actions pages, over the same services and guards.
+  await app.register(async (web) => webConsole(web, config, services));
 
   return app as unknown as FastifyInstance;
 }

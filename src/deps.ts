@@ -51,6 +51,7 @@ import { HookTestDelivery } from './services/webhooks/test-delivery.ts';
 import { createActionsWebhookOutbox } from './services/webhooks/actions-outbox.ts';
 import { createWebhookOutbox } from './services/webhooks/outbox.ts';
 import { RepoService } from './services/repos.ts';
+import { WebSessionService } from './services/web-sessions.ts';
 import { CommitStatusService } from './services/commit-statuses.ts';
 import { createCommitStatusWriter } from './services/actions/commit-status-writer.ts';
 import { subscribeOwnerDeletion } from './services/owner-deletion.ts';
@@ -280,6 +281,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     webhookDeliveries: new HookDeliveryService(db, clock, config.rootUrl),
     webhookTests: new HookTestDelivery(db, clock, config.rootUrl, gitRepositories),
     commitStatuses: new CommitStatusService(db, clock, gitRepositories, config.rootUrl),
+    webSessions: new WebSessionService(db, clock),
     events,
     keys,
     keyRotation: new KeyRotationService(db, keys, ENCRYPTED_COLUMNS),

@@ -13,6 +13,7 @@ import * as m0010 from './0010-repo-hook-index.ts';
 import * as m0011 from './0011-commit-statuses.ts';
 import * as m0013 from './0013-action-schedules.ts';
 import * as m0015 from './0015-artifacts.ts';
+import * as m0016 from './0016-web-sessions.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -28,4 +29,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0011-commit-statuses': m0011,
   '0013-action-schedules': m0013,
   '0015-artifacts': m0015,
+  '0016-web-sessions': m0016,
 };

@@ -439,6 +439,12 @@ export interface RunFilter {
 export interface Slice {
   limit: number;
   offset: number;
+  /**
+   * Keyset paging (the web console): only runs with a smaller id, so a deep
+   * page reads the same few index entries as the first instead of skipping
+   * `offset` rows.
+   */
+  beforeId?: number;
 }
 
 /** Newest first. Each filter has an index ending in `id`, so a page reads an index range. */
@@ -453,6 +459,7 @@ export async function listRuns(db: Queryable, repoId: number, filter: RunFilter,
   if (filter.ref !== undefined) query = query.where('ref', '=', filter.ref);
   if (filter.workflowId !== undefined) query = query.where('workflow_id', '=', filter.workflowId);
   if (filter.triggerUserId !== undefined) query = query.where('trigger_user_id', '=', filter.triggerUserId);
+  if (slice.beforeId !== undefined) query = query.where('id', '<', slice.beforeId);
   const rows = await query.orderBy('id', 'desc').limit(slice.limit).offset(slice.offset).execute();
   return rows.map(runFromRow);
 }

@@ -43,6 +43,7 @@ export async function deleteRowsOwnedByAccount(tx: Queryable, accountId: number)
   await tx.deleteFrom('team_user').where('uid', '=', accountId).execute();
   await tx.deleteFrom('collaboration').where('user_id', '=', accountId).execute();
   await tx.deleteFrom('access_token').where('uid', '=', accountId).execute();
+  await tx.deleteFrom('web_session').where('user_id', '=', accountId).execute();
   await tx.deleteFrom('secret').where('owner_id', '=', accountId).where('repo_id', '=', 0).execute();
   await tx.deleteFrom('action_variable').where('owner_id', '=', accountId).where('repo_id', '=', 0).execute();
   await tx.deleteFrom('action_runner').where('owner_id', '=', accountId).where('repo_id', '=', 0).execute();

@@ -107,6 +107,18 @@ export async function findRepositoryById(db: Queryable, id: number): Promise<Rep
   return row ? repoFromRow(row) : null;
 }
 
+/** The most recently updated repositories, newest first (the web console's home page filters them by access). */
+export async function listRecentRepositories(db: Queryable, limit: number): Promise<Repository[]> {
+  const rows = await db
+    .selectFrom('repository')
+    .selectAll()
+    .orderBy('updated_unix', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map(repoFromRow);
+}
+
 export interface RepositoryChanges {
   name?: string;
   description?: string;

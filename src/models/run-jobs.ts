@@ -104,12 +104,15 @@ export interface NamedStep {
   status: ActionStatusValue;
   started: number;
   stopped: number;
+  /** The step's first line in the task's log (0-based) and its number of lines. */
+  logIndex: number;
+  logLength: number;
 }
 
 export async function listNamedSteps(db: Queryable, taskId: number): Promise<NamedStep[]> {
   const rows = await db
     .selectFrom('action_task_step')
-    .select(['name', 'step_index', 'status', 'started', 'stopped'])
+    .select(['name', 'step_index', 'status', 'started', 'stopped', 'log_index', 'log_length'])
     .where('task_id', '=', taskId)
     .orderBy('step_index')
     .execute();
@@ -119,5 +122,7 @@ export async function listNamedSteps(db: Queryable, taskId: number): Promise<Nam
     status: row.status,
     started: row.started,
     stopped: row.stopped,
+    logIndex: row.log_index,
+    logLength: row.log_length,
   }));
 }

@@ -172,6 +172,16 @@ export interface CommitStatusTable {
   updated: number;
 }
 
+/** A web console session (migration 0016): the cookie's id is stored hashed. */
+export interface WebSessionTable {
+  id: Generated<number>;
+  id_hash: string;
+  user_id: number;
+  csrf_secret: string;
+  created: number;
+  expires: number;
+}
+
 export interface CommitStatusIndexTable {
   repo_id: number;
   sha: string;
@@ -444,4 +454,5 @@ export interface Database {
   commit_status: CommitStatusTable;
   commit_status_index: CommitStatusIndexTable;
   action_artifact: ActionArtifactTable;
+  web_session: WebSessionTable;
 }

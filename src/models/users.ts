@@ -143,6 +143,18 @@ export async function emailInUse(db: Queryable, email: string): Promise<boolean>
   return row !== undefined;
 }
 
+/** The individual user with this e-mail address (case-insensitive), for signing in by e-mail. */
+export async function findUserByEmail(db: Queryable, email: string): Promise<User | null> {
+  if (cannotBeStoredName(email)) return null;
+  const row = await db
+    .selectFrom('user')
+    .selectAll()
+    .where('lower_email', '=', email.toLowerCase())
+    .where('type', '=', 0)
+    .executeTakeFirst();
+  return row ? userFromRow(row) : null;
+}
+
 export async function countIndividualUsers(db: Queryable): Promise<number> {
   const row = await db
     .selectFrom('user')

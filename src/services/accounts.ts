@@ -11,6 +11,7 @@ import {
   findAccountById,
   findAccountByName,
   insertAccount,
+  setPasswordHash,
 } from '../models/users.ts';
 import type { User, Visibility } from '../models/users.ts';
 
@@ -74,6 +75,16 @@ export class AccountService {
       if (isUniqueViolation(error)) throw AppError.unprocessable(`user already exists [name: ${input.username}]`);
       throw error;
     }
+  }
+
+  /**
+   * A user sets a new password (the web console's change-password page,
+   * which `must_change_password` leads to); clears that flag.
+   */
+  async changePassword(user: User, password: string): Promise<void> {
+    if (password.length < MIN_PASSWORD_LENGTH)
+      throw AppError.invalid(`the password must be at least ${MIN_PASSWORD_LENGTH} characters long`);
+    await setPasswordHash(this.db, user.id, await this.hasher.hash(password), false, this.clock.nowSec());
   }
 
   async hasNoUsers(): Promise<boolean> {

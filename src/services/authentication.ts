@@ -16,12 +16,13 @@ import type { AccessTokenScope } from '../modules/scopes.ts';
 import type { Db } from '../models/database.ts';
 import { findAccessTokenWithOwner } from '../models/access-tokens.ts';
 import { findRunningTaskByTokenHash } from '../models/task-tokens.ts';
-import { actionsUser, findAccountByName, replacePasswordHash } from '../models/users.ts';
+import { actionsUser, findAccountByName, findUserByEmail, replacePasswordHash } from '../models/users.ts';
 import type { User } from '../models/users.ts';
 import type { CredentialCache, VerifiedToken } from './credential-cache.ts';
 import type { LoginLimiter } from './login-limiter.ts';
 
-export type AuthMethod = 'anonymous' | 'token' | 'basic';
+/** `session`: the web console's sign-in cookie (src/http/web/session.ts). */
+export type AuthMethod = 'anonymous' | 'token' | 'basic' | 'session';
 
 export interface Authentication {
   doer: User | null;
@@ -124,6 +125,22 @@ export class AuthenticationService {
       if (task) return task;
     }
     return this.byPassword(username, password);
+  }
+
+  /**
+   * The web console's sign-in form: a user name or an e-mail address and the
+   * password, through the same check (and failed-login limiter) as basic
+   * auth. An e-mail address is counted under the name it belongs to, so both
+   * ways of typing one account share its allowance.
+   */
+  async signInWithPassword(login: string, password: string): Promise<User> {
+    let username = login;
+    if (login.includes('@')) {
+      const byEmail = await findUserByEmail(this.db, login);
+      if (byEmail) username = byEmail.name;
+    }
+    const auth = await this.byPassword(username, password);
+    return auth.doer as User;
   }
 
   private async byPassword(username: string, password: string): Promise<Authentication> {

@@ -32,6 +32,7 @@ import type { CommitStatusService } from './commit-statuses.ts';
 import type { ArtifactService } from './actions/artifacts.ts';
 import type { ArtifactRestService } from './actions/artifacts-rest.ts';
 import type { ObjectStorage } from '../modules/storage/object-storage.ts';
+import type { WebSessionService } from './web-sessions.ts';
 
 export interface Services {
   accounts: AccountService;
@@ -80,6 +81,8 @@ export interface Services {
   webhookTests: HookTestDelivery;
   /** The commit status API (Actions writes its statuses through the subscriber on `events`). */
   commitStatuses: CommitStatusService;
+  /** Sign-in sessions of the web console (stored hashed, shared by every process). */
+  webSessions: WebSessionService;
   events: DomainEvents;
   /** Encrypts values at rest (secrets now, webhook secrets later). */
   keys: KeyRing;

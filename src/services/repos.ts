@@ -25,6 +25,7 @@ import {
   deleteRepository,
   findRepository,
   findRepositoryById,
+  listRecentRepositories,
   insertRepository,
   updateRepository,
   upsertCollaborator,
@@ -83,6 +84,11 @@ export class RepoService {
 
   async findById(id: number): Promise<Repository | null> {
     return findRepositoryById(this.db, id);
+  }
+
+  /** The `limit` most recently updated repositories of the instance; callers filter by permission. */
+  async listRecent(limit: number): Promise<Repository[]> {
+    return listRecentRepositories(this.db, limit);
   }
 
   async create(doer: User, owner: User, input: CreateRepoInput): Promise<Repository> {

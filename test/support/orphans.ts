@@ -29,6 +29,7 @@ const scope = (): OwnerRef[] => [
 export const OWNER_REFERENCES: Readonly<Record<string, readonly OwnerRef[]>> = {
   user: [],
   access_token: [{ column: 'uid', parent: USER }],
+  web_session: [{ column: 'user_id', parent: USER }],
   team: [{ column: 'org_id', parent: USER }],
   team_user: [
     { column: 'org_id', parent: USER },

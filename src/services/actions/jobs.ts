@@ -6,7 +6,14 @@ import { findRunById, listJobsOfRun } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
-import { findJobById, findJobTaskById, jobPosition, listNamedSteps } from '../../models/run-jobs.ts';
+import {
+  findJobById,
+  findJobTaskByAttempt,
+  findJobTaskById,
+  jobPosition,
+  listNamedSteps,
+} from '../../models/run-jobs.ts';
+import type { JobTask, NamedStep } from '../../models/run-jobs.ts';
 import type { JobDetails } from '../convert-jobs.ts';
 
 /** A run of `repo`, or Forgejo's 404 (models/actions/run.go GetRunByID: "run with id N: resource does not exist"). */
@@ -37,6 +44,15 @@ export class JobQueryService {
   /** A job with its run, its current attempt's task and that task's steps. */
   async details(repo: Repository, jobId: number): Promise<JobDetails> {
     return this.detailsOf(await jobOfRepo(this.db, repo, jobId));
+  }
+
+  /**
+   * One attempt of a job: its task and steps (none before a runner picked
+   * it). Earlier attempts' tasks are kept by a rerun, so each stays readable.
+   */
+  async attempt(job: ActionRunJob, attempt: number): Promise<{ task: JobTask | null; steps: NamedStep[] }> {
+    const task = await findJobTaskByAttempt(this.db, job.id, attempt);
+    return { task, steps: task === null ? [] : await listNamedSteps(this.db, task.id) };
   }
 
   /** The same for a job already loaded (a rerun answers the job it changed). */

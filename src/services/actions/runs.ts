@@ -1,7 +1,7 @@
 // Reading runs and tasks of a repository (Forgejo's ListActionRuns,
 // GetActionRun, ListActionTasks).
 import { AppError } from '../../modules/errors.ts';
-import { countRuns, findRunById, listRuns } from '../../models/action-runs.ts';
+import { countRuns, findRunById, findRunByIndex, listRuns } from '../../models/action-runs.ts';
 import type { ActionRun, RunFilter, Slice } from '../../models/action-runs.ts';
 import { countTasksOfRepo, listTasksOfRepo } from '../../models/action-tasks.ts';
 import type { TaskListEntry } from '../../models/action-tasks.ts';
@@ -33,6 +33,14 @@ export class RunQueryService {
     const run = await findRunById(this.db, runId);
     if (run === null) throw AppError.notFoundMessage(`run with id ${runId}: resource does not exist`);
     if (run.repoId !== repo.id) throw AppError.notFoundMessage('resource does not exist');
+    const [withUser] = await this.withUsers([run]);
+    return withUser as RunWithUser;
+  }
+
+  /** A run by its number in the repository (the web console's URLs, as Forgejo's); 404 when there is none. */
+  async getByIndex(repo: Repository, index: number): Promise<RunWithUser> {
+    const run = Number.isSafeInteger(index) && index > 0 ? await findRunByIndex(this.db, repo.id, index) : null;
+    if (run === null) throw AppError.notFoundMessage(`run with index ${index}: resource does not exist`);
     const [withUser] = await this.withUsers([run]);
     return withUser as RunWithUser;
   }

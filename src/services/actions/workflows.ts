@@ -66,6 +66,27 @@ export interface WorkflowRunsQuery {
   headSha?: string;
 }
 
+/** One `workflow_dispatch` input as the "Run workflow" form shows it. */
+export interface DispatchInputSpec {
+  name: string;
+  type: 'string' | 'choice' | 'boolean' | 'number' | 'environment';
+  description: string;
+  required: boolean;
+  default: string;
+  options: string[];
+}
+
+/** A workflow of the default branch as the runs page's sidebar shows it (Forgejo: routers/web/repo/actions/actions.go List). */
+export interface WorkflowEntry {
+  id: string;
+  name: string;
+  disabled: boolean;
+  /** Why it would not run as it is (Forgejo's warnings: it does not parse, has no jobs, every job needs another). */
+  warnings: string[];
+  /** Null when the workflow has no `workflow_dispatch` trigger. */
+  dispatchInputs: DispatchInputSpec[] | null;
+}
+
 function escapePath(path: string): string {
   return path.split('/').map(encodeURIComponent).join('/');
 }
@@ -89,6 +110,44 @@ export class WorkflowService {
       listDisabledWorkflows(this.db, repo.id),
     ]);
     return files.map((file) => this.toApi(repo, owner, file, disabled.has(file.name), head.authorSec));
+  }
+
+  /** The workflows of the default branch with their warnings and dispatch inputs (the console's sidebar). */
+  async entries(repo: Repository): Promise<WorkflowEntry[]> {
+    const head = await this.defaultHead(repo);
+    if (head === null) return [];
+    const [files, disabled] = await Promise.all([
+      this.catalog.workflowsAt(this.git.reader(repo), head.oid),
+      listDisabledWorkflows(this.db, repo.id),
+    ]);
+    return files.map((file) => {
+      const parsed = file.parsed;
+      const warnings = [...parsed.errors];
+      if (parsed.errors.length === 0 && parsed.jobs.length === 0) warnings.push('the workflow has no jobs');
+      if (parsed.jobs.length > 0 && parsed.jobs.every((job) => job.needs.length > 0))
+        warnings.push('every job needs another: none can start');
+      const dispatch = parsed.errors.length === 0 ? parsed.events.workflow_dispatch : undefined;
+      const dispatchInputs =
+        dispatch === undefined
+          ? null
+          : Object.entries(dispatch?.inputs ?? {}).map(([name, spec]) => ({
+              name,
+              type: (['string', 'choice', 'boolean', 'number', 'environment'].includes(String(spec.type))
+                ? String(spec.type)
+                : 'string') as DispatchInputSpec['type'],
+              description: spec.description ?? '',
+              required: spec.required === true,
+              default: spec.default === undefined ? '' : String(spec.default),
+              options: (spec.options ?? []).map(String),
+            }));
+      return {
+        id: file.name,
+        name: parsed.name !== undefined && parsed.name !== '' ? parsed.name : file.name,
+        disabled: disabled.has(file.name),
+        warnings,
+        dispatchInputs,
+      };
+    });
   }
 
   /** One workflow of the default branch; 404 `workflow "<id>" not found`. */

@@ -61,6 +61,12 @@ export interface EditHookInput {
   branch_filter?: string;
   authorization_header?: string;
   active?: boolean;
+  /**
+   * Keep the stored Authorization header when none is given (the web
+   * console's form, which never shows the current value); the API clears it,
+   * as Forgejo does.
+   */
+  keepAuthorizationHeader?: boolean;
 }
 
 const SLACK_CHANNEL = /^#?[a-z0-9_-]{1,80}$/;
@@ -220,11 +226,13 @@ export class WebhookService {
     }
     changes.events = internalEventsForEdit(hook.events, input.events);
     changes.branchFilter = branchFilter;
-    changes.authorizationHeaderEncrypted = this.encrypt(
-      input.authorization_header ?? '',
-      hook.id,
-      'authorization_header_encrypted',
-    );
+    if (!(input.keepAuthorizationHeader === true && input.authorization_header === undefined)) {
+      changes.authorizationHeaderEncrypted = this.encrypt(
+        input.authorization_header ?? '',
+        hook.id,
+        'authorization_header_encrypted',
+      );
+    }
     if (input.active !== undefined) changes.isActive = input.active;
     await updateWebhook(this.db, hook.id, changes, this.clock.nowSec());
     return this.get(scope, id);

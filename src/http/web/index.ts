@@ -1,0 +1,119 @@
+// The web console (`gantry web` serves it beside the API, on the same port):
+// Forgejo's Actions pages and URLs (routers/web/web.go) over the services the
+// API uses. Pages are rendered on the server (render.ts); the only scripts
+// are small files under /assets/ (the live log, copy buttons), so the
+// Content-Security-Policy forbids every inline script and style.
+//
+// Errors: AppError kinds map to statuses through the same table as the API
+// (STATUS_OF_KIND); here the answer is an HTML page, and a signed-out visitor
+// of a page that needs a user is sent to /user/login instead of a 401.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import cookie from '@fastify/cookie';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../../config.ts';
+import { AppError, STATUS_OF_KIND } from '../../modules/errors.ts';
+import type { Services } from '../../services/index.ts';
+import { createGuards } from '../guards.ts';
+import type { WebContext } from './context.ts';
+import { sendPage } from './render.ts';
+import { accountRoutes, CHANGE_PASSWORD_PATH } from './routes-account.ts';
+import { actionsRoutes } from './routes-actions.ts';
+import { hookRoutes } from './routes-hooks.ts';
+import { runRoutes } from './routes-run.ts';
+import { settingsRoutes } from './routes-settings.ts';
+import { chromeOf, cookieSettings, installSessions } from './session.ts';
+
+const ASSETS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
+const ASSET_TYPES: Readonly<Record<string, string>> = {
+  '.css': 'text/css; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+};
+
+/** Scripts and styles from this origin only; nothing inline, no plugins, no framing. */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** The assets, read once at start: a handful of small files, served with their type and a short cache. */
+function loadAssets(): Map<string, { body: Buffer; type: string }> {
+  const assets = new Map<string, { body: Buffer; type: string }>();
+  for (const name of fs.readdirSync(ASSETS)) {
+    const type = ASSET_TYPES[path.extname(name)];
+    if (type !== undefined) assets.set(name, { body: fs.readFileSync(path.join(ASSETS, name)), type });
+  }
+  return assets;
+}
+
+export async function webConsole(app: FastifyInstance, config: Config, services: Services): Promise<void> {
+  const cookies = cookieSettings(config.rootUrl);
+  const ctx: WebContext = { config, services, guards: createGuards(services), cookies };
+  const assets = loadAssets();
+
+  await app.register(cookie);
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    reply.header('X-Content-Type-Options', 'nosniff');
+    reply.header('X-Frame-Options', 'DENY');
+    reply.header('Referrer-Policy', 'same-origin');
+    if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
+    return payload;
+  });
+
+  app.get('/assets/:name', async (req, reply) => {
+    const asset = assets.get((req.params as { name: string }).name);
+    if (asset === undefined) throw AppError.notFound();
+    return reply.type(asset.type).header('Cache-Control', 'public, max-age=300').send(asset.body);
+  });
+
+  await installSessions(app, services, cookies);
+
+  app.setErrorHandler((error: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    let status: number;
+    let message: string;
+    if (error instanceof AppError) {
+      status = STATUS_OF_KIND[error.kind];
+      message = error.message;
+      if (status === 401 && req.method === 'GET')
+        return reply.redirect(`/user/login?redirect_to=${encodeURIComponent(req.url)}`, 303);
+      if (error.options.retryAfterSec !== undefined) reply.header('Retry-After', String(error.options.retryAfterSec));
+    } else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+      // Fastify's own (a bad body) and @fastify/csrf-protection's 403 `Invalid csrf token`.
+      status = error.statusCode;
+      message = error.code?.startsWith('FST_CSRF')
+        ? 'The form has expired or was not sent from this site; reload the page and try again.'
+        : error.message;
+    } else {
+      req.log.error({ err: error }, 'web console request failed');
+      status = 500;
+      message = `internal server error (request ${req.id}); the cause is in the server log`;
+    }
+    reply.status(status);
+    return sendPage(reply, 'error', chromeOf(cookies, req, reply, `${status}`), { status, message });
+  });
+  // A user who must change their password sees nothing else until they have (Forgejo's
+  // routers/web/user/setting/account.go MustChangePassword).
+  app.addHook('preHandler', async (req, reply) => {
+    const doer = req.auth.doer;
+    if (!doer?.mustChangePassword) return;
+    const route = req.routeOptions.url ?? '';
+    if (route === CHANGE_PASSWORD_PATH || route === '/user/logout' || route === '/assets/:name') return;
+    return reply.redirect(CHANGE_PASSWORD_PATH, 303);
+  });
+
+  accountRoutes(app, ctx);
+  actionsRoutes(app, ctx);
+  runRoutes(app, ctx);
+  settingsRoutes(app, ctx);
+  hookRoutes(app, ctx);
+}

@@ -195,13 +195,19 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   events.subscribe(createCommitStatusWriter({ clock, rootUrl: config.rootUrl }));
   const repos = new RepoService(db, clock, gitRepositories, events);
   const catalog = new WorkflowCatalog(config.actionsMaxWorkflowBytes);
-  // ROOT_URL without its trailing slash: the github.server_url runners see.
-  const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''), {
-    maxJobsPerRun: config.actionsMaxJobsPerRun,
-    maxRunPayloadBytes: config.actionsMaxRunPayloadBytes,
-  });
-  const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
   const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
+  const runControl = new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs);
+  // ROOT_URL without its trailing slash: the github.server_url runners see.
+  const runCreator = new RunCreator(
+    db,
+    clock,
+    variables,
+    events,
+    config.rootUrl.replace(/\/$/, ''),
+    { maxJobsPerRun: config.actionsMaxJobsPerRun, maxRunPayloadBytes: config.actionsMaxRunPayloadBytes },
+    (repo, runId) => runControl.cancel(repo, runId),
+  );
+  const pushTriggers = new PushTriggers(db, events, catalog, runCreator, config.rootUrl, logger);
   subscribeOwnerDeletion(events, { removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId) });
   return {
     accounts: new AccountService(db, clock, hasher),
@@ -224,7 +230,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     runs: new RunQueryService(db),
     jobs: new JobQueryService(db),
     jobLogs: new JobLogService(db, taskReports.logs),
-    runControl: new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs),
+    runControl,
     runProgress,
     runners,
     runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl),

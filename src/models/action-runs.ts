@@ -7,7 +7,7 @@ import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 
-// 15 values a row: 1,000 rows stay far below either database's bound-value limit.
+// 16 values a row: 1,000 rows stay far below either database's bound-value limit.
 const JOBS_PER_INSERT = 1000;
 
 export interface ActionRun {
@@ -34,6 +34,10 @@ export interface ActionRun {
   started: number;
   stopped: number;
   previousDuration: number;
+  /** Lowercased concurrency group ('' none). */
+  concurrencyGroup: string;
+  /** ConcurrencyMode (modules/concurrency-mode.ts). */
+  concurrencyType: number;
   created: number;
   updated: number;
 }
@@ -54,6 +58,8 @@ export interface ActionRunJob {
   hasIf: boolean;
   taskId: number;
   status: number;
+  /** Stored `blocked` only because the run queues behind an older member of its concurrency group. */
+  concurrencyHeld: boolean;
   started: number;
   stopped: number;
   created: number;
@@ -84,6 +90,8 @@ export function runFromRow(row: Selectable<ActionRunTable>): ActionRun {
     started: row.started,
     stopped: row.stopped,
     previousDuration: row.previous_duration,
+    concurrencyGroup: row.concurrency_group,
+    concurrencyType: row.concurrency_type,
     created: row.created,
     updated: row.updated,
   };
@@ -111,6 +119,7 @@ export function jobFromRow(row: Selectable<ActionRunJobTable>): ActionRunJob {
     hasIf: row.has_if === 1,
     taskId: row.task_id,
     status: row.status,
+    concurrencyHeld: row.concurrency_held === 1,
     started: row.started,
     stopped: row.stopped,
     created: row.created,
@@ -134,6 +143,8 @@ export interface NewRun {
   preExecutionError?: string;
   /** Set when the run is created already finished (a workflow that does not parse). */
   stopped?: number;
+  concurrencyGroup?: string;
+  concurrencyType?: number;
 }
 
 export interface NewJob {
@@ -145,6 +156,8 @@ export interface NewJob {
   hasIf: boolean;
   workflowPayload: string;
   status: number;
+  /** With `status` blocked: held behind an older run of the run's concurrency group. */
+  concurrencyHeld?: boolean;
 }
 
 /**
@@ -215,6 +228,8 @@ export async function insertRunWithJobs(
       status: run.status,
       pre_execution_error: run.preExecutionError ?? '',
       stopped: run.stopped ?? 0,
+      concurrency_group: run.concurrencyGroup ?? '',
+      concurrency_type: run.concurrencyType ?? 0,
       created: now,
       updated: now,
     })
@@ -246,6 +261,7 @@ export async function insertRunWithJobs(
           runs_on: JSON.stringify(job.runsOn),
           has_if: job.hasIf ? 1 : 0,
           status: job.status,
+          concurrency_held: job.concurrencyHeld === true ? 1 : 0,
           created: now,
           updated: now,
         })),

@@ -204,10 +204,17 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   events.subscribe(createCommitStatusWriter({ clock, rootUrl: config.rootUrl }));
   const catalog = new WorkflowCatalog(config.actionsMaxWorkflowBytes);
   // ROOT_URL without its trailing slash: the github.server_url runners see.
-  const runCreator = new RunCreator(db, clock, variables, events, config.rootUrl.replace(/\/$/, ''), {
-    maxJobsPerRun: config.actionsMaxJobsPerRun,
-    maxRunPayloadBytes: config.actionsMaxRunPayloadBytes,
-  });
+  const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
+  const runControl = new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs);
+  const runCreator = new RunCreator(
+    db,
+    clock,
+    variables,
+    events,
+    config.rootUrl.replace(/\/$/, ''),
+    { maxJobsPerRun: config.actionsMaxJobsPerRun, maxRunPayloadBytes: config.actionsMaxRunPayloadBytes },
+    (repo, runId) => runControl.cancel(repo, runId),
+  );
   const scheduleClock =
     config.testSchedulerClock === null
       ? clock
@@ -226,7 +233,6 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     }),
   );
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, schedules, config.rootUrl, logger);
-  const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
   const artifactStorage = new LocalObjectStorage(path.join(config.dataDir, 'actions_artifacts'));
   const runtimeTokens = new RuntimeTokens(db, clock, keys);
   subscribeOwnerDeletion(events, {
@@ -256,7 +262,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     runs: new RunQueryService(db),
     jobs: new JobQueryService(db),
     jobLogs: new JobLogService(db, taskReports.logs),
-    runControl: new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs),
+    runControl,
     runProgress,
     runners,
     runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl, {

@@ -60,9 +60,13 @@ const ORG = 'crash';
 const REPO = 'app';
 const VARIABLES = ['V0', 'V1', 'V2', 'V3', 'V4'];
 const SECRETS = ['S0', 'S1', 'S2', 'S3', 'S4', 'S5'];
+// ci.yml: every run must run, so a push must not cancel the push run before
+// it (Forgejo's default): a push run's group is its own commit, a dispatch's
+// empty, and `cancel-in-progress: false` cancels nothing.
 const WORKFLOWS = {
   '.forgejo/workflows/ci.yml':
-    'on:\n  push: { branches: [main] }\n  workflow_dispatch:\njobs:\n  build:\n    runs-on: crash\n    steps:\n      - run: echo build\n',
+    "on:\n  push: { branches: [main] }\n  workflow_dispatch:\nconcurrency:\n  group: ${{ github.event_name == 'push' && github.sha || '' }}\n  cancel-in-progress: false\n" +
+    'jobs:\n  build:\n    runs-on: crash\n    steps:\n      - run: echo build\n',
   '.forgejo/workflows/final.yml':
     'on: workflow_dispatch\njobs:\n  final:\n    runs-on: crash-final\n    steps:\n      - run: echo final\n',
 };

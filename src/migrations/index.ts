@@ -14,6 +14,7 @@ import * as m0011 from './0011-commit-statuses.ts';
 import * as m0013 from './0013-action-schedules.ts';
 import * as m0015 from './0015-artifacts.ts';
 import * as m0016 from './0016-web-sessions.ts';
+import * as m0014 from './0014-concurrency.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -30,4 +31,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0013-action-schedules': m0013,
   '0015-artifacts': m0015,
   '0016-web-sessions': m0016,
+  '0014-concurrency': m0014,
 };

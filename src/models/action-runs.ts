@@ -8,7 +8,7 @@ import type { Queryable } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 
-// 15 values a row: 1,000 rows stay far below either database's bound-value limit.
+// 16 values a row: 1,000 rows stay far below either database's bound-value limit.
 const JOBS_PER_INSERT = 1000;
 
 export interface ActionRun {
@@ -35,6 +35,10 @@ export interface ActionRun {
   started: number;
   stopped: number;
   previousDuration: number;
+  /** Lowercased concurrency group ('' none). */
+  concurrencyGroup: string;
+  /** ConcurrencyMode (modules/concurrency-mode.ts). */
+  concurrencyType: number;
   created: number;
   updated: number;
 }
@@ -55,6 +59,8 @@ export interface ActionRunJob {
   hasIf: boolean;
   taskId: number;
   status: ActionStatusValue;
+  /** Stored `blocked` only because the run queues behind an older member of its concurrency group. */
+  concurrencyHeld: boolean;
   started: number;
   stopped: number;
   created: number;
@@ -85,6 +91,8 @@ export function runFromRow(row: Selectable<ActionRunTable>): ActionRun {
     started: row.started,
     stopped: row.stopped,
     previousDuration: row.previous_duration,
+    concurrencyGroup: row.concurrency_group,
+    concurrencyType: row.concurrency_type,
     created: row.created,
     updated: row.updated,
   };
@@ -112,6 +120,7 @@ export function jobFromRow(row: Selectable<ActionRunJobTable>): ActionRunJob {
     hasIf: row.has_if === 1,
     taskId: row.task_id,
     status: row.status,
+    concurrencyHeld: row.concurrency_held === 1,
     started: row.started,
     stopped: row.stopped,
     created: row.created,
@@ -137,6 +146,8 @@ export interface NewRun {
   stopped?: number;
   /** The action_schedule row whose tick created the run; 0 otherwise. */
   scheduleId?: number;
+  concurrencyGroup?: string;
+  concurrencyType?: number;
 }
 
 export interface NewJob {
@@ -148,6 +159,8 @@ export interface NewJob {
   hasIf: boolean;
   workflowPayload: string;
   status: ActionStatusValue;
+  /** With `status` blocked: held behind an older run of the run's concurrency group. */
+  concurrencyHeld?: boolean;
 }
 
 /**
@@ -219,6 +232,8 @@ export async function insertRunWithJobs(
       pre_execution_error: run.preExecutionError ?? '',
       stopped: run.stopped ?? 0,
       schedule_id: run.scheduleId ?? 0,
+      concurrency_group: run.concurrencyGroup ?? '',
+      concurrency_type: run.concurrencyType ?? 0,
       created: now,
       updated: now,
     })
@@ -250,6 +265,7 @@ export async function insertRunWithJobs(
           runs_on: JSON.stringify(job.runsOn),
           has_if: job.hasIf ? 1 : 0,
           status: job.status,
+          concurrency_held: job.concurrencyHeld === true ? 1 : 0,
           created: now,
           updated: now,
         })),

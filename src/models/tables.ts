@@ -147,6 +147,10 @@ export interface ActionRunTable {
   started: Generated<number>;
   stopped: Generated<number>;
   previous_duration: Generated<number>;
+  /** Lowercased group ('' for runs created before groups existed). */
+  concurrency_group: Generated<string>;
+  /** Forgejo's ConcurrencyMode: 0 unlimited, 1 queue behind, 2 cancel in progress. */
+  concurrency_type: Generated<number>;
   created: number;
   updated: number;
 }
@@ -239,6 +243,8 @@ export interface ActionRunJobTable {
   has_if: Generated<number>;
   task_id: Generated<number>;
   status: ActionStatusValue;
+  /** 1: `blocked` only because its run queues behind an older run of its concurrency group. */
+  concurrency_held: Generated<number>;
   started: Generated<number>;
   stopped: Generated<number>;
   created: number;

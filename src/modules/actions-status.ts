@@ -46,6 +46,15 @@ export function isDone(status: ActionStatusValue): boolean {
 }
 
 /**
+ * The status a job shows (API, runs list, run status): a job held behind an
+ * older run of its concurrency group is stored `blocked`, so no runner can
+ * claim it, and shows `waiting`, as Forgejo's queued runs do.
+ */
+export function shownJobStatus(job: { status: ActionStatusValue; concurrencyHeld: boolean }): ActionStatusValue {
+  return job.status === ActionStatus.blocked && job.concurrencyHeld ? ActionStatus.waiting : job.status;
+}
+
+/**
  * A run's status from its jobs' statuses, first rule that matches
  * (Forgejo's AggregateJobStatus): all skipped → skipped; all success or
  * skipped → success; then any cancelled, running, waiting, failure, blocked.

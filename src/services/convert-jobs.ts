@@ -3,7 +3,7 @@
 // (services/convert/convert.go ToActionWorkflowJob). Unlike Gitea, whose
 // steps all repeat the job's status, each step shows its own status and times
 // as the runner reported them (action_task_step).
-import { ActionStatus, statusName } from '../modules/actions-status.ts';
+import { ActionStatus, shownJobStatus, statusName } from '../modules/actions-status.ts';
 import type { ActionRun, ActionRunJob } from '../models/action-runs.ts';
 import type { JobTask, NamedStep } from '../models/run-jobs.ts';
 import type { ActionRunJobOfRunJson, ActionWorkflowJobJson, ActionWorkflowStepJson } from '../api-types/job-schemas.ts';
@@ -23,7 +23,8 @@ export function toActionRunJob(job: ActionRunJob): ActionRunJobOfRunJson {
     needs: job.needs.length > 0 ? [...job.needs] : null,
     runs_on: job.runsOn.length > 0 ? [...job.runsOn] : null,
     task_id: job.taskId,
-    status: statusName(job.status),
+    // A job held by its run's concurrency group is `waiting`, as Forgejo shows a queued run's jobs.
+    status: statusName(shownJobStatus(job)),
   };
 }
 

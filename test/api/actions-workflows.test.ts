@@ -240,7 +240,8 @@ for (const dialect of testDialects()) {
         [
           ['ci.yml@refs/heads/main', 'workflow_dispatch', 'main', 'queued', '', 'alice'],
           ['ci.yml@refs/heads/main', 'push', 'main', 'queued', '', 'alice'],
-          ['ci.yml@refs/heads/main', 'push', 'main', 'queued', '', 'alice'],
+          // Superseded by the next push of main (Forgejo's auto-cancel of push runs).
+          ['ci.yml@refs/heads/main', 'push', 'main', 'completed', 'cancelled', 'alice'],
         ],
       );
       const [newest] = list.workflow_runs;
@@ -249,8 +250,8 @@ for (const dialect of testDialects()) {
 
       assert.equal((await runsOf('ci.yml', '?event=push')).total_count, 2);
       assert.equal((await runsOf('ci.yml', '?event=push&limit=1')).workflow_runs.length, 1);
-      assert.equal((await runsOf('ci.yml', '?branch=main&status=queued')).total_count, 3);
-      assert.equal((await runsOf('ci.yml', '?status=completed')).total_count, 0);
+      assert.equal((await runsOf('ci.yml', '?branch=main&status=queued')).total_count, 2);
+      assert.equal((await runsOf('ci.yml', '?status=completed')).total_count, 1);
       assert.equal((await runsOf('ci.yml', '?branch=other')).total_count, 0);
       assert.equal((await runsOf('ci.yml', '?actor=alice')).total_count, 3);
       assert.equal((await runsOf('ci.yml', '?actor=bob')).total_count, 0);

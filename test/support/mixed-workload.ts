@@ -25,11 +25,20 @@ const HOOK_EVENTS = ['push', 'workflow_run', 'workflow_job'];
 /** The runners' FetchTask deadline (act_runner's fetch_timeout; see runnerLoop). */
 const FETCH_TIMEOUT_MS = 30_000;
 
-/** Two jobs, the second needing the first: a run's progress is settled across requests to either process. */
+/**
+ * Two jobs, the second needing the first: a run's progress is settled across
+ * requests to either process. Every run must run, so a new push must not
+ * cancel the one before (Forgejo's default for push runs): a push run gets a
+ * group of its own commit, a dispatch none (an empty group), and with
+ * `cancel-in-progress: false` none cancels or waits for another.
+ */
 export const WORKFLOW = `on:
   push:
     branches: [main]
   workflow_dispatch:
+concurrency:
+  group: \${{ github.event_name == 'push' && github.sha || '' }}
+  cancel-in-progress: false
 jobs:
   build:
     runs-on: ${RUNNER_LABEL}

@@ -457,7 +457,7 @@ function buildPayload(
 // --- entry points -------------------------------------------------------------------------
 
 /** github, vars and inputs; inputs declared `type: boolean` read as true/false (Forgejo does). */
-function planningScope(parsed: ParsedWorkflow, ctx: ExpansionContext): ExpressionScope {
+export function planningScope(parsed: ParsedWorkflow, ctx: ExpansionContext): ExpressionScope {
   const declared = parsed.events.workflow_dispatch?.inputs ?? {};
   const inputs: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(ctx.inputs)) {

@@ -10,7 +10,7 @@
 // pull_request family and release, which Gantry does not trigger yet, and
 // never for dispatch, schedule and the rest.
 import { parse as parseYaml } from 'yaml';
-import { ActionStatus, isDone } from '../../modules/actions-status.ts';
+import { ActionStatus, isDone, shownJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import { latestStatusOfContext } from '../../models/commit-statuses.ts';
@@ -65,7 +65,8 @@ export function commitStatusState(status: ActionStatusValue): string {
 }
 
 export function commitStatusDescription(job: ActionRunJob, nowSec: number): string {
-  switch (job.status) {
+  // A job held by its run's concurrency group waits, as in Forgejo (which holds such jobs `waiting`).
+  switch (shownJobStatus(job)) {
     case ActionStatus.success:
       return `Successful in ${goDuration(jobDuration(job, nowSec))}`;
     case ActionStatus.failure:
@@ -126,7 +127,7 @@ export function createCommitStatusWriter(options: CommitStatusWriterOptions): Do
     const target = { repo, owner, creator: actionsUser(), commit: pushed.commit };
     for (const job of jobs) {
       const context = `${workflowName(run, job)} / ${job.name} (push)`.trim();
-      const state = commitStatusState(job.status);
+      const state = commitStatusState(shownJobStatus(job));
       const description = commitStatusDescription(job, nowSec);
       const latest = await latestStatusOfContext(tx, repo.id, pushed.sha, context);
       if (latest !== null && latest.state === state && latest.description === description) continue;

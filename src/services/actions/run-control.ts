@@ -23,7 +23,7 @@
 //   commit (an after-commit hook of DomainEvents), so no row ever points at
 //   a missing file.
 import { randomUUID } from 'node:crypto';
-import { ActionStatus, aggregateJobStatus, isDone } from '../../modules/actions-status.ts';
+import { ActionStatus, aggregateJobStatus, isDone, shownJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { isWorkflowDisabled } from '../../models/workflow-states.ts';
 import { AppError } from '../../modules/errors.ts';
@@ -53,6 +53,7 @@ import {
 } from '../../models/task-reports.ts';
 import type { DomainEvents } from '../events.ts';
 import type { GitRepositories } from '../git-repositories.ts';
+import { holdRerunIfQueued, lockGroupFirst } from './concurrency.ts';
 import type { RunProgress } from './run-progress.ts';
 import { plainLogName } from './task-logs.ts';
 import type { TaskLogStore } from './task-logs.ts';
@@ -118,26 +119,31 @@ export class RunControlService {
   async cancel(repo: Repository, runId: number): Promise<void> {
     const run = await this.runOf(this.db, repo, runId);
     for (let pass = 0; pass < MAX_CANCEL_PASSES; pass += 1) {
-      const busy = await retrying(() => this.db.transaction().execute((tx) => this.cancelPass(tx, run.id)));
+      const busy = await retrying(() => this.db.transaction().execute((tx) => this.cancelPass(tx, run)));
       if (busy === 0) return;
     }
     throw AppError.conflict('runners kept claiming jobs of the run while it was cancelled, try again');
   }
 
   /** One transaction of a cancel; returns how many unfinished jobs it could not lock (claims in flight). */
-  private async cancelPass(tx: Queryable, runId: number): Promise<number> {
+  private async cancelPass(tx: Queryable, run: ActionRun): Promise<number> {
+    const runId = run.id;
     await takeWriteLock(tx);
+    await lockGroupFirst(tx, run);
     await lockRun(tx, runId);
     const now = this.clock.nowSec();
     const { jobs, busy } = await lockUnfinishedJobsOfRun(tx, runId);
     const changed: number[] = [];
+    // A job held behind an older run of its concurrency group is waiting to
+    // the user (concurrency.ts): cancelled like one.
+    const needsBlocked = (job: ActionRunJob): boolean => job.status === ActionStatus.blocked && !job.concurrencyHeld;
     for (const job of jobs) {
-      if (job.status === ActionStatus.blocked) continue;
+      if (needsBlocked(job)) continue;
       if (await this.cancelOne(tx, job, now)) changed.push(job.id);
     }
     // Dependants never start: skipped, as the job emitter would mark them
     // after a cancelled need (a dependant with `if:` would otherwise be released).
-    const blocked = jobs.filter((job) => job.status === ActionStatus.blocked);
+    const blocked = jobs.filter(needsBlocked);
     changed.push(...(await unblockJobs(tx, new Map(blocked.map((job) => [job.id, ActionStatus.skipped])), now)));
     if (changed.length > 0) await this.progress.settle(tx, runId, changed);
     return busy;
@@ -174,7 +180,8 @@ export class RunControlService {
         // Forgejo's rerun marks the run's artifacts for deletion (services/actions/rerun.go): the new
         // attempt uploads its own; the retention pass removes the files.
         await markForDeletion(tx, { runId: run.id, name: null }, now);
-        const status = aggregateJobStatus((await listJobsOfRun(tx, run.id)).map((job) => job.status));
+        await holdRerunIfQueued(tx, current, now);
+        const status = aggregateJobStatus((await listJobsOfRun(tx, run.id)).map(shownJobStatus));
         const restarted = await restartRun(tx, current, status, now);
         if (restarted === undefined) throw AppError.conflict('the run changed meanwhile, try again');
         // Recorded before the jobs' events, as for a new run: workflow_run `requested`, then workflow_job `queued`.
@@ -228,7 +235,8 @@ export class RunControlService {
   private async cancelOne(tx: Queryable, job: ActionRunJob, now: number): Promise<boolean> {
     let current: ActionRunJob | null = job;
     for (let attempt = 0; attempt < MAX_TX_ATTEMPTS && current !== null; attempt += 1) {
-      if (current.status !== ActionStatus.waiting && current.status !== ActionStatus.running) return false;
+      const held = current.status === ActionStatus.blocked && current.concurrencyHeld;
+      if (current.status !== ActionStatus.waiting && current.status !== ActionStatus.running && !held) return false;
       if (await cancelJob(tx, current, now)) {
         if (current.taskId !== 0) await this.stopTask(tx, current.taskId, now);
         return true;

@@ -5,7 +5,7 @@
 // transaction opens: a run over a limit costs no write beyond its failed run
 // row, and a refused one (dispatch) none at all.
 import { randomUUID } from 'node:crypto';
-import { ActionStatus, aggregateJobStatus } from '../../modules/actions-status.ts';
+import { ActionStatus, aggregateJobStatus, shownJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import { expandJobs, evaluateRunTitle } from '../../modules/workflows/expand-jobs.ts';
@@ -17,6 +17,8 @@ import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
 import type { DomainEvents } from '../events.ts';
+import { cancelPreviousRuns, mustQueue, planRunConcurrency } from './concurrency.ts';
+import type { CancelRun, RunConcurrency } from './concurrency.ts';
 import { runTooLargeMessage } from './run-limits.ts';
 import type { RunLimits } from './run-limits.ts';
 import type { VariableService } from './variables.ts';
@@ -86,6 +88,8 @@ export class RunCreator {
     private readonly events: DomainEvents,
     private readonly serverUrl: string,
     private readonly limits: Pick<RunLimits, 'maxJobsPerRun' | 'maxRunPayloadBytes'>,
+    /** Cancel in progress cancels older runs of the group through the cancel API's service. */
+    private readonly cancelRun: CancelRun = async () => {},
   ) {}
 
   async create(trigger: RunTrigger): Promise<CreatedRun> {
@@ -120,6 +124,19 @@ export class RunCreator {
         status: job.needs.length > 0 ? ActionStatus.blocked : ActionStatus.waiting,
       }));
     }
+    // The concurrency block (concurrency.ts): evaluated once, here, with the run's contexts.
+    let concurrency: RunConcurrency | undefined;
+    if (errors.length === 0) {
+      const planned = planRunConcurrency(workflow.parsed, context, {
+        ref: trigger.ref,
+        workflowId: workflow.name,
+        triggerEvent: trigger.triggerEvent,
+        event: trigger.event,
+      });
+      if ('error' in planned) errors.push(planned.error);
+      else concurrency = planned;
+    }
+    if (concurrency !== undefined) await cancelPreviousRuns(this.db, repo, concurrency, this.cancelRun);
     const title =
       (errors.length === 0 ? evaluateRunTitle(workflow.parsed, context) : undefined) ?? trigger.defaultTitle;
     const now = this.clock.nowSec();
@@ -128,6 +145,13 @@ export class RunCreator {
     const invalid = errors.length > 0;
     return this.db.transaction().execute(async (tx) => {
       if (trigger.claim !== undefined && !(await trigger.claim(tx))) throw new TriggerTaken('trigger already taken');
+      // Queue behind an unfinished run of the group: the jobs that would wait are held instead.
+      const queued = !invalid && concurrency !== undefined && (await mustQueue(tx, repo.id, concurrency));
+      const newJobs = queued
+        ? jobs.map((job) =>
+            job.status === ActionStatus.waiting ? { ...job, status: ActionStatus.blocked, concurrencyHeld: true } : job,
+          )
+        : jobs;
       const created = await insertRunWithJobs(
         tx,
         {
@@ -143,10 +167,17 @@ export class RunCreator {
           eventPayload: JSON.stringify(trigger.payload),
           triggerEvent: trigger.triggerEvent,
           ...(trigger.scheduleId !== undefined ? { scheduleId: trigger.scheduleId } : {}),
-          status: invalid ? ActionStatus.failure : aggregateJobStatus(jobs.map((j) => j.status)),
+          status: invalid
+            ? ActionStatus.failure
+            : aggregateJobStatus(
+                newJobs.map((j) => shownJobStatus({ ...j, concurrencyHeld: j.concurrencyHeld === true })),
+              ),
+          ...(concurrency !== undefined
+            ? { concurrencyGroup: concurrency.group, concurrencyType: concurrency.mode }
+            : {}),
           ...(invalid ? { preExecutionError: errors.join('\n'), stopped: now } : {}),
         },
-        invalid ? [] : jobs,
+        invalid ? [] : newJobs,
         now,
       );
       if (created.jobs.some((job) => job.status === ActionStatus.waiting))

@@ -4,7 +4,9 @@
 // so the run never shows a status its jobs do not have. Every job and run
 // status change is recorded as a domain event in that same transaction (the
 // webhook outbox turns them into workflow_job / workflow_run / action_run_*).
-import { ActionStatus, aggregateJobStatus, isDone } from '../../modules/actions-status.ts';
+// A run that reaches a final state releases the next held run of its
+// concurrency group in the same transaction (concurrency.ts).
+import { ActionStatus, aggregateJobStatus, isDone, shownJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { unblockedJobs } from '../../modules/job-graph.ts';
 import { findRunById, listJobsOfRun, lockRun, unblockJobs, updateRunStatus } from '../../models/action-runs.ts';
@@ -12,6 +14,7 @@ import type { ActionRun, RunStatusChange } from '../../models/action-runs.ts';
 import type { Queryable } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { DomainEvents } from '../events.ts';
+import { lockGroupOf, releaseNextRun } from './concurrency.ts';
 
 export class RunProgress {
   constructor(
@@ -30,7 +33,9 @@ export class RunProgress {
     const now = this.clock.nowSec();
     let jobs = await listJobsOfRun(tx, runId);
     const changed = new Set(changedJobIds);
-    const unblocked = unblockedJobs(jobs);
+    // A held job is not released by its needs (it has none to wait for): as
+    // waiting, it stays put and its dependants wait for it.
+    const unblocked = unblockedJobs(jobs.map((job) => ({ ...job, status: shownJobStatus(job) })));
     let wakeRunners = false;
     if (unblocked.size > 0) {
       const moved = await unblockJobs(tx, unblocked, now);
@@ -38,8 +43,11 @@ export class RunProgress {
       for (const id of moved) changed.add(id);
       jobs = await listJobsOfRun(tx, runId);
     }
-    const status = aggregateJobStatus(jobs.map((job) => job.status));
+    // Held jobs count as waiting: a queued run shows `waiting`, as in Forgejo.
+    const status = aggregateJobStatus(jobs.map(shownJobStatus));
     let current = run;
+    const finishing = isDone(status) && !isDone(run.status);
+    if (finishing) await lockGroupOf(tx, run);
     if (status !== run.status) {
       const change: RunStatusChange = { status };
       if (status === ActionStatus.running && run.started === 0) change.started = now;
@@ -59,6 +67,10 @@ export class RunProgress {
     // Last: run creation takes the run counts, then the tasks versions; taking
     // the versions before updateRunStatus's counts deadlocked with it on PostgreSQL.
     if (wakeRunners) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
+    if (finishing) {
+      const next = await releaseNextRun(tx, run, now);
+      if (next !== undefined) await this.settle(tx, next.runId, next.jobIds);
+    }
     return current;
   }
 }

@@ -275,6 +275,28 @@ for (const dialect of testDialects()) {
       assert.ok(still, 'the run was not deleted');
     });
 
+    test('the run page reads on a phone in dark mode: dark background, nothing wider than the screen', async () => {
+      const index = await runIndexOf('flaky.yml');
+      const t = await openPage(browser, s.url, { colorScheme: 'dark', viewport: { width: 390, height: 844 } });
+      try {
+        await signIn(t.page, dev.name, dev.password);
+        await t.page.goto(`/dev/app/actions/runs/${index}`);
+        await t.page.getByRole('navigation', { name: 'Jobs' }).waitFor();
+        const background = await t.page.evaluate('getComputedStyle(document.body).backgroundColor');
+        assert.equal(background, 'rgb(16, 19, 24)');
+        const overflow = await t.page.evaluate(
+          'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+        );
+        assert.equal(overflow, 0, 'no horizontal scrolling');
+        // Keyboard: the first Tab reaches the skip link, the next ones the navigation.
+        await t.page.keyboard.press('Tab');
+        assert.equal(await t.page.evaluate('document.activeElement.textContent'), 'Skip to content');
+        await t.screenshot('run-phone-dark');
+      } finally {
+        await t.close();
+      }
+    });
+
     test('a hostile branch name, commit message and log line render as text', async () => {
       const branch = '<img/src=x/onerror=alert(1)>';
       await work.git(['checkout', '-q', '-b', branch]);

@@ -9,6 +9,7 @@ import { repoActionsData } from './repo-actions-data.ts';
 import { runCancel } from './run-cancel.ts';
 import { runners } from './runners.ts';
 import { scaleOut } from './scale-out.ts';
+import { webConsole } from './web-console.ts';
 import { webhooks } from './webhooks.ts';
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -18,6 +19,7 @@ export const SCENARIOS: readonly Scenario[] = [
   runners,
   runCancel,
   webhooks,
+  webConsole,
   jobLogDownload,
   scaleOut,
   idleRss,

@@ -30,8 +30,17 @@ export interface TestPage {
   close(): Promise<void>;
 }
 
-export async function openPage(browser: Browser, baseURL: string): Promise<TestPage> {
-  const context = await browser.newContext({ baseURL, viewport: { width: 1280, height: 900 } });
+export interface PageOptions {
+  colorScheme?: 'light' | 'dark';
+  viewport?: { width: number; height: number };
+}
+
+export async function openPage(browser: Browser, baseURL: string, options: PageOptions = {}): Promise<TestPage> {
+  const context = await browser.newContext({
+    baseURL,
+    viewport: options.viewport ?? { width: 1280, height: 900 },
+    colorScheme: options.colorScheme ?? 'light',
+  });
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const dialogs: string[] = [];

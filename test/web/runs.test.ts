@@ -140,14 +140,17 @@ for (const dialect of testDialects()) {
       await s?.stop();
     });
 
-    test('the pushed runs are listed; the sidebar warns about a workflow that does not parse', async () => {
+    test('the pushed runs are listed; the sidebar warns about a workflow that does not parse and labels no runner has', async () => {
       await withPage(dev, 'runs-list', async ({ page, consoleErrors }) => {
         await page.goto('/dev/app/actions');
         await page.getByRole('link', { name: /^Live/ }).first().waitFor();
         const runs = page.getByRole('list', { name: 'Runs' }).getByRole('listitem');
         assert.equal(await runs.count(), 3, 'live, flaky and broken ran on push');
         await page.getByText('live.yml #').first().waitFor();
-        await page.getByRole('navigation', { name: 'Workflows' }).getByText('⚠').first().waitFor();
+        const sidebar = page.getByRole('navigation', { name: 'Workflows' });
+        await sidebar.getByText('⚠').first().waitFor();
+        // No runner is online yet: every job's label is warned about (Forgejo's runs page does the same).
+        await sidebar.getByText('job build: no online runner has the label w-live').waitFor();
         // Filters: the failed run only.
         await page.getByLabel('Status').selectOption('failure');
         await page.getByRole('button', { name: 'Filter' }).click();
@@ -162,7 +165,7 @@ for (const dialect of testDialects()) {
       const task = await fetchTask('w-live');
       await report('w-live', task.id, Result.UNSPECIFIED, 0);
       await appendLog('w-live', task.id, 0, ['first line from the runner']);
-      await withPage(dev, 'run-live-log', async ({ page }) => {
+      await withPage(dev, 'run-live-log', async ({ page, screenshot }) => {
         await page.goto(`/dev/app/actions/runs/${index}`);
         await page.waitForURL(/\/jobs\/0\/attempt\/1$/);
         await page.getByText('first line from the runner').waitFor();
@@ -181,6 +184,7 @@ for (const dialect of testDialects()) {
         await page.locator('.log-group > summary', { hasText: 'Details' }).waitFor();
         await page.getByRole('button', { name: 'Show timestamps' }).click();
         await page.locator('.log-line .time').first().waitFor({ state: 'visible' });
+        await screenshot('run-live-log-streaming');
         await page.getByRole('button', { name: 'Cancel' }).click();
         await page.getByText('The run is being cancelled.').waitFor();
         await page.locator('#run-status', { hasText: 'cancelled' }).waitFor();
@@ -269,6 +273,28 @@ for (const dialect of testDialects()) {
         .where('index_in_repo', '=', index)
         .executeTakeFirst();
       assert.ok(still, 'the run was not deleted');
+    });
+
+    test('the run page reads on a phone in dark mode: dark background, nothing wider than the screen', async () => {
+      const index = await runIndexOf('flaky.yml');
+      const t = await openPage(browser, s.url, { colorScheme: 'dark', viewport: { width: 390, height: 844 } });
+      try {
+        await signIn(t.page, dev.name, dev.password);
+        await t.page.goto(`/dev/app/actions/runs/${index}`);
+        await t.page.getByRole('navigation', { name: 'Jobs' }).waitFor();
+        const background = await t.page.evaluate('getComputedStyle(document.body).backgroundColor');
+        assert.equal(background, 'rgb(16, 19, 24)');
+        const overflow = await t.page.evaluate(
+          'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+        );
+        assert.equal(overflow, 0, 'no horizontal scrolling');
+        // Keyboard: the first Tab reaches the skip link, the next ones the navigation.
+        await t.page.keyboard.press('Tab');
+        assert.equal(await t.page.evaluate('document.activeElement.textContent'), 'Skip to content');
+        await t.screenshot('run-phone-dark');
+      } finally {
+        await t.close();
+      }
     });
 
     test('a hostile branch name, commit message and log line render as text', async () => {

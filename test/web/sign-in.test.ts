@@ -113,14 +113,20 @@ for (const dialect of testDialects()) {
     });
 
     test('a sign-in POST without the CSRF token is refused', async () => {
-      const res = await fetch(`${s.url}/user/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ user_name: 'alice', password: alice.password }).toString(),
-        redirect: 'manual',
-      });
-      assert.equal(res.status, 403);
-      assert.equal(res.headers.get('set-cookie')?.includes('gantry_session=') ?? false, false);
+      const t = await openPage(browser, s.url);
+      try {
+        await t.page.goto('/user/login');
+        const forged = await t.context.request.post('/user/login', {
+          form: { user_name: 'alice', password: alice.password },
+          maxRedirects: 0,
+        });
+        assert.equal(forged.status(), 403);
+        assert.equal(forged.headers()['set-cookie']?.includes('gantry_session=') ?? false, false);
+        await t.page.setContent(await forged.text());
+        await t.screenshot('sign-in-forged');
+      } finally {
+        await t.close();
+      }
     });
   });
 }

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { statusName } from '../../modules/actions-status.ts';
 import type { User } from '../../models/users.ts';
 
@@ -81,8 +81,4 @@ export function seeOther(reply: FastifyReply, location: string): FastifyReply {
 export function safeRedirectTarget(raw: unknown): string {
   if (typeof raw !== 'string' || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\')) return '/';
   return raw;
-}
-
-export function currentPath(req: FastifyRequest): string {
-  return req.url;
 }

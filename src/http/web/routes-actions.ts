@@ -8,11 +8,16 @@ import { parseStatusName } from '../../modules/actions-status.ts';
 import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import { AppError } from '../../modules/errors.ts';
 import type { RunFilter } from '../../models/action-runs.ts';
+import type { Repository } from '../../models/repos.ts';
+import { repoRunnerScope } from '../../services/actions/runners.ts';
 import { requireDoer, requireRepo } from '../request-context.ts';
 import type { WebContext } from './context.ts';
 import { field, passes, queryParam, reqSignIn } from './context.ts';
 import { sendPage, seeOther } from './render.ts';
 import { chromeOf, setFlash } from './session.ts';
+
+/** Runners read for the label warning (Forgejo's runners page shows 100 a page). */
+const MAX_RUNNERS_SCANNED = 1000;
 
 /** Runs per page (Forgejo's default page size for the runs list). */
 export const RUNS_PER_PAGE = 30;
@@ -51,6 +56,20 @@ export function actionsRoutes(app: FastifyInstance, ctx: WebContext): void {
     return filter;
   };
 
+  /** Labels of the online runners this repository's jobs may run on (its own, its owner's, the instance's). */
+  const onlineLabels = async (repo: Repository): Promise<Set<string>> => {
+    const { runners } = await services.runners.list(repoRunnerScope(repo), {
+      visible: true,
+      page: { limit: MAX_RUNNERS_SCANNED, offset: 0 },
+    });
+    const labels = new Set<string>();
+    for (const runner of runners) {
+      if (services.runners.status(runner) === 'offline') continue;
+      for (const label of runner.labels ?? []) labels.add(label);
+    }
+    return labels;
+  };
+
   app.get('/:owner/:repo/actions', { preHandler: readGuards }, async (req, reply) => {
     const { repo } = requireRepo(req);
     const filter = await filterOf(req);
@@ -61,7 +80,7 @@ export function actionsRoutes(app: FastifyInstance, ctx: WebContext): void {
       ...(Number.isSafeInteger(before) && before > 0 ? { beforeId: before } : {}),
     };
     const { runs, total } = filter === null ? { runs: [], total: 0 } : await services.runs.list(repo, filter, slice);
-    const workflows = await services.workflows.entries(repo);
+    const workflows = await services.workflows.entries(repo, await onlineLabels(repo));
     const selected = queryParam(req, 'workflow');
     const canWrite = await passes(g.reqRepoWriter('actions'), req, reply);
     const last = runs[runs.length - 1];

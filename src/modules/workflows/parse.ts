@@ -261,3 +261,24 @@ export function parseWorkflow(fileName: string, content: string): ParsedWorkflow
     return failed(fileName, error);
   }
 }
+
+/**
+ * Each job's `runs-on` labels as written, for the runs page's warning about
+ * labels no online runner has (Forgejo: routers/web/repo/actions/actions.go
+ * List). A job whose `runs-on` is an expression (matrix, inputs) or a
+ * `group:`/`labels:` mapping is left out: its labels are known only per run.
+ */
+export function literalRunsOn(parsed: ParsedWorkflow): Array<{ job: string; labels: string[] }> {
+  const out: Array<{ job: string; labels: string[] }> = [];
+  for (const [job, node] of parsed.source?.jobNodes ?? []) {
+    const runsOn: unknown = node.get('runs-on', true);
+    const labels = isSeq(runsOn) ? runsOn.items.map(scalarText) : [scalarText(runsOn)];
+    if (labels.length === 0 || labels.some((label) => label === undefined || containsExpressionText(label))) continue;
+    out.push({ job, labels: labels as string[] });
+  }
+  return out;
+}
+
+function containsExpressionText(text: string | undefined): boolean {
+  return text !== undefined && text.includes('${{');
+}

@@ -26,6 +26,7 @@ import { findAccountByName, findAccountsByIds, ghostUser } from '../../models/us
 import { listDisabledWorkflows, setWorkflowDisabled } from '../../models/workflow-states.ts';
 import type { ActionWorkflowJson } from '../../api-types/workflow-schemas.ts';
 import { apiTime } from '../convert.ts';
+import { literalRunsOn } from '../../modules/workflows/parse.ts';
 import type { GitRepositories } from '../git-repositories.ts';
 import type { RunWithUser } from './runs.ts';
 import type { ScheduleService } from './schedules.ts';
@@ -112,8 +113,12 @@ export class WorkflowService {
     return files.map((file) => this.toApi(repo, owner, file, disabled.has(file.name), head.authorSec));
   }
 
-  /** The workflows of the default branch with their warnings and dispatch inputs (the console's sidebar). */
-  async entries(repo: Repository): Promise<WorkflowEntry[]> {
+  /**
+   * The workflows of the default branch with their warnings and dispatch
+   * inputs (the console's sidebar). `onlineLabels`: the labels of the online
+   * runners the repository can use; a job asking for one none has is warned about.
+   */
+  async entries(repo: Repository, onlineLabels: ReadonlySet<string>): Promise<WorkflowEntry[]> {
     const head = await this.defaultHead(repo);
     if (head === null) return [];
     const [files, disabled] = await Promise.all([
@@ -126,6 +131,10 @@ export class WorkflowService {
       if (parsed.errors.length === 0 && parsed.jobs.length === 0) warnings.push('the workflow has no jobs');
       if (parsed.jobs.length > 0 && parsed.jobs.every((job) => job.needs.length > 0))
         warnings.push('every job needs another: none can start');
+      for (const { job, labels } of literalRunsOn(parsed)) {
+        const missing = labels.filter((label) => !onlineLabels.has(label));
+        if (missing.length > 0) warnings.push(`job ${job}: no online runner has the label ${missing.join(', ')}`);
+      }
       const dispatch = parsed.errors.length === 0 ? parsed.events.workflow_dispatch : undefined;
       const dispatchInputs =
         dispatch === undefined

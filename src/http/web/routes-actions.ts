@@ -9,7 +9,7 @@ import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import { AppError } from '../../modules/errors.ts';
 import type { RunFilter } from '../../models/action-runs.ts';
 import type { Repository } from '../../models/repos.ts';
-import { repoRunnerScope } from '../../services/actions/runners.ts';
+import { repoScope } from '../../modules/scope.ts';
 import { requireDoer, requireRepo } from '../request-context.ts';
 import type { WebContext } from './context.ts';
 import { field, passes, queryParam, reqSignIn } from './context.ts';
@@ -58,7 +58,7 @@ export function actionsRoutes(app: FastifyInstance, ctx: WebContext): void {
 
   /** Labels of the online runners this repository's jobs may run on (its own, its owner's, the instance's). */
   const onlineLabels = async (repo: Repository): Promise<Set<string>> => {
-    const { runners } = await services.runners.list(repoRunnerScope(repo), {
+    const { runners } = await services.runners.list(repoScope(repo), {
       visible: true,
       page: { limit: MAX_RUNNERS_SCANNED, offset: 0 },
     });

@@ -20,6 +20,7 @@ import { openKeyRing } from '../src/modules/crypto/key-ring.ts';
 import { SecretCipher } from '../src/modules/crypto/secret-cipher.ts';
 import type { Scope } from '../src/modules/scope.ts';
 import { secretAssociatedData } from '../src/services/actions/scope.ts';
+import { insertStoredSecrets } from './support/white-box.ts';
 
 const run = promisify(execFile);
 const GANTRY = path.resolve('bin/gantry.mjs');
@@ -167,19 +168,15 @@ for (const dialect of testDialects()) {
       const firstCipher = new SecretCipher(readFileSync(path.join(s.dataDir, 'secret.key'), 'utf8').trim());
       const org = keys.get('org')!;
       const bulk = Array.from({ length: 300 }, (_, i) => ({ name: `BULK_${i}`, value: `bulk-${i}` }));
-      await db()
-        .insertInto('secret')
-        .values(
-          bulk.map((b) => ({
-            owner_id: org.ownerId,
-            repo_id: 0,
-            name: b.name,
-            data: firstCipher.encrypt(b.value, secretAssociatedData(org.ownerId, 0, b.name)),
-            created_unix: 1,
-            updated_unix: 1,
-          })),
-        )
-        .execute();
+      // Stored under the first key, as before the rotation began: the API would encrypt them under the current one.
+      await insertStoredSecrets(
+        db(),
+        bulk.map((b) => ({
+          key: { ownerId: org.ownerId, repoId: 0 },
+          name: b.name,
+          data: firstCipher.encrypt(b.value, secretAssociatedData(org.ownerId, 0, b.name)),
+        })),
+      );
       for (const b of bulk) expected.set(`org/${b.name}`, b.value);
       const rotation = cliInBackground('--resume', '--batch-size', '1');
       const statuses: number[] = [];

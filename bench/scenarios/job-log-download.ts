@@ -11,10 +11,13 @@
 // (/proc/<pid>/clear_refs, "5") just before the download and read after it,
 // minus the RSS just before. Where the reset is refused, RSS is sampled
 // every 20 ms instead. Each download runs in a fresh process. The growth is
-// bounded, not proportional to the log: it is mostly V8's young generation
-// growing to its full size under the allocation rate of streaming (about
-// 25 MB for a 30 MB log, 31–34 MB for 100 and 300 MB logs; with
-// --max-semi-space-size=2 about 11 MB). GANTRY_BENCH_LOG_MB changes the log
+// bounded, not proportional to the log: it is buffers allocated per chunk
+// and not yet collected. A running (plain) log is served through two buffers
+// reused for the whole download (services/actions/log-body.ts): growth about
+// 0–2 MB. An archived log still gets a fresh buffer per inflated chunk from
+// zlib, and --trace-gc shows V8 collecting them ("external memory pressure")
+// only once about 32 MB have piled up: growth 31–36 MB (before the reused
+// buffers, both logs grew 31–36 MB). GANTRY_BENCH_LOG_MB changes the log
 // size (default 100).
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';

@@ -49,6 +49,7 @@ import { insertRunWithJobs } from '../../src/models/action-runs.ts';
 import type { ScopeColumns } from '../../src/modules/scope.ts';
 import { KeyRotationService } from '../../src/services/key-rotation.ts';
 import { REGISTRATION_TOKEN_COLUMN, RunnerService } from '../../src/services/actions/runners.ts';
+import { deleteAllRunners, forceJobs, setRunnerLastSeen } from '../support/white-box.ts';
 
 type Label = 'user' | 'org' | 'repo' | 'admin';
 const SCOPED: Label[] = ['user', 'org', 'repo'];
@@ -170,7 +171,7 @@ for (const dialect of testDialects()) {
     const clientOf = (label: Label): ForgejoClient => (label === 'admin' ? s.admin.client : alice.client);
     const db = () => s.server.deps.database.db;
     const runners = () => s.server.deps.services.runners;
-    const clearRunners = () => db().deleteFrom('action_runner').execute();
+    const clearRunners = () => deleteAllRunners(db());
     const nowSec = () => Math.floor(Date.now() / 1000);
 
     before(async () => {
@@ -211,14 +212,12 @@ for (const dialect of testDialects()) {
         assert.deepEqual([posted.status, posted.json], [200, { token }], 'POST (Gitea) answers the active token too');
         assert.deepEqual(await runners().findActiveRegistrationToken(token), { scope: keyOf(label) });
 
-        // The web UI's "reset" deactivates the token: the API then makes a new one, and the old one is refused.
+        // A rotation (DELETE, as the web UI's "reset") deactivates the token: the API then makes a new one, and the old one is refused.
         const key = keyOf(label);
-        await db()
-          .updateTable('action_runner_token')
-          .set({ is_active: 0 })
-          .where('owner_id', '=', key.ownerId)
-          .where('repo_id', '=', key.repoId)
-          .execute();
+        const rotated = await s.api('DELETE', `${base}/runners/registration-token`, {
+          token: label === 'admin' ? s.admin.token : alice.token,
+        });
+        assert.equal(rotated.status, 204);
         const next = ((await api(label).token(client)).data as { token: string }).token;
         assert.notEqual(next, token);
         assert.equal(await runners().findActiveRegistrationToken(token), 'inactive');
@@ -367,7 +366,7 @@ for (const dialect of testDialects()) {
       await clearRunners();
       const make = async (scope: ScopeColumns, name: string, lastOnline: number) => {
         const { runner } = await runners().registerRunner(scope, { name, labels: null, ephemeral: false });
-        await db().updateTable('action_runner').set({ last_online: lastOnline }).where('id', '=', runner.id).execute();
+        await setRunnerLastSeen(db(), runner.id, { lastOnline });
         return runner.id;
       };
       const t = nowSec() - 3600;
@@ -467,11 +466,7 @@ for (const dialect of testDialects()) {
           labels: ['docker', 'linux'],
           ephemeral: false,
         });
-        await db()
-          .updateTable('action_runner')
-          .set({ last_online: lastOnline, last_active: lastActive })
-          .where('id', '=', runner.id)
-          .execute();
+        await setRunnerLastSeen(db(), runner.id, { lastOnline, lastActive });
       }
       const list = (await api('org').list(alice.client)).data as RunnerJson[];
       assert.deepEqual(
@@ -721,7 +716,7 @@ for (const dialect of testDialects()) {
         { name: 'svc-cancelled', runsOn: ['fedora'], status: ActionStatus.cancelled },
       ]);
       const [fedora, docker, bare] = app as [(typeof app)[0], (typeof app)[0], (typeof app)[0]];
-      await db().updateTable('action_run_job').set({ task_id: 77, attempt: 1 }).where('id', '=', docker.id).execute();
+      await forceJobs(db(), [docker.id], { taskId: 77, attempt: 1 });
       const ids = (a: Answer) => (a.data === null ? null : (a.data as JobJson[]).map((j) => j.name));
 
       const all = await api('repo').jobs(alice.client);
@@ -805,11 +800,7 @@ for (const dialect of testDialects()) {
       assert.equal(svc.length, 2);
 
       // Jobs that finish leave the search.
-      await db()
-        .updateTable('action_run_job')
-        .set({ status: ActionStatus.success })
-        .where('id', 'in', [fedora.id, docker.id, bare.id])
-        .execute();
+      await forceJobs(db(), [fedora.id, docker.id, bare.id], { status: ActionStatus.success });
       assert.equal((await s.api('GET', '/repos/alice/app/actions/runners/jobs', { token: alice.token })).text, 'null');
     });
 

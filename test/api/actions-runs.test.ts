@@ -17,6 +17,7 @@ import type { TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
 import type { ActionStatusValue } from '../../src/modules/actions-status.ts';
+import { forceJobs } from '../support/white-box.ts';
 
 interface RunJson {
   id: number;
@@ -203,14 +204,15 @@ for (const dialect of testDialects()) {
       const db = s.server.deps.database.db;
       const [run] = (await runs()).workflow_runs;
       const runId = run?.id ?? 0;
+      const runJobs = (await s.api('GET', `/repos/alice/app/actions/runs/${runId}/jobs`, { token: alice.token }))
+        .json as { id: number; name: string }[];
       const finish = async (jobName: string, status: ActionStatusValue) => {
         await db.transaction().execute(async (tx) => {
-          await tx
-            .updateTable('action_run_job')
-            .set({ status })
-            .where('run_id', '=', runId)
-            .where('name', '=', jobName)
-            .execute();
+          await forceJobs(
+            tx,
+            runJobs.filter((job) => job.name === jobName).map((job) => job.id),
+            { status },
+          );
           await s.server.deps.services.runProgress.settle(tx, runId);
         });
         const res = await s.api('GET', `/repos/alice/app/actions/runs/${runId}`, { token: alice.token });
@@ -236,7 +238,11 @@ for (const dialect of testDialects()) {
       assert.equal(await finish('test (macos)', 2), 'failure');
       // Put the run back as the other tests expect it (waiting, jobs waiting).
       await db.transaction().execute(async (tx) => {
-        await tx.updateTable('action_run_job').set({ status: 5 }).where('run_id', '=', runId).execute();
+        await forceJobs(
+          tx,
+          runJobs.map((job) => job.id),
+          { status: 5 },
+        );
         await s.server.deps.services.runProgress.settle(tx, runId);
       });
       assert.equal(

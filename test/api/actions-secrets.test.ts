@@ -10,6 +10,7 @@ import type { ScopeApi, ScopeLabel } from '../support/actions.ts';
 // Aliased: these tests call their own per-label record `Scope`.
 import type { Scope as ActionsScope } from '../../src/modules/scope.ts';
 import { secretAssociatedData } from '../../src/services/actions/scope.ts';
+import { backdateSecret, insertStoredSecrets } from '../support/white-box.ts';
 
 interface Scope {
   api: ScopeApi;
@@ -26,6 +27,16 @@ for (const dialect of testDialects()) {
     const scope = (label: ScopeLabel): Scope => scopes.get(label) as Scope;
     const db = () => s.server.deps.database.db;
     const readValue = (key: ActionsScope, name: string) => s.server.deps.services.secrets.readValue(key, name);
+    /** Deletes a scope's secrets as their owner would (the org and repository scopes list them), a page at a time. */
+    const clearSecrets = async (api: ScopeApi) => {
+      const list = api.listSecrets;
+      assert.ok(list, `${api.label} secrets are not listed`);
+      for (;;) {
+        const listed = (await list(alice.client, { limit: 50 })).data as { name: string }[];
+        if (listed.length === 0) return;
+        for (const { name } of listed) assert.equal((await api.deleteSecret(alice.client, name)).status, 204, name);
+      }
+    };
     /** All names a scope lists (secrets in id order). */
     const listed = async (sc: Scope): Promise<string[]> => {
       const rows = await db()
@@ -178,17 +189,7 @@ for (const dialect of testDialects()) {
           'legacy',
           secretAssociatedData(key.ownerId, key.repoId, 'FORGEJO_OLD'),
         );
-        await db()
-          .insertInto('secret')
-          .values({
-            owner_id: key.ownerId,
-            repo_id: key.repoId,
-            name: 'FORGEJO_OLD',
-            data: stored,
-            created_unix: 1,
-            updated_unix: 1,
-          })
-          .execute();
+        await insertStoredSecrets(db(), [{ key, name: 'FORGEJO_OLD', data: stored }]);
         assert.equal((await api.deleteSecret(alice.client, 'forgejo_old')).status, 204);
         assert.equal(await readValue(key, 'FORGEJO_OLD'), null);
       });
@@ -198,16 +199,10 @@ for (const dialect of testDialects()) {
       test(`[${label}] list: {name, created_at} in creation order, X-Total-Count, bounded pages; an update keeps created_at`, async () => {
         const { api, key } = scope(label);
         // A scope of its own, so the count is known.
-        await db().deleteFrom('secret').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
+        await clearSecrets(api);
         for (const name of ['zeta', 'alpha', 'Mid'])
           assert.equal((await api.putSecret(alice.client, name, `value-of-${name}`)).status, 201);
-        await db()
-          .updateTable('secret')
-          .set({ created_unix: 1_600_000_000 })
-          .where('name', '=', 'ZETA')
-          .where('owner_id', '=', key.ownerId)
-          .where('repo_id', '=', key.repoId)
-          .execute();
+        await backdateSecret(db(), key, 'ZETA', 1_600_000_000);
         assert.equal((await api.putSecret(alice.client, 'ZETA', 'changed')).status, 204);
 
         const list = await api.listSecrets!(alice.client);
@@ -236,7 +231,7 @@ for (const dialect of testDialects()) {
 
       test(`[${label}] pages: default 30, at most 50, a missing page is page 1`, async () => {
         const { api, key } = scope(label);
-        await db().deleteFrom('secret').where('owner_id', '=', key.ownerId).where('repo_id', '=', key.repoId).execute();
+        await clearSecrets(api);
         for (let i = 0; i < 55; i += 1)
           await s.server.deps.services.secrets.createOrUpdate(key, `S_${String(i).padStart(2, '0')}`, 'v');
         const names = async (query: string) =>

@@ -9,6 +9,7 @@ import { errorBody, orgApi, repoApi, userApi } from '../support/actions.ts';
 import type { ScopeApi, ScopeLabel } from '../support/actions.ts';
 // Aliased: these tests call their own per-label record `Scope`.
 import type { Scope as ActionsScope } from '../../src/modules/scope.ts';
+import { insertLegacyVariable } from '../support/white-box.ts';
 
 interface Scope {
   api: ScopeApi;
@@ -31,12 +32,14 @@ for (const dialect of testDialects()) {
     const scopes = new Map<ScopeLabel, Scope>();
     const scope = (label: ScopeLabel): Scope => scopes.get(label) as Scope;
     const db = () => s.server.deps.database.db;
-    const clear = (key: ActionsScope) =>
-      db()
-        .deleteFrom('action_variable')
-        .where('owner_id', '=', key.ownerId)
-        .where('repo_id', '=', key.repoId)
-        .execute();
+    /** Deletes a scope's variables as their owner would, a page (at most 50) at a time. */
+    const clear = async ({ api }: Scope) => {
+      for (;;) {
+        const listed = (await api.listVariables(alice.client, { limit: 50 })).data as { name: string }[];
+        if (listed.length === 0) return;
+        for (const { name } of listed) assert.equal((await api.deleteVariable(alice.client, name)).status, 204, name);
+      }
+    };
 
     before(async () => {
       s = await startTestServer(dialect);
@@ -88,7 +91,7 @@ for (const dialect of testDialects()) {
 
       test(`[${label}] names: Forgejo's cases; CI is refused for variables; the 409 check comes first`, async () => {
         const { api, key } = scope(label);
-        await clear(key);
+        await clear(scope(label));
         const expect = async (name: string, status: number, message?: string) => {
           const res = await api.createVariable(alice.client, name, 'v');
           assert.equal(res.status, status, name);
@@ -108,17 +111,7 @@ for (const dialect of testDialects()) {
         await expect('V'.repeat(256), 400, 'invalid secret name');
         await expect('V'.repeat(255), 204);
         // An existing name is reported before the name is judged (a legacy row Forgejo would also refuse to create).
-        await db()
-          .insertInto('action_variable')
-          .values({
-            owner_id: key.ownerId,
-            repo_id: key.repoId,
-            name: 'GITHUB_LEGACY',
-            data: 'x',
-            created_unix: 1,
-            updated_unix: 1,
-          })
-          .execute();
+        await insertLegacyVariable(db(), key, 'GITHUB_LEGACY', 'x');
         await expect('github_legacy', 409, 'variable name github_legacy already exists');
         assert.equal(
           (await api.deleteVariable(alice.client, 'github_legacy')).status,
@@ -128,8 +121,8 @@ for (const dialect of testDialects()) {
       });
 
       test(`[${label}] value: 422 [Value]: Required; whitespace passes; only CRLF is normalised; 64 KiB limit`, async () => {
-        const { api, key } = scope(label);
-        await clear(key);
+        const { api } = scope(label);
+        await clear(scope(label));
         for (const body of [undefined, {}, { value: '' }, { value: null }]) {
           const res = await s.api('POST', `${api.base}/variables/EMPTY`, {
             token: alice.token,
@@ -176,7 +169,7 @@ for (const dialect of testDialects()) {
 
       test(`[${label}] PUT: empty or absent name keeps it; rename upper-cases; onto an existing name 409; checks in Forgejo's order`, async () => {
         const { api, key } = scope(label);
-        await clear(key);
+        await clear(scope(label));
         assert.equal((await api.createVariable(alice.client, 'ONE', '1')).status, 204);
         assert.equal((await api.createVariable(alice.client, 'TWO', '2')).status, 204);
         assert.equal((await api.updateVariable(alice.client, 'one', { name: '', value: 'uno' })).status, 204);
@@ -214,7 +207,7 @@ for (const dialect of testDialects()) {
 
       test(`[${label}] list: ordered by name, X-Total-Count, bounded pages`, async () => {
         const { api, key } = scope(label);
-        await clear(key);
+        await clear(scope(label));
         for (const name of ['b_two', 'A_ONE', 'c', 'AB', 'A_A', '_Z'])
           assert.equal((await api.createVariable(alice.client, name, `v-${name}`)).status, 204);
         const list = await api.listVariables(alice.client);
@@ -253,7 +246,7 @@ for (const dialect of testDialects()) {
     }
 
     test('scopes are separate; a repository job sees owner variables overridden by its own', async () => {
-      for (const label of LABELS) await clear(scope(label).key);
+      for (const label of LABELS) await clear(scope(label));
       for (const label of LABELS)
         assert.equal((await scope(label).api.createVariable(alice.client, 'SAME', label)).status, 204);
       for (const label of LABELS)

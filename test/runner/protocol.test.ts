@@ -25,6 +25,7 @@ import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
+import { expireRequestKey } from '../support/white-box.ts';
 
 const SECRET_KEY = 'runner-protocol-test-key-0123456789abcdef';
 
@@ -266,12 +267,11 @@ for (const dialect of testDialects()) {
       );
       const scope = { ownerId: alice.user.id, repoId: 0 };
       const first = await services().runners.registrationToken(scope);
-      await db()
-        .updateTable('action_runner_token')
-        .set({ is_active: 0 })
-        .where('owner_id', '=', alice.user.id)
-        .where('repo_id', '=', 0)
-        .execute();
+      assert.equal(
+        (await s.api('DELETE', '/user/actions/runners/registration-token', { token: alice.token })).status,
+        204,
+        'rotated',
+      );
       const second = await services().runners.registrationToken(scope);
       assert.notEqual(first, second);
       await expectConnectError(
@@ -555,11 +555,7 @@ for (const dialect of testDialects()) {
         row.runner_request_key_expires > now + 590 && row.runner_request_key_expires <= now + 600,
         String(row.runner_request_key_expires),
       );
-      await db()
-        .updateTable('action_task')
-        .set({ runner_request_key_expires: now - 1 })
-        .where('id', '=', Number(first.task.id))
-        .execute();
+      await expireRequestKey(db(), Number(first.task.id), now - 1);
       assert.equal((await client.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 })).task, undefined);
     });
 

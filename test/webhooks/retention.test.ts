@@ -9,6 +9,7 @@ import { systemClock } from '../../src/modules/clock.ts';
 import { WebhookRetention } from '../../src/services/webhooks/retention.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
+import { recordOldDelivery } from '../support/white-box.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -25,27 +26,7 @@ for (const dialect of testDialects()) {
       const nowMs = Date.now() - ageDays * DAY_MS;
       // Due in a year: the server's own worker must not pick these rows up.
       const id = await insertHookTask(db(), { hookId, uuid, eventType: 'push', payload: '{}', nowMs });
-      await db()
-        .updateTable('hook_task')
-        .set({ status, next_attempt_at: Date.now() + 365 * DAY_MS, attempts: 1 })
-        .where('id', '=', id)
-        .execute();
-      await db()
-        .insertInto('hook_task_attempt')
-        .values({
-          task_id: id,
-          attempt: 1,
-          started: nowMs,
-          duration_ms: 1,
-          request_url: 'http://x',
-          request_headers: '{}',
-          request_body: '{}',
-          response_status: 200,
-          response_headers: '{}',
-          response_body: '',
-          error: '',
-        })
-        .execute();
+      await recordOldDelivery(db(), id, status, nowMs, Date.now() + 365 * DAY_MS);
       return uuid;
     };
 

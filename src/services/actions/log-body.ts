@@ -9,14 +9,16 @@
 // buffers allocated once per download instead:
 //
 // - plain log: two buffers, alternately filled by a file read and handed to
-//   the sink. A buffer is refilled only after the sink's write callback, so
-//   the socket (which may still hold it in the kernel's send path until then)
-//   never sees it change. One read overlaps one write.
-// - archived log: the compressed file is read into one reused buffer and
-//   written to gunzip, again refilled only after gunzip's write callback
-//   (zlib is done with its input then). zlib's output chunks are its own
-//   fresh buffers (Node offers no public way to inflate into a caller's
-//   buffer), so they are written as pipe() would: waiting only for 'drain'.
+//   the sink. A buffer is refilled only after the sink's write callback:
+//   until then the socket's write queue may still hold it (a write the
+//   kernel did not take at once is sent later from the caller's buffer, not
+//   from a copy). One read overlaps one write.
+// - archived log: the compressed file is read into two reused buffers in
+//   turn and written to gunzip, each refilled only after gunzip's write
+//   callback (zlib is done with its input then). zlib's output chunks are
+//   its own fresh buffers (Node offers no public way to inflate into a
+//   caller's buffer), so they are written as pipe() would: waiting only for
+//   'drain'.
 //
 // stream() is the plain Readable, for consumers that are not a socket (the
 // run-logs zip). Use exactly one of writeTo and stream, once: either closes
@@ -203,20 +205,32 @@ export class ArchivedLogBody implements LogBody {
     }
   }
 
-  /** Reads the compressed file into one buffer, refilled after gunzip took each chunk; a failure destroys gunzip. */
+  /**
+   * Reads the compressed file into two buffers in turn, like PlainLogBody: one
+   * read overlaps gunzip's work on the other, and a buffer is refilled only
+   * after gunzip took it. A failure destroys gunzip (the reader sees it).
+   */
   private async feed(gunzip: Gunzip): Promise<void> {
-    const input = Buffer.allocUnsafeSlow(ARCHIVE_CHUNK_BYTES);
+    const inputs = [Buffer.allocUnsafeSlow(ARCHIVE_CHUNK_BYTES), Buffer.allocUnsafeSlow(ARCHIVE_CHUNK_BYTES)];
+    let next = 0;
     let position = 0;
+    let writing: Promise<void> | null = null;
     try {
       while (!gunzip.destroyed) {
+        const input = inputs[next] as Buffer;
+        next = 1 - next;
         const { bytesRead } = await this.handle.read(input, 0, input.length, position);
+        if (writing !== null) await writing;
         if (bytesRead === 0) {
           gunzip.end();
           return;
         }
         position += bytesRead;
-        await writeAndWait(gunzip, input.subarray(0, bytesRead));
+        writing = writeAndWait(gunzip, input.subarray(0, bytesRead));
+        // Awaited on the next turn; until then a failed write must not count as unhandled.
+        writing.catch(() => {});
       }
+      if (writing !== null) await writing;
     } catch (error) {
       gunzip.destroy(error instanceof Error ? error : new Error(String(error)));
     }

@@ -9,6 +9,7 @@ import { repoActionsData } from './repo-actions-data.ts';
 import { runCancel } from './run-cancel.ts';
 import { runners } from './runners.ts';
 import { scaleOut } from './scale-out.ts';
+import { schedules } from './schedules.ts';
 import { webhooks } from './webhooks.ts';
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -17,6 +18,7 @@ export const SCENARIOS: readonly Scenario[] = [
   actionsRuns,
   runners,
   runCancel,
+  schedules,
   webhooks,
   jobLogDownload,
   scaleOut,

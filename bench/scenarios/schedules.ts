@@ -85,7 +85,11 @@ export const schedules: Scenario = {
       const base = systemClock.nowSec() + 2;
       await db
         .updateTable('action_schedule')
-        .set({ next: sql<number>`${base} + ((id - ${Number(first.id)}) * ${SPREAD_SEC}) / ${total}` })
+        // Literals, not parameters: a bound number may arrive as a float and make the division exact,
+        // giving ticks at fractions of a second, which the whole-second scheduler cannot have.
+        .set({
+          next: sql<number>`${sql.lit(base)} + ((id - ${sql.lit(Number(first.id))}) * ${sql.lit(SPREAD_SEC)}) / ${sql.lit(total)}`,
+        })
         .execute();
     };
     const measure = async (): Promise<number[]> => {

@@ -10,6 +10,7 @@ import { runCancel } from './run-cancel.ts';
 import { runners } from './runners.ts';
 import { scaleOut } from './scale-out.ts';
 import { webConsole } from './web-console.ts';
+import { schedules } from './schedules.ts';
 import { webhooks } from './webhooks.ts';
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -18,6 +19,7 @@ export const SCENARIOS: readonly Scenario[] = [
   actionsRuns,
   runners,
   runCancel,
+  schedules,
   webhooks,
   webConsole,
   jobLogDownload,

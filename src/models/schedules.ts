@@ -3,6 +3,7 @@
 // process runs: the due rows, oldest first, through the `next` index; and the
 // claim of one tick, a conditional update of `next` that only one process
 // can win (services/actions/scheduler.ts).
+import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 
 export interface Schedule {
@@ -70,13 +71,18 @@ const COLUMNS = [
   'prev',
 ] as const;
 
-/** Every schedule of the repository is replaced by `schedules` (Forgejo deletes, then creates, on each push). */
+/**
+ * Every schedule of the repository is replaced by `schedules` (Forgejo deletes, then creates, on
+ * each push). On PostgreSQL the repository row is locked first: two replacements racing (pushes
+ * served by two processes) would otherwise each delete only the rows they saw and both insert.
+ */
 export async function replaceSchedulesOfRepository(
   tx: Queryable,
   repoId: number,
   schedules: readonly NewSchedule[],
   now: number,
 ): Promise<void> {
+  if (isPostgres(tx)) await tx.selectFrom('repository').select('id').where('id', '=', repoId).forUpdate().execute();
   await deleteSchedulesOfRepository(tx, repoId);
   for (let start = 0; start < schedules.length; start += INSERT_BATCH) {
     const batch = schedules.slice(start, start + INSERT_BATCH);

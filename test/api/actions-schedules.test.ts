@@ -24,6 +24,7 @@ import assert from 'node:assert/strict';
 import { createCurrentUserRepo } from '@llamaduck/forgejo-ts';
 import { loadConfig } from '../../src/config.ts';
 import { startServer } from '../../src/main.ts';
+import { findRepositoryById } from '../../src/models/repos.ts';
 import { listDueSchedules } from '../../src/models/schedules.ts';
 import type { Schedule } from '../../src/models/schedules.ts';
 import type { RunningServer } from '../../src/main.ts';
@@ -189,6 +190,17 @@ for (const dialect of testDialects()) {
       } finally {
         for (const svc of services) svc.scheduler.start();
       }
+    });
+
+    test('registrations racing in two processes leave each entry registered once', async () => {
+      const id = ((await s.api('GET', '/repos/alice/app', { token: alice.token })).json as { id: number }).id;
+      const db = s.server.deps.database.db;
+      const repo = await findRepositoryById(db, id);
+      assert.ok(repo);
+      const services = [s.server.deps.services, (second ?? s.server).deps.services];
+      await Promise.all(Array.from({ length: 30 }, (_, i) => services[i % 2]?.schedules.syncRepository(repo)));
+      const rows = await db.selectFrom('action_schedule').select(['workflow_id', 'spec']).execute();
+      assert.deepEqual(rows, [{ workflow_id: 'nightly.yml', spec: '* * * * *' }]);
     });
 
     test('a schedule run writes no commit status', async () => {

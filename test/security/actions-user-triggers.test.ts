@@ -166,5 +166,33 @@ for (const dialect of testDialects()) {
         [String(id), 'forgejo-actions', 'workflow_dispatch'],
       );
     });
+
+    test('a task-token push to the default branch still registers its schedules (and starts no run)', async () => {
+      const token = task.secrets.GITHUB_TOKEN ?? '';
+      const before = (await runs()).length;
+      const bot = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'forgejo-actions', password: token }));
+      let sha: string;
+      try {
+        await bot.git(['pull', '-q', 'origin', 'main']);
+        sha = await bot.commit(
+          {
+            '.forgejo/workflows/nightly.yml':
+              "on:\n  schedule:\n    - cron: '0 3 * * *'\njobs:\n  night:\n    runs-on: loop-label\n    steps:\n      - run: echo night\n",
+          },
+          'The job adds a nightly workflow',
+        );
+        const pushed = await bot.push('main');
+        assert.equal(pushed.code, 0, pushed.stderr);
+      } finally {
+        await bot.remove();
+      }
+      assert.equal((await runs()).length, before);
+      // Forgejo's notifier_helper.go registers schedules before it skips the Actions user's events.
+      const schedules = await s.server.deps.database.db
+        .selectFrom('action_schedule')
+        .select(['workflow_id', 'commit_sha', 'spec'])
+        .execute();
+      assert.deepEqual(schedules, [{ workflow_id: 'nightly.yml', commit_sha: sha, spec: '0 3 * * *' }]);
+    });
   });
 }

@@ -29,6 +29,12 @@ import type { FireOutcome } from './schedules.ts';
 /** Longest sleep between two looks at the table. */
 const MAX_SLEEP_MS = 1000;
 const BATCH = 100;
+/**
+ * Ticks one process fires at once: a busy second (cron ticks cluster on
+ * minute boundaries) overlaps the git reads and, on PostgreSQL, the
+ * transactions of several runs.
+ */
+const FIRE_CONCURRENCY = 4;
 
 export interface SchedulerOptions {
   onError?: (error: unknown) => void;
@@ -87,16 +93,19 @@ export class Scheduler {
       const due = await listDueSchedules(this.db, Math.floor(this.clock.nowMs() / 1000), BATCH);
       shuffle(due);
       let progressed = 0;
-      for (const schedule of due) {
-        if (this.halted) return fired;
-        const outcome = await this.fire(schedule);
-        if (outcome === 'fired') {
-          fired += 1;
-          this.onFired(this.clock.nowMs() - schedule.next * 1000);
+      const worker = async (): Promise<void> => {
+        for (let schedule = due.pop(); schedule !== undefined && !this.halted; schedule = due.pop()) {
+          const outcome = await this.fire(schedule);
+          if (outcome === 'fired') {
+            fired += 1;
+            this.onFired(this.clock.nowMs() - schedule.next * 1000);
+          }
+          progressed += 1;
         }
-        progressed += 1;
-      }
-      if (due.length < BATCH || progressed === 0) return fired;
+      };
+      const batchSize = due.length;
+      await Promise.all(Array.from({ length: Math.min(FIRE_CONCURRENCY, batchSize) }, worker));
+      if (this.halted || batchSize < BATCH || progressed === 0) return fired;
     }
   }
 

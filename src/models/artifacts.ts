@@ -219,6 +219,21 @@ export async function recordCommittedFile(
   return Number(result.numUpdatedRows) === 1;
 }
 
+/**
+ * Pending → upload error, its staged bytes no longer counted: an upload refused
+ * for its quota fails as a whole, so what it staged does not eat the run's
+ * quota. False when the row was not pending.
+ */
+export async function failUpload(db: Queryable, id: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('action_artifact')
+    .set({ status: ArtifactStatus.uploadError, staged_size: 0, updated: now })
+    .where('id', '=', id)
+    .where('status', '=', ArtifactStatus.uploadPending)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 /** Pending → confirmed; false when the row was not pending. */
 export async function confirmArtifact(db: Queryable, id: number, now: number): Promise<boolean> {
   const result = await db
@@ -270,7 +285,8 @@ export async function markForDeletion(
     .updateTable('action_artifact')
     .set({ status: ArtifactStatus.pendingDeletion, updated: now })
     .where('run_id', '=', where.runId)
-    .where('status', 'in', [...LIVE, ArtifactStatus.expired]);
+    // Failed uploads too: a block that was in flight when its upload failed may have left a file.
+    .where('status', 'in', [...LIVE, ArtifactStatus.uploadError, ArtifactStatus.expired]);
   if (where.name !== null) query = query.where('artifact_name', '=', where.name);
   return (await query.returningAll().execute()).map(fromRow);
 }

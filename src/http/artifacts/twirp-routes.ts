@@ -147,6 +147,8 @@ export function artifactTwirpRoutes(app: FastifyInstance, services: Services): v
     const task = await taskOf(body, req);
     const name = stringField(body, 'name_filter');
     const id = int64Field(body, 'id_filter');
+    // An id past 2^53 names no row (ids are far below it), and must not reach the database as a wrong number.
+    if (id !== undefined && !Number.isSafeInteger(Number(id))) return { artifacts: [] };
     const list = await artifacts.list(task, {
       ...(name === undefined ? {} : { name }),
       ...(id === undefined ? {} : { id: Number(id) }),

@@ -16,8 +16,10 @@
 // - Only a running task's token or signed URL works (runtime-tokens.ts).
 // - Quotas (GANTRY_ARTIFACT_MAX_SIZE per artifact, GANTRY_ARTIFACT_MAX_RUN_SIZE
 //   per run) are checked as blocks arrive: bytes past them are refused with
-//   413 and not kept. Staged bytes are counted with a conditional update, so
-//   concurrent blocks cannot together pass the per-artifact limit.
+//   413 and the whole upload fails (its row `upload error`, its blocks
+//   dropped), so a refused upload does not keep eating the run's quota.
+//   Staged bytes are counted with a conditional update, so concurrent blocks
+//   cannot together pass the per-artifact limit.
 // - The artifact's file is replaced atomically (ObjectStorage.put): a reader
 //   sees the previous upload or the new one, never a part.
 import { createHash } from 'node:crypto';
@@ -32,6 +34,7 @@ import {
   addStagedBytes,
   confirmArtifact,
   createOrReuseArtifact,
+  failUpload,
   findArtifactById,
   findLiveArtifact,
   listConfirmedOfRun,
@@ -205,18 +208,25 @@ export class ArtifactService {
   async uploadBlock(query: Record<string, unknown>, blockId: string, body: Readable): Promise<void> {
     const artifact = await this.uploadTarget(query);
     const name = blockObject(artifact, blockId);
-    const room = await this.roomFor(artifact);
     let size: number;
     try {
+      const room = await this.roomFor(artifact);
       size = await this.storage.put(name, body, [new SizeLimit(room, this.quotaMessage(room))]);
     } catch (error) {
-      body.resume();
+      if (error instanceof AppError && error.kind === 'too_large') await this.failUpload(artifact);
       throw error;
     }
     if (!(await addStagedBytes(this.db, artifact.id, size, this.limits.maxArtifactBytes))) {
       await this.storage.remove(name);
+      await this.failUpload(artifact);
       throw AppError.tooLarge(this.quotaMessage(this.limits.maxArtifactBytes));
     }
+  }
+
+  /** An upload past a quota fails as a whole: its row is marked failed and its blocks dropped. */
+  private async failUpload(artifact: Artifact): Promise<void> {
+    await failUpload(this.db, artifact.id, this.clock.nowSec());
+    await this.storage.removePrefix(blocksOf(artifact));
   }
 
   /** The most bytes this artifact may still take: the smaller of what its own and its run's quota leave. */

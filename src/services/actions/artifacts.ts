@@ -23,11 +23,10 @@
 // - The artifact's file is replaced atomically (ObjectStorage.put): a reader
 //   sees the previous upload or the new one, never a part.
 import { createHash } from 'node:crypto';
-import { Readable, Transform } from 'node:stream';
-import type { TransformCallback } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
-import type { ObjectStorage } from '../../modules/storage/object-storage.ts';
+import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
 import type { Db } from '../../models/database.ts';
 import {
   ArtifactStatus,
@@ -80,33 +79,17 @@ export function artifactFolder(repoId: number, runId: number, artifactId: number
 const fileOf = (artifact: Artifact) => `${artifact.storagePath}/artifact.zip`;
 const blocksOf = (artifact: Artifact) => `${artifact.storagePath}/blocks`;
 
-/** Passes bytes through until more than `max` went by; then fails with 413. */
-class SizeLimit extends Transform {
-  private seen = 0;
-  constructor(
-    private readonly max: number,
-    private readonly message: string,
-  ) {
-    super();
-  }
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.seen += chunk.length;
-    if (this.seen > this.max) callback(AppError.tooLarge(this.message));
-    else callback(null, chunk);
-  }
+/** Counts bytes; more than `max` fails with 413. */
+function sizeLimit(max: number, message: string): (chunk: Buffer) => void {
+  let seen = 0;
+  return (chunk) => {
+    seen += chunk.length;
+    if (seen > max) throw AppError.tooLarge(message);
+  };
 }
 
-/** Passes bytes through, hashing them. */
-class Sha256 extends Transform {
-  private readonly hash = createHash('sha256');
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.hash.update(chunk);
-    callback(null, chunk);
-  }
-  hex(): string {
-    return this.hash.digest('hex');
-  }
-}
+/** How much of a block is read at a time when blocks are joined (one buffer, reused). */
+const JOIN_BUFFER_BYTES = 1024 * 1024;
 
 /** The block ids of an Azure `<BlockList>` in order (Latest, Committed and Uncommitted alike). */
 export function parseBlockList(xml: string): string[] {
@@ -125,7 +108,7 @@ function blockObject(artifact: Artifact, blockId: string): string {
 
 export interface DownloadableArtifact {
   artifact: Artifact;
-  body: Readable;
+  reader: ObjectReader;
 }
 
 export class ArtifactService {
@@ -211,7 +194,7 @@ export class ArtifactService {
     let size: number;
     try {
       const room = await this.roomFor(artifact);
-      size = await this.storage.put(name, body, [new SizeLimit(room, this.quotaMessage(room))]);
+      size = await this.storage.put(name, body, sizeLimit(room, this.quotaMessage(room)));
     } catch (error) {
       if (error instanceof AppError && error.kind === 'too_large') await this.failUpload(artifact);
       throw error;
@@ -251,16 +234,37 @@ export class ArtifactService {
     for (const name of names)
       if ((await this.storage.size(name)) === null) throw AppError.invalid('Error a listed block was never uploaded');
     const storage = this.storage;
+    // One block open at a time, whatever the length of the list, read into one
+    // buffer: put() writes each chunk before it pulls the next.
     async function* blocks(): AsyncGenerator<Buffer> {
-      // One block open at a time, whatever the length of the list.
-      for (const name of names) for await (const chunk of await storage.read(name)) yield chunk as Buffer;
+      const buffer = Buffer.allocUnsafe(JOIN_BUFFER_BYTES);
+      for (const name of names) {
+        const reader = await storage.open(name);
+        try {
+          for (let position = 0; position < reader.size;) {
+            const read = await reader.read(buffer, position);
+            if (read === 0) break;
+            position += read;
+            yield buffer.subarray(0, read);
+          }
+        } finally {
+          await reader.close();
+        }
+      }
     }
-    const hash = new Sha256();
-    const size = await this.storage.put(fileOf(artifact), Readable.from(blocks()), [
-      new SizeLimit(this.limits.maxArtifactBytes, this.quotaMessage(this.limits.maxArtifactBytes)),
-      hash,
-    ]);
-    const recorded = await recordCommittedFile(this.db, artifact.id, size, `sha256:${hash.hex()}`, this.clock.nowSec());
+    const hash = createHash('sha256');
+    const limit = sizeLimit(this.limits.maxArtifactBytes, this.quotaMessage(this.limits.maxArtifactBytes));
+    const size = await this.storage.put(fileOf(artifact), blocks(), (chunk) => {
+      limit(chunk);
+      hash.update(chunk);
+    });
+    const recorded = await recordCommittedFile(
+      this.db,
+      artifact.id,
+      size,
+      `sha256:${hash.digest('hex')}`,
+      this.clock.nowSec(),
+    );
     await this.storage.removePrefix(blocksOf(artifact));
     if (!recorded) throw AppError.notFoundMessage('Error artifact not found');
   }
@@ -306,7 +310,7 @@ export class ArtifactService {
   async openConfirmed(artifact: Artifact): Promise<DownloadableArtifact> {
     if (artifact.status !== ArtifactStatus.uploadConfirmed) throw AppError.notFoundMessage('Error artifact not found');
     try {
-      return { artifact, body: await this.storage.read(fileOf(artifact)) };
+      return { artifact, reader: await this.storage.open(fileOf(artifact)) };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT')
         throw AppError.notFoundMessage('Error artifact not found');

@@ -487,5 +487,15 @@ for (const dialect of testDialects()) {
       assert.equal((cleaned[0] ?? 0) + (cleaned[1] ?? 0), 4);
       assert.deepEqual(await filesIn(folder), []);
     });
+
+    test("deleting the repository takes its artifacts' rows and files", async () => {
+      const db = s.server.deps.database.db;
+      const folder = path.join(s.dataDir, 'actions_artifacts');
+      assert.equal((await fs.readdir(folder)).length, 1, "run B's artifact is still stored");
+      const deleted = await s.api('DELETE', '/repos/alice/app', { token: alice.token });
+      assert.equal(deleted.status, 204, deleted.text);
+      assert.deepEqual(await db.selectFrom('action_artifact').select('id').execute(), []);
+      assert.deepEqual(await fs.readdir(folder), []);
+    });
   });
 }

@@ -22,7 +22,7 @@
 //   cannot together pass the per-artifact limit.
 // - The artifact's file is replaced atomically (ObjectStorage.put): a reader
 //   sees the previous upload or the new one, never a part.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
@@ -72,9 +72,14 @@ export function checkArtifactName(name: string): void {
   if (Buffer.byteLength(name, 'utf8') > 255) throw AppError.invalid('Error artifact name is longer than 255 bytes');
 }
 
-/** The folder of an artifact's objects: by repository and run, so either can be removed as one prefix. */
-export function artifactFolder(repoId: number, runId: number, artifactId: number): string {
-  return `${repoId}/${runId}/${artifactId}`;
+/**
+ * A new artifact's folder: under its repository and run, so either can be
+ * removed as one prefix, and named at random, so it is known before the row
+ * is inserted (one statement, nothing to repair after a crash) and a new row
+ * never shares a folder with an old one whose files are still to be removed.
+ */
+export function artifactFolder(repoId: number, runId: number): string {
+  return `${repoId}/${runId}/${randomUUID()}`;
 }
 const fileOf = (artifact: Artifact) => `${artifact.storagePath}/artifact.zip`;
 const blocksOf = (artifact: Artifact) => `${artifact.storagePath}/blocks`;
@@ -142,8 +147,10 @@ export class ArtifactService {
     if (input.expiresAt !== undefined) {
       const at = Date.parse(input.expiresAt);
       if (Number.isNaN(at)) throw AppError.invalid('Error expires_at is not a timestamp');
-      // Whole days until expires_at (Forgejo); none (or a past time) means the default.
-      const requested = Math.floor((at / 1000 - now) / DAY_SEC);
+      // Whole days until expires_at, rounded: the client sends its own now + N days, which is
+      // a moment more or less than N days from the server's now (Forgejo truncates, so
+      // `retention-days: 1` can become 0, the default). None, or a past time, means the default.
+      const requested = Math.round((at / 1000 - now) / DAY_SEC);
       if (requested > 0) days = requested;
     }
     const artifact = await createOrReuseArtifact(
@@ -159,9 +166,9 @@ export class ArtifactService {
         path: `${input.name}.zip`,
         contentEncoding: 'application/zip',
         expiredUnix: now + days * DAY_SEC,
+        storagePath: artifactFolder(task.repoId, task.runId),
       },
       now,
-      (id) => artifactFolder(task.repoId, task.runId, id),
     );
     return this.urls.url(
       'UploadArtifact',

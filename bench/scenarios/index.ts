@@ -2,6 +2,7 @@
 // bench/scenarios/<name>.ts exporting a Scenario, and list it here.
 import type { Scenario } from '../lib/scenario.ts';
 import { actionsRuns } from './actions-runs.ts';
+import { artifacts } from './artifacts.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
 import { idleRss } from './idle-rss.ts';
 import { jobLogDownload } from './job-log-download.ts';
@@ -23,6 +24,7 @@ export const SCENARIOS: readonly Scenario[] = [
   webhooks,
   webConsole,
   jobLogDownload,
+  artifacts,
   scaleOut,
   idleRss,
 ];

@@ -99,20 +99,17 @@ export interface NewArtifact {
   path: string;
   contentEncoding: string;
   expiredUnix: number;
+  /** The folder of a new row's objects (a reused row keeps its own). */
+  storagePath: string;
 }
 
 /**
  * Forgejo's CreateArtifact: the run's live artifact of this name and path is
- * reused (a new upload replaces its file), else a row is inserted. `storagePathOf`
- * names the files of a new row by its id. A concurrent create of the same name
- * loses the unique index and reuses the winner's row.
+ * reused (a new upload replaces its file, in the same folder), else a row is
+ * inserted with `storagePath`. A concurrent create of the same name loses the
+ * unique index and reuses the winner's row.
  */
-export async function createOrReuseArtifact(
-  db: Queryable,
-  input: NewArtifact,
-  now: number,
-  storagePathOf: (id: number) => string,
-): Promise<Artifact> {
+export async function createOrReuseArtifact(db: Queryable, input: NewArtifact, now: number): Promise<Artifact> {
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const reused = await db
       .updateTable('action_artifact')
@@ -146,22 +143,16 @@ export async function createOrReuseArtifact(
           commit_sha: input.commitSha,
           artifact_name: input.name,
           artifact_path: input.path,
-          storage_path: '',
+          storage_path: input.storagePath,
           content_encoding: input.contentEncoding,
           status: ArtifactStatus.uploadPending,
           created: now,
           updated: now,
           expired_unix: input.expiredUnix,
         })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      const row = await db
-        .updateTable('action_artifact')
-        .set({ storage_path: storagePathOf(inserted.id) })
-        .where('id', '=', inserted.id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      return fromRow(row);
+      return fromRow(inserted);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
     }
@@ -219,6 +210,21 @@ export async function recordCommittedFile(
   return Number(result.numUpdatedRows) === 1;
 }
 
+/**
+ * Pending → upload error, its staged bytes no longer counted: an upload refused
+ * for its quota fails as a whole, so what it staged does not eat the run's
+ * quota. False when the row was not pending.
+ */
+export async function failUpload(db: Queryable, id: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('action_artifact')
+    .set({ status: ArtifactStatus.uploadError, staged_size: 0, updated: now })
+    .where('id', '=', id)
+    .where('status', '=', ArtifactStatus.uploadPending)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 /** Pending → confirmed; false when the row was not pending. */
 export async function confirmArtifact(db: Queryable, id: number, now: number): Promise<boolean> {
   const result = await db
@@ -270,7 +276,8 @@ export async function markForDeletion(
     .updateTable('action_artifact')
     .set({ status: ArtifactStatus.pendingDeletion, updated: now })
     .where('run_id', '=', where.runId)
-    .where('status', 'in', [...LIVE, ArtifactStatus.expired]);
+    // Failed uploads too: a block that was in flight when its upload failed may have left a file.
+    .where('status', 'in', [...LIVE, ArtifactStatus.uploadError, ArtifactStatus.expired]);
   if (where.name !== null) query = query.where('artifact_name', '=', where.name);
   return (await query.returningAll().execute()).map(fromRow);
 }

@@ -328,6 +328,100 @@ for (const dialect of testDialects()) {
       );
     });
 
+    test('bad input answers 4xx, never 500: undecodable bodies, wrong field types, unknown blocks, an id past 2^63', async () => {
+      const [, b] = runs;
+      assert.ok(b);
+      const run = { workflow_run_backend_id: String(b.id), workflow_job_run_backend_id: '0' };
+      const cases: [string, unknown, number][] = [
+        ['ListArtifacts', '[1,2]', 400],
+        ['ListArtifacts', { ...run, id_filter: '99999999999999999999' }, 400],
+        ['ListArtifacts', { ...run, idFilter: '9223372036854775807' }, 200],
+        ['CreateArtifact', { ...run, name: 42 }, 400],
+        ['CreateArtifact', { ...run, name: 'a/b' }, 400],
+        ['CreateArtifact', { ...run, name: 'ok', expires_at: 'tomorrow' }, 400],
+        ['FinalizeArtifact', { ...run, name: 'never-created', size: '1' }, 404],
+        ['GetSignedArtifactURL', { ...run, name: 'never-created' }, 404],
+        ['DeleteArtifact', { ...run, name: 'never-created' }, 404],
+      ];
+      for (const [method, body, status] of cases) {
+        const res = await twirp(method, b.token, body);
+        assert.equal(res.status, status, `${method} ${JSON.stringify(body)}: ${res.text}`);
+      }
+      const created = await twirp('CreateArtifact', b.token, { ...run, name: 'edge' });
+      assert.equal(created.status, 200, created.text);
+      const url = (created.json as { signedUploadUrl: string }).signedUploadUrl;
+      const put = async (query: string, body: string) =>
+        (await fetch(`${url}${query}`, { method: 'PUT', body })).status;
+      assert.equal(await put('&comp=appendBlock', 'x'), 400);
+      assert.equal(await put('&comp=block', 'x'), 400, 'a block without an id');
+      assert.equal(await put(`&comp=block&blockid=${'A'.repeat(200)}`, 'x'), 400);
+      assert.equal(await put('&comp=blocklist', 'not xml'), 400);
+      assert.equal(await put('&comp=blocklist', '<BlockList><Latest>bm9wZQ==</Latest></BlockList>'), 400);
+      const early = await twirp('FinalizeArtifact', b.token, { ...run, name: 'edge', size: '0' });
+      assert.equal(early.status, 400, 'nothing was committed yet');
+      assert.equal(await put('&comp=block&blockid=YQ%3D%3D', 'hello'), 201);
+      assert.equal(
+        await put('&comp=blocklist', '<?xml version="1.0"?><BlockList><Latest>YQ==</Latest></BlockList>'),
+        201,
+      );
+      const wrongHash = await twirp('FinalizeArtifact', b.token, {
+        ...run,
+        name: 'edge',
+        size: '5',
+        hash: `sha256:${'0'.repeat(64)}`,
+      });
+      assert.deepEqual([wrongHash.status, wrongHash.text], [400, 'Error artifact hash mismatch']);
+      const hash = createHash('sha256').update('hello').digest('hex');
+      const done = await twirp('FinalizeArtifact', b.token, {
+        ...run,
+        name: 'edge',
+        size: '5',
+        hash: `sha256:${hash}`,
+      });
+      assert.equal(done.status, 200, done.text);
+      const id = Number((done.json as { artifactId: string }).artifactId);
+      const zip = await rawGet(`${s.apiUrl}/repos/alice/app/actions/artifacts/${id}/zip`, alice.token);
+      assert.deepEqual([zip.status, zip.body.toString()], [200, 'hello']);
+    });
+
+    test('retention: past its expiry an artifact is listed as expired, its zip is gone; lists page with Link', async () => {
+      const [a] = runs;
+      assert.ok(a);
+      const small = path.join(scratch, 'short.txt');
+      await fs.writeFile(small, 'kept for a day\n');
+      const short = await client(a.token, {
+        op: 'upload',
+        name: 'short',
+        files: [small],
+        root: scratch,
+        retentionDays: 1,
+      });
+      assert.equal(short.code, 0, short.stderr);
+      const shortId = (short.result as { id: number }).id;
+      const deps = s.server.deps;
+      const later = {
+        nowMs: () => Date.now() + 2 * 86_400_000,
+        nowSec: () => Math.floor(Date.now() / 1000) + 2 * 86_400,
+      };
+      assert.equal(await new ArtifactRetention(deps.database.db, later, deps.services.artifactStorage).cleanOnce(), 1);
+      const one = await s.api('GET', `/repos/alice/app/actions/artifacts/${shortId}`, { token: alice.token });
+      assert.deepEqual([one.status, (one.json as { expired: boolean }).expired], [200, true]);
+      const zip = await rawGet(`${s.apiUrl}/repos/alice/app/actions/artifacts/${shortId}/zip`, alice.token);
+      assert.equal(zip.status, 404);
+      const still = await rawGet(`${s.apiUrl}/repos/alice/app/actions/artifacts/${upload.id}/zip`, alice.token);
+      assert.equal(still.status, 200, 'the 90-day artifact stays');
+
+      const page = await s.api('GET', '/repos/alice/app/actions/artifacts?limit=1', { token: alice.token });
+      assert.equal(page.status, 200);
+      assert.deepEqual(
+        (page.json as { id: number }[]).map((x) => x.id),
+        [shortId],
+        'newest first',
+      );
+      assert.equal(page.headers.get('x-total-count'), '3');
+      assert.match(page.headers.get('link') ?? '', /page=2>; rel="next"/);
+    });
+
     test("a finished task's runtime token and signed URLs open nothing", async () => {
       const [, b] = runs;
       assert.ok(b);
@@ -375,10 +469,12 @@ for (const dialect of testDialects()) {
       await runner.runner.updateTask({ state: { id: BigInt(a.task.id), result: Result.SUCCESS, stoppedAt: now() } });
       const rerun = await s.api('POST', `/repos/alice/app/actions/runs/${a.id}/rerun`, { token: alice.token });
       assert.ok(rerun.status === 200 || rerun.status === 201, rerun.text);
-      const list = await s.api('GET', '/repos/alice/app/actions/artifacts', { token: alice.token });
+      const list = await s.api('GET', `/repos/alice/app/actions/runs/${a.id}/artifacts`, { token: alice.token });
       assert.deepEqual([list.json, list.headers.get('x-total-count')], [[], '0']);
 
-      const folder = path.join(s.dataDir, 'actions_artifacts');
+      // The files of run A (<data>/actions_artifacts/<repo id>/<run id>/…); run B's artifact stays.
+      const [repoFolder] = await fs.readdir(path.join(s.dataDir, 'actions_artifacts'));
+      const folder = path.join(s.dataDir, 'actions_artifacts', repoFolder ?? '', String(a.id));
       const filesIn = async (dir: string): Promise<string[]> =>
         (await fs.readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
       assert.ok((await filesIn(folder)).includes('artifact.zip'), 'the files stay until the clean-up pass');
@@ -387,9 +483,19 @@ for (const dialect of testDialects()) {
         () => new ArtifactRetention(deps.database.db, deps.clock, deps.services.artifactStorage),
       );
       const cleaned = await Promise.all(passes.map((pass) => pass.cleanOnce()));
-      // build-output, notes and the refused upload's row: each claimed by exactly one pass.
-      assert.equal((cleaned[0] ?? 0) + (cleaned[1] ?? 0), 3);
+      // build-output, notes, short (expired) and the refused upload's row: each claimed by exactly one pass.
+      assert.equal((cleaned[0] ?? 0) + (cleaned[1] ?? 0), 4);
       assert.deepEqual(await filesIn(folder), []);
+    });
+
+    test("deleting the repository takes its artifacts' rows and files", async () => {
+      const db = s.server.deps.database.db;
+      const folder = path.join(s.dataDir, 'actions_artifacts');
+      assert.equal((await fs.readdir(folder)).length, 1, "run B's artifact is still stored");
+      const deleted = await s.api('DELETE', '/repos/alice/app', { token: alice.token });
+      assert.equal(deleted.status, 204, deleted.text);
+      assert.deepEqual(await db.selectFrom('action_artifact').select('id').execute(), []);
+      assert.deepEqual(await fs.readdir(folder), []);
     });
   });
 }

@@ -17,6 +17,7 @@ import { AppError, STATUS_OF_KIND } from '../../modules/errors.ts';
 import type { Artifact } from '../../models/artifacts.ts';
 import { MAX_BLOCK_LIST_BYTES } from '../../services/actions/artifacts.ts';
 import type { Services } from '../../services/index.ts';
+import { sendObject } from '../send-object.ts';
 
 const PREFIX = '/twirp/github.actions.results.api.v1.ArtifactService';
 const JSON_TYPE = 'application/json;charset=utf-8';
@@ -147,6 +148,8 @@ export function artifactTwirpRoutes(app: FastifyInstance, services: Services): v
     const task = await taskOf(body, req);
     const name = stringField(body, 'name_filter');
     const id = int64Field(body, 'id_filter');
+    // An id past 2^53 names no row (ids are far below it), and must not reach the database as a wrong number.
+    if (id !== undefined && !Number.isSafeInteger(Number(id))) return { artifacts: [] };
     const list = await artifacts.list(task, {
       ...(name === undefined ? {} : { name }),
       ...(id === undefined ? {} : { id: Number(id) }),
@@ -184,11 +187,10 @@ export function artifactTwirpRoutes(app: FastifyInstance, services: Services): v
   });
 
   app.get(`${PREFIX}/DownloadArtifact`, { schema: { hide: true } }, async (req, reply) => {
-    const { artifact, body } = await artifacts.openSignedDownload(req.query as Record<string, unknown>);
-    return reply
-      .type('application/zip')
-      .header('Content-Length', String(artifact.fileSize))
-      .header('Content-Disposition', `attachment; filename="${encodeURIComponent(artifact.name)}.zip"`)
-      .send(body);
+    const { artifact, reader } = await artifacts.openSignedDownload(req.query as Record<string, unknown>);
+    await sendObject(req, reply, reader, {
+      'content-type': 'application/zip',
+      'content-disposition': `attachment; filename="${encodeURIComponent(artifact.name)}.zip"`,
+    });
   });
 }

@@ -7,15 +7,13 @@
 //   mistake, never user input: callers build names from ids).
 // - `put` is atomic: readers see the old object or the whole new one, never a
 //   part. A failed or aborted `put` leaves the old object (or nothing).
-// - Bytes stream through: nothing holds a whole object in memory.
+// - Bytes stream through: nothing holds a whole object in memory, and the
+//   reader and `put`'s loop let callers reuse one buffer (no garbage per chunk).
 // - `remove` and `removePrefix` succeed when there is nothing to remove.
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
-import type { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.ts';
 
 export interface ByteRange {
@@ -25,14 +23,30 @@ export interface ByteRange {
   end: number;
 }
 
+/** Reads an object into buffers the caller owns (no allocation per chunk). */
+export interface ObjectReader {
+  readonly size: number;
+  /** Fills `buffer` from byte `position` on; the bytes read (0 at the end). */
+  read(buffer: Buffer, position: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** What `put` stores: a stream, or any async iterable of chunks. */
+export type ObjectSource = Readable | AsyncIterable<Uint8Array>;
+
 export interface ObjectStorage {
   /**
-   * Stores `source` as `name` (replacing it atomically), passing the bytes
-   * through `transforms` first (a hash, a size limit); the bytes written.
+   * Stores `source` as `name` (replacing it atomically); the bytes written.
+   * `inspect` sees every chunk before it is written and may throw to abort
+   * (a size limit, a hash). Each chunk is fully written before the next is
+   * pulled, so a source may reuse one buffer for all its chunks. A Readable
+   * source is not destroyed on failure (a request body stays drainable).
    */
-  put(name: string, source: Readable | readonly Readable[], transforms?: readonly Transform[]): Promise<number>;
+  put(name: string, source: ObjectSource, inspect?: (chunk: Buffer) => void): Promise<number>;
   /** The object's bytes (or a range of them); fails with code ENOENT when it does not exist. */
   read(name: string, range?: ByteRange): Promise<Readable>;
+  /** A reader of the object; fails with code ENOENT when it does not exist. */
+  open(name: string): Promise<ObjectReader>;
   /** The object's size, or null when it does not exist. */
   size(name: string): Promise<number | null>;
   remove(name: string): Promise<void>;
@@ -60,38 +74,45 @@ export class LocalObjectStorage implements ObjectStorage {
     return path.join(this.root, ...normalized.split('/'));
   }
 
-  async put(
-    name: string,
-    source: Readable | readonly Readable[],
-    transforms: readonly Transform[] = [],
-  ): Promise<number> {
+  async put(name: string, source: ObjectSource, inspect?: (chunk: Buffer) => void): Promise<number> {
     const target = this.resolve(name);
     await fs.mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
     // Written beside the target and renamed over it: rename is atomic within a folder.
     const temp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
+    const chunks = source instanceof Readable ? source.iterator({ destroyOnReturn: false }) : source;
     let written = 0;
-    const sources = Array.isArray(source) ? source : [source as Readable];
-    // Each source in turn, as one stream (a block list is several files read one after another).
-    async function* concatenated(): AsyncGenerator<Buffer> {
-      // Not destroyed on a failure: a request body stays readable, so the caller can drain it and still answer.
-      for (const part of sources)
-        for await (const chunk of part.iterator({ destroyOnReturn: false })) yield chunk as Buffer;
-    }
-    const counter = new PassThrough();
-    counter.on('data', (chunk: Buffer) => {
-      written += chunk.length;
-    });
+    const file = await fs.open(temp, 'w', PRIVATE_FILE_MODE);
     try {
-      await pipeline([
-        Readable.from(concatenated()),
-        ...transforms,
-        counter,
-        createWriteStream(temp, { mode: PRIVATE_FILE_MODE }),
-      ]);
+      try {
+        for await (const piece of chunks) {
+          const chunk = Buffer.isBuffer(piece) ? piece : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+          inspect?.(chunk);
+          // A plain loop, not a stream pipeline: nothing is allocated per chunk beyond the write itself.
+          for (let at = 0; at < chunk.length;) at += (await file.write(chunk, at, chunk.length - at)).bytesWritten;
+          written += chunk.length;
+        }
+      } finally {
+        await file.close();
+      }
       await fs.rename(temp, target);
       return written;
     } catch (error) {
       await fs.rm(temp, { force: true });
+      throw error;
+    }
+  }
+
+  async open(name: string): Promise<ObjectReader> {
+    const handle = await fs.open(this.resolve(name), 'r');
+    try {
+      const { size } = await handle.stat();
+      return {
+        size,
+        read: async (buffer, position) => (await handle.read(buffer, 0, buffer.length, position)).bytesRead,
+        close: () => handle.close(),
+      };
+    } catch (error) {
+      await handle.close();
       throw error;
     }
   }

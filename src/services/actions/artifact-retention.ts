@@ -41,8 +41,7 @@ export class ArtifactRetention {
       const ids = await findDueForCleanup(this.db, now, BATCH);
       if (ids.length === 0) break;
       const claimed = await this.db.transaction().execute((tx) => claimForCleanup(tx, ids, now));
-      for (const artifact of claimed)
-        if (artifact.storagePath !== '') await this.storage.removePrefix(artifact.storagePath);
+      for (const artifact of claimed) await this.storage.removePrefix(artifact.storagePath);
       total += claimed.length;
       // Another process took this batch: the next one is for whoever finds it.
       if (claimed.length === 0 || ids.length < BATCH) break;

@@ -4,10 +4,9 @@
 // One entry per (run, artifact name) among confirmed or expired rows; its id
 // is the group's smallest row id. A run or artifact of another repository is
 // 404, never 403.
-import type { Readable } from 'node:stream';
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
-import type { ObjectStorage } from '../../modules/storage/object-storage.ts';
+import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
 import { findRunById } from '../../models/action-runs.ts';
 import { ArtifactStatus, findGroupRows, listArtifactGroups, markForDeletion } from '../../models/artifacts.ts';
 import type { Artifact, ArtifactGroup } from '../../models/artifacts.ts';
@@ -71,13 +70,13 @@ export class ArtifactRestService {
   }
 
   /** The artifact's zip: a v4 artifact's stored file as it is. 404 unless every row is confirmed. */
-  async openZip(repo: Repository, id: number): Promise<{ name: string; size: number; body: Readable }> {
+  async openZip(repo: Repository, id: number): Promise<{ name: string; reader: ObjectReader }> {
     const { group, rows } = await this.get(repo, id);
     const row = rows[0];
     if (row === undefined || rows.some((r) => r.status !== ArtifactStatus.uploadConfirmed))
       throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
     try {
-      return { name: group.name, size: row.fileSize, body: await this.storage.read(`${row.storagePath}/artifact.zip`) };
+      return { name: group.name, reader: await this.storage.open(`${row.storagePath}/artifact.zip`) };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
       throw error;

@@ -16,22 +16,24 @@
 // - Only a running task's token or signed URL works (runtime-tokens.ts).
 // - Quotas (GANTRY_ARTIFACT_MAX_SIZE per artifact, GANTRY_ARTIFACT_MAX_RUN_SIZE
 //   per run) are checked as blocks arrive: bytes past them are refused with
-//   413 and not kept. Staged bytes are counted with a conditional update, so
-//   concurrent blocks cannot together pass the per-artifact limit.
+//   413 and the whole upload fails (its row `upload error`, its blocks
+//   dropped), so a refused upload does not keep eating the run's quota.
+//   Staged bytes are counted with a conditional update, so concurrent blocks
+//   cannot together pass the per-artifact limit.
 // - The artifact's file is replaced atomically (ObjectStorage.put): a reader
 //   sees the previous upload or the new one, never a part.
-import { createHash } from 'node:crypto';
-import { Readable, Transform } from 'node:stream';
-import type { TransformCallback } from 'node:stream';
+import { createHash, randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
-import type { ObjectStorage } from '../../modules/storage/object-storage.ts';
+import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
 import type { Db } from '../../models/database.ts';
 import {
   ArtifactStatus,
   addStagedBytes,
   confirmArtifact,
   createOrReuseArtifact,
+  failUpload,
   findArtifactById,
   findLiveArtifact,
   listConfirmedOfRun,
@@ -70,40 +72,29 @@ export function checkArtifactName(name: string): void {
   if (Buffer.byteLength(name, 'utf8') > 255) throw AppError.invalid('Error artifact name is longer than 255 bytes');
 }
 
-/** The folder of an artifact's objects: by repository and run, so either can be removed as one prefix. */
-export function artifactFolder(repoId: number, runId: number, artifactId: number): string {
-  return `${repoId}/${runId}/${artifactId}`;
+/**
+ * A new artifact's folder: under its repository and run, so either can be
+ * removed as one prefix, and named at random, so it is known before the row
+ * is inserted (one statement, nothing to repair after a crash) and a new row
+ * never shares a folder with an old one whose files are still to be removed.
+ */
+export function artifactFolder(repoId: number, runId: number): string {
+  return `${repoId}/${runId}/${randomUUID()}`;
 }
 const fileOf = (artifact: Artifact) => `${artifact.storagePath}/artifact.zip`;
 const blocksOf = (artifact: Artifact) => `${artifact.storagePath}/blocks`;
 
-/** Passes bytes through until more than `max` went by; then fails with 413. */
-class SizeLimit extends Transform {
-  private seen = 0;
-  constructor(
-    private readonly max: number,
-    private readonly message: string,
-  ) {
-    super();
-  }
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.seen += chunk.length;
-    if (this.seen > this.max) callback(AppError.tooLarge(this.message));
-    else callback(null, chunk);
-  }
+/** Counts bytes; more than `max` fails with 413. */
+function sizeLimit(max: number, message: string): (chunk: Buffer) => void {
+  let seen = 0;
+  return (chunk) => {
+    seen += chunk.length;
+    if (seen > max) throw AppError.tooLarge(message);
+  };
 }
 
-/** Passes bytes through, hashing them. */
-class Sha256 extends Transform {
-  private readonly hash = createHash('sha256');
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.hash.update(chunk);
-    callback(null, chunk);
-  }
-  hex(): string {
-    return this.hash.digest('hex');
-  }
-}
+/** How much of a block is read at a time when blocks are joined (one buffer, reused). */
+const JOIN_BUFFER_BYTES = 1024 * 1024;
 
 /** The block ids of an Azure `<BlockList>` in order (Latest, Committed and Uncommitted alike). */
 export function parseBlockList(xml: string): string[] {
@@ -122,7 +113,7 @@ function blockObject(artifact: Artifact, blockId: string): string {
 
 export interface DownloadableArtifact {
   artifact: Artifact;
-  body: Readable;
+  reader: ObjectReader;
 }
 
 export class ArtifactService {
@@ -156,8 +147,10 @@ export class ArtifactService {
     if (input.expiresAt !== undefined) {
       const at = Date.parse(input.expiresAt);
       if (Number.isNaN(at)) throw AppError.invalid('Error expires_at is not a timestamp');
-      // Whole days until expires_at (Forgejo); none (or a past time) means the default.
-      const requested = Math.floor((at / 1000 - now) / DAY_SEC);
+      // Whole days until expires_at, rounded: the client sends its own now + N days, which is
+      // a moment more or less than N days from the server's now (Forgejo truncates, so
+      // `retention-days: 1` can become 0, the default). None, or a past time, means the default.
+      const requested = Math.round((at / 1000 - now) / DAY_SEC);
       if (requested > 0) days = requested;
     }
     const artifact = await createOrReuseArtifact(
@@ -173,9 +166,9 @@ export class ArtifactService {
         path: `${input.name}.zip`,
         contentEncoding: 'application/zip',
         expiredUnix: now + days * DAY_SEC,
+        storagePath: artifactFolder(task.repoId, task.runId),
       },
       now,
-      (id) => artifactFolder(task.repoId, task.runId, id),
     );
     return this.urls.url(
       'UploadArtifact',
@@ -205,18 +198,25 @@ export class ArtifactService {
   async uploadBlock(query: Record<string, unknown>, blockId: string, body: Readable): Promise<void> {
     const artifact = await this.uploadTarget(query);
     const name = blockObject(artifact, blockId);
-    const room = await this.roomFor(artifact);
     let size: number;
     try {
-      size = await this.storage.put(name, body, [new SizeLimit(room, this.quotaMessage(room))]);
+      const room = await this.roomFor(artifact);
+      size = await this.storage.put(name, body, sizeLimit(room, this.quotaMessage(room)));
     } catch (error) {
-      body.resume();
+      if (error instanceof AppError && error.kind === 'too_large') await this.failUpload(artifact);
       throw error;
     }
     if (!(await addStagedBytes(this.db, artifact.id, size, this.limits.maxArtifactBytes))) {
       await this.storage.remove(name);
+      await this.failUpload(artifact);
       throw AppError.tooLarge(this.quotaMessage(this.limits.maxArtifactBytes));
     }
+  }
+
+  /** An upload past a quota fails as a whole: its row is marked failed and its blocks dropped. */
+  private async failUpload(artifact: Artifact): Promise<void> {
+    await failUpload(this.db, artifact.id, this.clock.nowSec());
+    await this.storage.removePrefix(blocksOf(artifact));
   }
 
   /** The most bytes this artifact may still take: the smaller of what its own and its run's quota leave. */
@@ -241,16 +241,37 @@ export class ArtifactService {
     for (const name of names)
       if ((await this.storage.size(name)) === null) throw AppError.invalid('Error a listed block was never uploaded');
     const storage = this.storage;
+    // One block open at a time, whatever the length of the list, read into one
+    // buffer: put() writes each chunk before it pulls the next.
     async function* blocks(): AsyncGenerator<Buffer> {
-      // One block open at a time, whatever the length of the list.
-      for (const name of names) for await (const chunk of await storage.read(name)) yield chunk as Buffer;
+      const buffer = Buffer.allocUnsafe(JOIN_BUFFER_BYTES);
+      for (const name of names) {
+        const reader = await storage.open(name);
+        try {
+          for (let position = 0; position < reader.size;) {
+            const read = await reader.read(buffer, position);
+            if (read === 0) break;
+            position += read;
+            yield buffer.subarray(0, read);
+          }
+        } finally {
+          await reader.close();
+        }
+      }
     }
-    const hash = new Sha256();
-    const size = await this.storage.put(fileOf(artifact), Readable.from(blocks()), [
-      new SizeLimit(this.limits.maxArtifactBytes, this.quotaMessage(this.limits.maxArtifactBytes)),
-      hash,
-    ]);
-    const recorded = await recordCommittedFile(this.db, artifact.id, size, `sha256:${hash.hex()}`, this.clock.nowSec());
+    const hash = createHash('sha256');
+    const limit = sizeLimit(this.limits.maxArtifactBytes, this.quotaMessage(this.limits.maxArtifactBytes));
+    const size = await this.storage.put(fileOf(artifact), blocks(), (chunk) => {
+      limit(chunk);
+      hash.update(chunk);
+    });
+    const recorded = await recordCommittedFile(
+      this.db,
+      artifact.id,
+      size,
+      `sha256:${hash.digest('hex')}`,
+      this.clock.nowSec(),
+    );
     await this.storage.removePrefix(blocksOf(artifact));
     if (!recorded) throw AppError.notFoundMessage('Error artifact not found');
   }
@@ -296,7 +317,7 @@ export class ArtifactService {
   async openConfirmed(artifact: Artifact): Promise<DownloadableArtifact> {
     if (artifact.status !== ArtifactStatus.uploadConfirmed) throw AppError.notFoundMessage('Error artifact not found');
     try {
-      return { artifact, body: await this.storage.read(fileOf(artifact)) };
+      return { artifact, reader: await this.storage.open(fileOf(artifact)) };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT')
         throw AppError.notFoundMessage('Error artifact not found');

@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { linkHeader, parseIdParam, parsePage } from '../../../modules/pagination.ts';
 import type { ArtifactGroup } from '../../../models/artifacts.ts';
 import { requireRepo } from '../../request-context.ts';
+import { sendObject } from '../../send-object.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
 import { ActionArtifact, ActionArtifactArray } from '../../../api-types/artifact-schemas.ts';
@@ -156,11 +157,12 @@ export function actionsArtifactRoutes(app: ApiApp, ctx: RouteContext): void {
     async (req, reply) => {
       const id = parseIdParam((req.params as { artifact_id: string }).artifact_id);
       const zip = await services.artifactsRest.openZip(requireRepo(req).repo, id);
-      return reply
-        .type('application/zip')
-        .header('Content-Length', String(zip.size))
-        .header('Content-Disposition', `attachment; filename="${encodeURIComponent(zip.name)}.zip"`)
-        .send(zip.body);
+      // The API's onSend hook does not run for this hijacked reply: its Cache-Control is set here.
+      reply.header('Cache-Control', 'max-age=0, private, must-revalidate, no-transform');
+      await sendObject(req, reply, zip.reader, {
+        'content-type': 'application/zip',
+        'content-disposition': `attachment; filename="${encodeURIComponent(zip.name)}.zip"`,
+      });
     },
   );
 }

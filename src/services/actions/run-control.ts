@@ -38,6 +38,7 @@ import {
   unblockJobs,
 } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, DeletedTaskLog } from '../../models/action-runs.ts';
+import { isRetryableError } from '../../models/database.ts';
 import type { Db, Queryable } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import { cancelJob, lockUnfinishedJobsOfRun, prepareNextAttempt } from '../../models/run-control.ts';
@@ -68,17 +69,12 @@ const MAX_TX_ATTEMPTS = 5;
 // Passes of a cancel while runners keep claiming its jobs (each pass takes every job not being claimed).
 const MAX_CANCEL_PASSES = 20;
 
-function isRetryable(error: unknown): boolean {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return code === '40P01' || code === '40001' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
-}
-
 async function retrying<T>(work: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await work();
     } catch (error) {
-      if (attempt < MAX_TX_ATTEMPTS && isRetryable(error)) continue;
+      if (attempt < MAX_TX_ATTEMPTS && isRetryableError(error)) continue;
       throw error;
     }
   }

@@ -13,6 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import type { Clock } from '../../modules/clock.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { lockRun } from '../../models/action-runs.ts';
+import { isRetryableError } from '../../models/database.ts';
 import type { Db, Queryable } from '../../models/database.ts';
 import {
   bumpTasksVersionsForRepo,
@@ -106,11 +107,6 @@ function scopeOf(runner: Runner): ScopeColumns {
 /** runs-on ⊆ the runner's labels, exact strings (Forgejo's CanMatchLabels). */
 function canRun(runsOn: readonly string[], labels: ReadonlySet<string>): boolean {
   return runsOn.every((label) => labels.has(label));
-}
-
-function isRetryableClaimError(error: unknown): boolean {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return code === '40P01' || code === '40001' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
 }
 
 /**
@@ -328,7 +324,7 @@ export class RunnerProtocolService {
           return claims;
         });
       } catch (error) {
-        if (attempt < MAX_CLAIM_ATTEMPTS && isRetryableClaimError(error)) continue;
+        if (attempt < MAX_CLAIM_ATTEMPTS && isRetryableError(error)) continue;
         throw error;
       }
     }

@@ -6,7 +6,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { lockRun } from './action-runs.ts';
 import { isRetryableError, isUniqueViolation } from './database.ts';
+import type { Db, Tx } from './database.ts';
 
 test('PostgreSQL deadlocks and serialization failures, SQLite lock contention are retryable', () => {
   for (const code of ['40P01', '40001', 'SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT'])
@@ -54,4 +56,15 @@ test('a real SQLITE_BUSY from better-sqlite3 is recognised; a real unique violat
     second.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a function that must run inside a transaction refuses the bare database (npm run typecheck checks this)', () => {
+  // Never called: the @ts-expect-error line fails the typecheck the day
+  // lockRun accepts a Kysely<Database> that is not a Transaction again.
+  const uses = (db: Db, tx: Tx) => {
+    // @ts-expect-error a Kysely<Database> is not a Transaction<Database>
+    void lockRun(db, 1);
+    void lockRun(tx, 1);
+  };
+  assert.equal(typeof uses, 'function');
 });

@@ -39,7 +39,7 @@ import {
 } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, DeletedTaskLog } from '../../models/action-runs.ts';
 import { isRetryableError } from '../../models/database.ts';
-import type { Db, Queryable } from '../../models/database.ts';
+import type { Db, Queryable, Tx } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import { cancelJob, lockUnfinishedJobsOfRun, prepareNextAttempt } from '../../models/run-control.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
@@ -120,7 +120,7 @@ export class RunControlService {
   }
 
   /** One transaction of a cancel; returns how many unfinished jobs it could not lock (claims in flight). */
-  private async cancelPass(tx: Queryable, runId: number): Promise<number> {
+  private async cancelPass(tx: Tx, runId: number): Promise<number> {
     await takeWriteLock(tx);
     await lockRun(tx, runId);
     const now = this.clock.nowSec();
@@ -215,7 +215,7 @@ export class RunControlService {
    * update lost (a runner claimed it between our read and our write); true
    * when this call cancelled it.
    */
-  private async cancelOne(tx: Queryable, job: ActionRunJob, now: number): Promise<boolean> {
+  private async cancelOne(tx: Tx, job: ActionRunJob, now: number): Promise<boolean> {
     let current: ActionRunJob | null = job;
     for (let attempt = 0; attempt < MAX_TX_ATTEMPTS && current !== null; attempt += 1) {
       if (current.status !== ActionStatus.waiting && current.status !== ActionStatus.running) return false;

@@ -14,7 +14,7 @@ import type { Clock } from '../../modules/clock.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { lockRun } from '../../models/action-runs.ts';
 import { isRetryableError } from '../../models/database.ts';
-import type { Db, Queryable } from '../../models/database.ts';
+import type { Db, Tx } from '../../models/database.ts';
 import {
   bumpTasksVersionsForRepo,
   findRunnerByUuid,
@@ -332,7 +332,7 @@ export class RunnerProtocolService {
 
   /** One claim inside claimBatch's transaction; null when nothing in scope matches the runner's labels. */
   private async claimOne(
-    tx: Queryable,
+    tx: Tx,
     runner: Runner,
     handle: string | undefined,
     requestKey: ClaimRequestKey | null,

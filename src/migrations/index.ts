@@ -11,10 +11,11 @@ import * as m0008 from './0008-runner-token-active-unique.ts';
 import * as m0009 from './0009-workflow-states.ts';
 import * as m0010 from './0010-repo-hook-index.ts';
 import * as m0011 from './0011-commit-statuses.ts';
+import * as m0012 from './0012-hook-task-time-unit.ts';
 import * as m0013 from './0013-action-schedules.ts';
+import * as m0014 from './0014-concurrency.ts';
 import * as m0015 from './0015-artifacts.ts';
 import * as m0016 from './0016-web-sessions.ts';
-import * as m0014 from './0014-concurrency.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -28,8 +29,9 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009-workflow-states': m0009,
   '0010-repo-hook-index': m0010,
   '0011-commit-statuses': m0011,
+  '0012-hook-task-time-unit': m0012,
   '0013-action-schedules': m0013,
+  '0014-concurrency': m0014,
   '0015-artifacts': m0015,
   '0016-web-sessions': m0016,
-  '0014-concurrency': m0014,
 };

@@ -4,7 +4,7 @@ import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
 import { isPostgres } from './database.ts';
-import type { Queryable } from './database.ts';
+import type { Queryable, Tx } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 
@@ -207,7 +207,7 @@ async function adjustRunCount(tx: Queryable, key: CountKey, delta: number): Prom
 
 /** Inserts a run and its jobs. Call inside a transaction. */
 export async function insertRunWithJobs(
-  tx: Queryable,
+  tx: Tx,
   run: NewRun,
   jobs: readonly NewJob[],
   now: number,
@@ -369,7 +369,7 @@ export interface DeletedTaskLog {
  * deleted. Returns the deleted tasks, whose log files the caller removes
  * after the commit. Call inside a transaction.
  */
-export async function deleteFinishedRun(tx: Queryable, run: ActionRun): Promise<DeletedTaskLog[] | undefined> {
+export async function deleteFinishedRun(tx: Tx, run: ActionRun): Promise<DeletedTaskLog[] | undefined> {
   const deleted = await tx
     .deleteFrom('action_run')
     .where('id', '=', run.id)
@@ -546,7 +546,7 @@ export async function unblockJobs(
  * each from the other's committed result, instead of both moving it from
  * the same old status (which would also skew action_run_count).
  */
-export async function lockRun(tx: Queryable, runId: number): Promise<void> {
+export async function lockRun(tx: Tx, runId: number): Promise<void> {
   if (!isPostgres(tx)) return;
   await tx.selectFrom('action_run').select('id').where('id', '=', runId).forUpdate().execute();
 }

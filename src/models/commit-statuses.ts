@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
-import type { Queryable } from './database.ts';
+import type { Queryable, Tx } from './database.ts';
 import type { CommitStatusTable } from './tables.ts';
 
 export interface CommitStatus {
@@ -82,7 +82,7 @@ async function nextStatusIndex(tx: Queryable, repoId: number, sha: string): Prom
 }
 
 /** Appends a status. Call inside a transaction. `now` in Unix seconds. */
-export async function insertCommitStatus(tx: Queryable, status: NewCommitStatus, now: number): Promise<CommitStatus> {
+export async function insertCommitStatus(tx: Tx, status: NewCommitStatus, now: number): Promise<CommitStatus> {
   const index = await nextStatusIndex(tx, status.repoId, status.sha);
   const row = await tx
     .insertInto('commit_status')

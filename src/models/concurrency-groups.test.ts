@@ -11,7 +11,8 @@ import { testDialects } from '../../test/support/server.ts';
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 import { insertRunWithJobs, listJobsOfRun } from './action-runs.ts';
-import type { Queryable } from './database.ts';
+import type { Queryable, Tx } from './database.ts';
+import { Transaction } from 'kysely';
 import { openDatabase } from './database.ts';
 import {
   holdWaitingJobs,
@@ -24,39 +25,42 @@ import type { GroupMember } from './concurrency-groups.ts';
 
 const REPO = 7;
 
+/** Inserts in `db` when it is a transaction (the lock test's), else in a transaction of its own. */
 async function addRun(db: Queryable, group: string, status: ActionStatusValue = ActionStatus.waiting): Promise<number> {
-  const created = await insertRunWithJobs(
-    db,
-    {
-      repoId: REPO,
-      ownerId: 1,
-      title: 't',
-      workflowId: 'ci.yml',
-      workflowDirectory: '.forgejo/workflows',
-      triggerUserId: 1,
-      ref: 'refs/heads/main',
-      commitSha: 'abc',
-      event: 'workflow_dispatch',
-      eventPayload: '{}',
-      triggerEvent: 'workflow_dispatch',
-      status,
-      concurrencyGroup: group,
-      concurrencyType: 1,
-    },
-    [
+  const insert = (tx: Tx) =>
+    insertRunWithJobs(
+      tx,
       {
-        name: 'work',
-        jobId: 'work',
-        handle: `h-${group}-${Math.random()}`,
-        needs: [],
-        runsOn: ['x'],
-        hasIf: false,
-        workflowPayload: '',
+        repoId: REPO,
+        ownerId: 1,
+        title: 't',
+        workflowId: 'ci.yml',
+        workflowDirectory: '.forgejo/workflows',
+        triggerUserId: 1,
+        ref: 'refs/heads/main',
+        commitSha: 'abc',
+        event: 'workflow_dispatch',
+        eventPayload: '{}',
+        triggerEvent: 'workflow_dispatch',
         status,
+        concurrencyGroup: group,
+        concurrencyType: 1,
       },
-    ],
-    1000,
-  );
+      [
+        {
+          name: 'work',
+          jobId: 'work',
+          handle: `h-${group}-${Math.random()}`,
+          needs: [],
+          runsOn: ['x'],
+          hasIf: false,
+          workflowPayload: '',
+          status,
+        },
+      ],
+      1000,
+    );
+  const created = db instanceof Transaction ? await insert(db) : await db.transaction().execute(insert);
   return created.run.id;
 }
 

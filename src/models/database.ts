@@ -142,6 +142,18 @@ export function isUniqueViolation(error: unknown): boolean {
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
+/**
+ * True when a transaction failed only because of concurrent work and may be
+ * run again as it is: a PostgreSQL deadlock (40P01) or serialization failure
+ * (40001), or SQLite lock contention (SQLITE_BUSY, and SQLITE_BUSY_SNAPSHOT
+ * when a WAL reader's snapshot went stale before it wrote).
+ */
+export function isRetryableError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return code === '40P01' || code === '40001' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
+}
+
 /** Row locks (FOR UPDATE, SKIP LOCKED) exist on PostgreSQL only; SQLite serialises writers anyway. */
 export function isPostgres(db: Queryable): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;

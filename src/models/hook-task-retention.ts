@@ -7,12 +7,12 @@ import { HookTaskStatus } from './hook-tasks.ts';
 
 const FINISHED = [HookTaskStatus.delivered, HookTaskStatus.failed];
 
-/** Up to `limit` ids of finished deliveries created before `cutoffSec`, oldest first. */
-export async function findExpiredHookTasks(db: Queryable, cutoffSec: number, limit: number): Promise<number[]> {
+/** Up to `limit` ids of finished deliveries created before `cutoffMs` (Unix ms), oldest first. */
+export async function findExpiredHookTasks(db: Queryable, cutoffMs: number, limit: number): Promise<number[]> {
   const rows = await db
     .selectFrom('hook_task')
     .select('id')
-    .where('created', '<', cutoffSec)
+    .where('created', '<', cutoffMs)
     .where('status', 'in', FINISHED)
     .orderBy('created')
     .limit(limit)

@@ -25,7 +25,6 @@ export interface NewHookTask {
 }
 
 function hookTaskRow(task: NewHookTask) {
-  const nowSec = Math.floor(task.nowMs / 1000);
   return {
     hook_id: task.hookId,
     uuid: task.uuid,
@@ -33,8 +32,8 @@ function hookTaskRow(task: NewHookTask) {
     payload_content: task.payload,
     next_attempt_at: task.nowMs,
     is_redelivery: task.isRedelivery ? 1 : 0,
-    created: nowSec,
-    updated: nowSec,
+    created: task.nowMs,
+    updated: task.nowMs,
   };
 }
 
@@ -128,7 +127,7 @@ async function claimWhere(
       status: HookTaskStatus.delivering,
       lease_owner: owner,
       lease_until: nowMs + leaseMs,
-      updated: Math.floor(nowMs / 1000),
+      updated: nowMs,
     })
     .where('id', 'in', candidates)
     .returningAll()
@@ -148,7 +147,7 @@ export async function releaseHookTasks(
   if (ids.length === 0) return;
   await db
     .updateTable('hook_task')
-    .set({ status: HookTaskStatus.pending, lease_owner: '', lease_until: 0, updated: Math.floor(nowMs / 1000) })
+    .set({ status: HookTaskStatus.pending, lease_owner: '', lease_until: 0, updated: nowMs })
     .where('id', 'in', ids)
     .where('status', '=', HookTaskStatus.delivering)
     .where('lease_owner', '=', owner)
@@ -224,7 +223,7 @@ function settlement({ task, attempt, outcome, nowMs }: SettledAttempt) {
     statusCode: attempt.responseStatus,
     durationMs: attempt.durationMs,
     error: attempt.error,
-    updated: Math.floor(nowMs / 1000),
+    updated: nowMs,
   };
 }
 

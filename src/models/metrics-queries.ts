@@ -45,19 +45,19 @@ async function countHookTasks(db: Queryable, range: HookTaskRange, cap: number):
   return Number(row.n);
 }
 
-/** `nowMs`: what is due; `settledSince` (Unix seconds): the window of delivered and failed rows. */
+/** `nowMs`: what is due; `settledSinceMs`: the window of delivered and failed rows (hook_task times are Unix ms). */
 export async function countHookTasksByState(
   db: Queryable,
   cap: number,
   nowMs: number,
-  settledSince: number,
+  settledSinceMs: number,
 ): Promise<HookTaskStateCounts> {
   return {
     pending: await countHookTasks(db, { status: HookTaskStatus.pending, dueBy: nowMs }, cap),
     retrying: await countHookTasks(db, { status: HookTaskStatus.pending, dueAfter: nowMs }, cap),
     delivering: await countHookTasks(db, { status: HookTaskStatus.delivering }, cap),
-    delivered: await countHookTasks(db, { status: HookTaskStatus.delivered, updatedSince: settledSince }, cap),
-    failed: await countHookTasks(db, { status: HookTaskStatus.failed, updatedSince: settledSince }, cap),
+    delivered: await countHookTasks(db, { status: HookTaskStatus.delivered, updatedSince: settledSinceMs }, cap),
+    failed: await countHookTasks(db, { status: HookTaskStatus.failed, updatedSince: settledSinceMs }, cap),
   };
 }
 

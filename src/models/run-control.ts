@@ -10,12 +10,12 @@ import { ActionStatus } from '../modules/actions-status.ts';
 import { jobFromRow } from './action-runs.ts';
 import type { ActionRunJob } from './action-runs.ts';
 import { isPostgres } from './database.ts';
-import type { Queryable } from './database.ts';
+import type { Queryable, Tx } from './database.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 /** A waiting or running job becomes cancelled, if it still has the status and task read. */
 export async function cancelJob(
-  tx: Queryable,
+  tx: Tx,
   job: Pick<ActionRunJob, 'id' | 'status' | 'taskId'>,
   now: number,
 ): Promise<boolean> {
@@ -37,7 +37,7 @@ export async function cancelJob(
  * and attempt read; false when it moved meanwhile.
  */
 export async function prepareNextAttempt(
-  tx: Queryable,
+  tx: Tx,
   job: Pick<ActionRunJob, 'id' | 'status' | 'attempt'>,
   status: ActionStatusValue,
   handle: string,

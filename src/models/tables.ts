@@ -411,7 +411,9 @@ export interface HookTaskTable {
   last_error: Generated<string>;
   /** Unix ms of the successful attempt; 0 until then. */
   delivered: Generated<number>;
+  /** Unix ms, as every time of this table (seconds before migration 0012). */
   created: number;
+  /** Unix ms. */
   updated: number;
 }
 

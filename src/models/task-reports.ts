@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
 import { isPostgres } from './database.ts';
-import type { Queryable } from './database.ts';
+import type { Queryable, Tx } from './database.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 
 const DONE = [ActionStatus.success, ActionStatus.failure, ActionStatus.cancelled, ActionStatus.skipped];
@@ -87,7 +87,7 @@ export async function findTaskJob(db: Queryable, jobId: number): Promise<TaskJob
  * process wrote meanwhile; this one waits (busy_timeout) instead. PostgreSQL
  * locks rows as it goes: nothing to do.
  */
-export async function takeWriteLock(tx: Queryable): Promise<void> {
+export async function takeWriteLock(tx: Tx): Promise<void> {
   if (isPostgres(tx)) return;
   await sql`update action_task set id = id where 0`.execute(tx);
 }

@@ -17,7 +17,7 @@ import { AppError } from '../modules/errors.ts';
 import { commitsBetween } from '../modules/git/commit-log.ts';
 import { insertCommitStatus, latestCommitStatuses, listCommitStatuses } from '../models/commit-statuses.ts';
 import type { CommitStatus, NewCommitStatus, StatusSort } from '../models/commit-statuses.ts';
-import type { Db, Queryable } from '../models/database.ts';
+import type { Db, Tx } from '../models/database.ts';
 import { insertHookTasks } from '../models/hook-tasks.ts';
 import type { Repository } from '../models/repos.ts';
 import { findPossibleUserById } from '../models/users.ts';
@@ -87,7 +87,7 @@ function statusPayload(target: StatusTarget, status: CommitStatus, rootUrl: stri
 
 /** Appends a status and its `status` deliveries. Call inside the transaction of the change. */
 export async function writeCommitStatus(
-  tx: Queryable,
+  tx: Tx,
   clock: Clock,
   rootUrl: string,
   target: StatusTarget,

@@ -5,7 +5,7 @@
 // deleted rows pointed at) subscribes with `afterCommit` and sees the events
 // of transactions opened with `DomainEvents.transaction`.
 import type { ActionRun, ActionRunJob, DeletedTaskLog } from '../models/action-runs.ts';
-import type { Db, Queryable } from '../models/database.ts';
+import type { Db, Queryable, Tx } from '../models/database.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
 import type { PushCommitLogReader } from './push-payloads.ts';
@@ -48,7 +48,7 @@ export interface PushedRef {
   newOid: string;
 }
 
-export type DomainEventHandler = (tx: Queryable, event: DomainEvent) => Promise<void>;
+export type DomainEventHandler = (tx: Tx, event: DomainEvent) => Promise<void>;
 export type AfterCommitHandler = (event: DomainEvent) => Promise<void>;
 
 export class DomainEvents {
@@ -73,13 +73,13 @@ export class DomainEvents {
     this.afterCommitHandlers.push(handler);
   }
 
-  async record(tx: Queryable, event: DomainEvent): Promise<void> {
+  async record(tx: Tx, event: DomainEvent): Promise<void> {
     for (const handler of this.handlers) await handler(tx, event);
     this.pending.get(tx)?.push(event);
   }
 
   /** A transaction whose recorded events reach the after-commit handlers once it commits. */
-  async transaction<T>(db: Db, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
     const recorded: DomainEvent[] = [];
     const result = await db.transaction().execute(async (tx) => {
       this.pending.set(tx, recorded);

@@ -244,12 +244,7 @@ export class MetricsService {
 
   private async readFromDatabase(): Promise<DatabaseSnapshot> {
     const nowMs = this.clock.nowMs();
-    const deliveries = await countHookTasksByState(
-      this.db,
-      COUNT_CAP,
-      nowMs,
-      Math.floor(nowMs / 1000) - SETTLED_WINDOW_SEC,
-    );
+    const deliveries = await countHookTasksByState(this.db, COUNT_CAP, nowMs, nowMs - SETTLED_WINDOW_SEC * 1000);
     const jobs = {
       waiting: await countJobsWithStatus(this.db, ActionStatus.waiting, COUNT_CAP),
       running: await countJobsWithStatus(this.db, ActionStatus.running, COUNT_CAP),

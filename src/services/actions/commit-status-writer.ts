@@ -14,7 +14,7 @@ import { ActionStatus, isDone, shownJobStatus } from '../../modules/actions-stat
 import type { Clock } from '../../modules/clock.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import { latestStatusOfContext } from '../../models/commit-statuses.ts';
-import type { Queryable } from '../../models/database.ts';
+import type { Tx } from '../../models/database.ts';
 import { findRepositoryById } from '../../models/repos.ts';
 import type { Repository } from '../../models/repos.ts';
 import { actionsUser, findAccountById } from '../../models/users.ts';
@@ -114,7 +114,7 @@ export function createCommitStatusWriter(options: CommitStatusWriterOptions): Do
   const { clock, rootUrl } = options;
 
   const write = async (
-    tx: Queryable,
+    tx: Tx,
     run: ActionRun,
     repo: Repository,
     owner: User,
@@ -144,7 +144,7 @@ export function createCommitStatusWriter(options: CommitStatusWriterOptions): Do
     }
   };
 
-  return async (tx: Queryable, event: DomainEvent): Promise<void> => {
+  return async (tx: Tx, event: DomainEvent): Promise<void> => {
     if (event.type === 'actions.run.created') {
       await write(
         tx,

@@ -39,7 +39,8 @@ import {
   unblockJobs,
 } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, DeletedTaskLog } from '../../models/action-runs.ts';
-import type { Db, Queryable } from '../../models/database.ts';
+import { isRetryableError } from '../../models/database.ts';
+import type { Db, Queryable, Tx } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import { cancelJob, lockUnfinishedJobsOfRun, prepareNextAttempt } from '../../models/run-control.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
@@ -70,17 +71,12 @@ const MAX_TX_ATTEMPTS = 5;
 // Passes of a cancel while runners keep claiming its jobs (each pass takes every job not being claimed).
 const MAX_CANCEL_PASSES = 20;
 
-function isRetryable(error: unknown): boolean {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return code === '40P01' || code === '40001' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
-}
-
 async function retrying<T>(work: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await work();
     } catch (error) {
-      if (attempt < MAX_TX_ATTEMPTS && isRetryable(error)) continue;
+      if (attempt < MAX_TX_ATTEMPTS && isRetryableError(error)) continue;
       throw error;
     }
   }
@@ -126,7 +122,7 @@ export class RunControlService {
   }
 
   /** One transaction of a cancel; returns how many unfinished jobs it could not lock (claims in flight). */
-  private async cancelPass(tx: Queryable, run: ActionRun): Promise<number> {
+  private async cancelPass(tx: Tx, run: ActionRun): Promise<number> {
     const runId = run.id;
     await takeWriteLock(tx);
     await lockGroupFirst(tx, run);
@@ -232,7 +228,7 @@ export class RunControlService {
    * update lost (a runner claimed it between our read and our write); true
    * when this call cancelled it.
    */
-  private async cancelOne(tx: Queryable, job: ActionRunJob, now: number): Promise<boolean> {
+  private async cancelOne(tx: Tx, job: ActionRunJob, now: number): Promise<boolean> {
     let current: ActionRunJob | null = job;
     for (let attempt = 0; attempt < MAX_TX_ATTEMPTS && current !== null; attempt += 1) {
       const held = current.status === ActionStatus.blocked && current.concurrencyHeld;

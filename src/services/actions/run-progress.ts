@@ -11,7 +11,7 @@ import type { Clock } from '../../modules/clock.ts';
 import { unblockedJobs } from '../../modules/job-graph.ts';
 import { findRunById, listJobsOfRun, lockRun, unblockJobs, updateRunStatus } from '../../models/action-runs.ts';
 import type { ActionRun, RunStatusChange } from '../../models/action-runs.ts';
-import type { Queryable } from '../../models/database.ts';
+import type { Tx } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { DomainEvents } from '../events.ts';
 import { lockGroupOf, releaseNextRun } from './concurrency.ts';
@@ -26,7 +26,7 @@ export class RunProgress {
    * Call inside the transaction that changed the jobs, naming the jobs whose
    * status the caller changed; returns the run as it now is.
    */
-  async settle(tx: Queryable, runId: number, changedJobIds: readonly number[] = []): Promise<ActionRun | undefined> {
+  async settle(tx: Tx, runId: number, changedJobIds: readonly number[] = []): Promise<ActionRun | undefined> {
     await lockRun(tx, runId);
     const run = await findRunById(tx, runId);
     if (run === null) return undefined;

@@ -13,7 +13,8 @@ import { parse as parseYaml } from 'yaml';
 import type { Clock } from '../../modules/clock.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { lockRun } from '../../models/action-runs.ts';
-import type { Db, Queryable } from '../../models/database.ts';
+import { isRetryableError } from '../../models/database.ts';
+import type { Db, Tx } from '../../models/database.ts';
 import {
   bumpTasksVersionsForRepo,
   findRunnerByUuid,
@@ -109,11 +110,6 @@ function scopeOf(runner: Runner): ScopeColumns {
 /** runs-on ⊆ the runner's labels, exact strings (Forgejo's CanMatchLabels). */
 function canRun(runsOn: readonly string[], labels: ReadonlySet<string>): boolean {
   return runsOn.every((label) => labels.has(label));
-}
-
-function isRetryableClaimError(error: unknown): boolean {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return code === '40P01' || code === '40001' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
 }
 
 /**
@@ -331,7 +327,7 @@ export class RunnerProtocolService {
           return claims;
         });
       } catch (error) {
-        if (attempt < MAX_CLAIM_ATTEMPTS && isRetryableClaimError(error)) continue;
+        if (attempt < MAX_CLAIM_ATTEMPTS && isRetryableError(error)) continue;
         throw error;
       }
     }
@@ -339,7 +335,7 @@ export class RunnerProtocolService {
 
   /** One claim inside claimBatch's transaction; null when nothing in scope matches the runner's labels. */
   private async claimOne(
-    tx: Queryable,
+    tx: Tx,
     runner: Runner,
     handle: string | undefined,
     requestKey: ClaimRequestKey | null,

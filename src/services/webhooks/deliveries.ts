@@ -106,7 +106,8 @@ function summary(task: HookTask): HookDeliverySummary {
     status_code: task.last_status_code,
     duration: task.last_duration_ms / 1000,
     delivered_at: task.delivered > 0 ? iso(task.delivered) : null,
-    created_at: new Date(task.created * 1000).toISOString(),
+    // To the second, as before hook_task kept milliseconds (migration 0012).
+    created_at: iso(Math.floor(task.created / 1000) * 1000),
     next_attempt_at: task.status === HookTaskStatus.pending ? iso(task.next_attempt_at) : null,
     redelivery: task.is_redelivery === 1,
     attempts: task.attempts,

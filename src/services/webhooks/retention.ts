@@ -8,7 +8,7 @@ import type { Db } from '../../models/database.ts';
 import { deleteFinishedHookTasks, findExpiredHookTasks } from '../../models/hook-task-retention.ts';
 
 const BATCH = 500;
-const DAY_SEC = 86_400;
+const DAY_MS = 86_400_000;
 
 export interface WebhookRetentionOptions {
   retentionDays: number;
@@ -29,7 +29,7 @@ export class WebhookRetention {
   /** Deletes every expired finished delivery; the number deleted. 0 days keeps everything. */
   async pruneOnce(): Promise<number> {
     if (this.options.retentionDays === 0) return 0;
-    const cutoff = this.clock.nowSec() - this.options.retentionDays * DAY_SEC;
+    const cutoff = this.clock.nowMs() - this.options.retentionDays * DAY_MS;
     let total = 0;
     for (;;) {
       const ids = await findExpiredHookTasks(this.db, cutoff, BATCH);

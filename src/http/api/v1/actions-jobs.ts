@@ -59,7 +59,7 @@ export function actionsJobRoutes(app: ApiApp, ctx: RouteContext): void {
       preValidation: readGuards,
     },
     async (req) => {
-      const runId = parseIdParam((req.params as { run_id: string }).run_id);
+      const runId = parseIdParam(req.params.run_id);
       const jobs = await services.jobs.listOfRun(requireRepo(req).repo, runId);
       return jobs.map(toActionRunJob);
     },
@@ -79,7 +79,7 @@ export function actionsJobRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     async (req) => {
       const { repo, owner } = requireRepo(req);
-      const jobId = parseIdParam((req.params as { job_id: string }).job_id);
+      const jobId = parseIdParam(req.params.job_id);
       const details = await services.jobs.details(repo, jobId);
       const repoPath = `${owner.name}/${repo.name}`;
       return toActionWorkflowJob(details, `${config.rootUrl}api/v1/repos/${repoPath}`, `${config.rootUrl}${repoPath}`);
@@ -105,7 +105,7 @@ export function actionsJobRoutes(app: ApiApp, ctx: RouteContext): void {
       preValidation: readGuards,
     },
     async (req, reply) => {
-      const jobId = parseIdParam((req.params as { job_id: string }).job_id);
+      const jobId = parseIdParam(req.params.job_id);
       const attempt = parseAttempt((req.query as { attempt?: unknown }).attempt);
       const log = await services.jobLogs.open(requireRepo(req).repo, jobId, attempt);
       const lastModified = httpDate(log.modified);
@@ -149,7 +149,7 @@ export function actionsJobRoutes(app: ApiApp, ctx: RouteContext): void {
       preValidation: readGuards,
     },
     async (req, reply) => {
-      const runId = parseIdParam((req.params as { run_id: string }).run_id);
+      const runId = parseIdParam(req.params.run_id);
       const body = await services.jobLogs.runLogsZip(requireRepo(req).repo, runId);
       return reply
         .type('application/zip')

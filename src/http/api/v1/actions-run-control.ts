@@ -20,10 +20,6 @@ import { ActionWorkflowJob } from '../../../api-types/job-schemas.ts';
 
 const runParams = Type.Object({ owner: Type.String(), repo: Type.String(), run_id: Type.String() });
 
-function runIdOf(req: FastifyRequest): number {
-  return parseIdParam((req.params as { run_id: string }).run_id);
-}
-
 export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
   const { config, services, guards: g } = ctx;
   const readGuards = [g.scopes('repository'), g.repoAssignment, g.publicOnly, g.reqRepoReader('actions')];
@@ -59,7 +55,7 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
       preValidation: writeGuards,
     },
     async (req, reply) => {
-      await services.runControl.cancel(requireRepo(req).repo, runIdOf(req));
+      await services.runControl.cancel(requireRepo(req).repo, parseIdParam(req.params.run_id));
       return reply.status(204).send(null);
     },
   );
@@ -78,7 +74,11 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
         preValidation: writeGuards,
       },
       async (req, reply) => {
-        const { run } = await services.runControl.rerun(requireRepo(req).repo, runIdOf(req), selection);
+        const { run } = await services.runControl.rerun(
+          requireRepo(req).repo,
+          parseIdParam(req.params.run_id),
+          selection,
+        );
         return reply.status(201).send(await renderRun(req, run.id));
       },
     );
@@ -117,8 +117,8 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     async (req, reply) => {
       const { repo, owner } = requireRepo(req);
-      const jobId = parseIdParam((req.params as { job_id: string }).job_id);
-      const result = await services.runControl.rerun(repo, runIdOf(req), { kind: 'job', id: jobId });
+      const jobId = parseIdParam(req.params.job_id);
+      const result = await services.runControl.rerun(repo, parseIdParam(req.params.run_id), { kind: 'job', id: jobId });
       const job = result.jobs.find((candidate) => candidate.id === jobId);
       if (job === undefined) throw AppError.notFoundMessage(`workflow job with id ${jobId}`);
       // The same ActionWorkflowJob as GET …/actions/jobs/{job_id}: the new attempt, no runner or steps yet.
@@ -147,7 +147,7 @@ export function actionsRunControlRoutes(app: ApiApp, ctx: RouteContext): void {
       preValidation: [...readGuards, g.reqToken, g.reqAdmin],
     },
     async (req, reply) => {
-      await services.runControl.deleteRun(requireRepo(req).repo, runIdOf(req));
+      await services.runControl.deleteRun(requireRepo(req).repo, parseIdParam(req.params.run_id));
       return reply.status(204).send(null);
     },
   );

@@ -5,7 +5,6 @@
 // guard chain; handlers only turn the guarded request into a Scope.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { TSchema } from 'typebox';
 import { statusName } from '../../../modules/actions-status.ts';
 import { linkHeader, parseIdParam, parsePage } from '../../../modules/pagination.ts';
 import type { ActionRunJob as RunJob } from '../../../models/action-runs.ts';
@@ -16,7 +15,7 @@ import { bindLikeGo } from '../../guards.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
 import type { ActionsScopeRoutes } from './actions-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
-import { setTotalCount } from './route-context.ts';
+import { scopeParams, setTotalCount } from './route-context.ts';
 import {
   ActionRunJobList,
   ActionRunner,
@@ -26,11 +25,7 @@ import {
   RunnerJobsQuery,
   RunnerListQuery,
 } from '../../../api-types/runner-schemas.ts';
-import type {
-  ActionRunJobJson,
-  ActionRunnerJson,
-  RegisterRunnerOptionsJson,
-} from '../../../api-types/runner-schemas.ts';
+import type { ActionRunJobJson, ActionRunnerJson } from '../../../api-types/runner-schemas.ts';
 import { NoContent, errorResponses } from '../../../api-types/schemas.ts';
 
 interface OperationIds {
@@ -101,10 +96,6 @@ export function toApiRunJob(job: RunJob): ActionRunJobJson {
     task_id: job.taskId,
     status: statusName(job.status),
   };
-}
-
-function params(scope: ScopeRoutes, extra: Record<string, TSchema> = {}) {
-  return Type.Object({ ...scope.params, ...extra });
 }
 
 export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
@@ -224,12 +215,12 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
 
   function registerScope(scope: ScopeRoutes): void {
     const { prefix, tag, guards, ops } = scope;
-    const runnerParams = params(scope, { runner_id: Type.String({ description: 'id of the runner' }) });
+    const runnerParams = scopeParams(scope, { runner_id: Type.String({ description: 'id of the runner' }) });
     const tokenSchema = (operationId: string, description: string) => ({
       operationId,
       tags: [tag],
       description,
-      params: params(scope),
+      params: scopeParams(scope),
       response: { 200: RegistrationToken, ...errorResponses(401, 403, 404) },
     });
 
@@ -264,7 +255,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
           tags: [tag],
           description:
             'Rotation: deactivates the active registration token (204, also when there is none); the next GET or POST creates a new one. Registered runners keep working.',
-          params: params(scope),
+          params: scopeParams(scope),
           response: { 204: NoContent, ...errorResponses(401, 403, 404) },
         },
         preValidation: tokenGuards(scope),
@@ -282,7 +273,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
           operationId: ops.searchJobs,
           tags: [tag],
           description: 'Waiting and running jobs of the scope, newest first; not paginated; null when none match.',
-          params: params(scope),
+          params: scopeParams(scope),
           querystring: RunnerJobsQuery,
           response: { 200: ActionRunJobList, ...errorResponses(401, 403, 404) },
         },
@@ -298,7 +289,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
           operationId: ops.list,
           tags: [tag],
           description: 'Runners, most recently online first, with X-Total-Count and Link.',
-          params: params(scope),
+          params: scopeParams(scope),
           querystring: RunnerListQuery,
           response: { 200: Type.Array(ActionRunner), ...errorResponses(400, 401, 403, 404) },
         },
@@ -328,14 +319,14 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
           operationId: ops.register,
           tags: [tag],
           description: "Registers a runner in this scope; the answer holds the runner's secret, shown only here.",
-          params: params(scope),
+          params: scopeParams(scope),
           body: RegisterRunnerOptions,
           response: { 201: RegisterRunnerResponse, ...errorResponses(400, 401, 403, 404, 422) },
         },
         preValidation: [g.refuseJobToken, ...guards, bindLikeGo],
       },
-      async (req, reply: FastifyReply) => {
-        const body = req.body as RegisterRunnerOptionsJson;
+      async (req, reply) => {
+        const body = req.body;
         const { runner, token } = await runners.registerRunner(scopeColumns(scope.scopeOf(req)), {
           name: body.name,
           description: body.description ?? '',
@@ -357,10 +348,7 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
         preValidation: guards,
       },
       async (req) => {
-        const runner = await runners.get(
-          scope.scopeOf(req),
-          parseIdParam((req.params as Record<string, string>).runner_id),
-        );
+        const runner = await runners.get(scope.scopeOf(req), parseIdParam(req.params.runner_id));
         return toApiRunner(runner, runners.status(runner));
       },
     );
@@ -376,9 +364,9 @@ export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }
         },
         preValidation: guards,
       },
-      async (req, reply: FastifyReply) => {
-        await runners.delete(scope.scopeOf(req), parseIdParam((req.params as Record<string, string>).runner_id));
-        return reply.status(204).send();
+      async (req, reply) => {
+        await runners.delete(scope.scopeOf(req), parseIdParam(req.params.runner_id));
+        return reply.status(204).send(null);
       },
     );
   }

@@ -147,7 +147,7 @@ export function actionsRunRoutes(app: ApiApp, ctx: RouteContext): void {
       preValidation: readGuards,
     },
     async (req) => {
-      const runId = parseIdParam((req.params as { run_id: string }).run_id);
+      const runId = parseIdParam(req.params.run_id);
       const run = await services.runs.get(requireRepo(req).repo, runId);
       return viewRun(req)(run);
     },
@@ -197,13 +197,8 @@ export function actionsRunRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     async (req, reply) => {
       const { repo, owner } = requireRepo(req);
-      const body = req.body as {
-        ref?: string;
-        inputs?: Record<string, string>;
-        return_run_info?: boolean;
-        return_run_details?: boolean;
-      };
-      const fileName = (req.params as { workflowfilename: string }).workflowfilename;
+      const body = req.body;
+      const fileName = req.params.workflowfilename;
       const result = await services.dispatch.dispatch(repo, owner, requireDoer(req), fileName, {
         ref: body.ref ?? '',
         inputs: body.inputs ?? {},

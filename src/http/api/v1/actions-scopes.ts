@@ -4,7 +4,7 @@
 // Secrets, variables and runners share these.
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { TSchema } from 'typebox';
+import type { TString } from 'typebox';
 import { orgScope, repoScope, userScope } from '../../../modules/scope.ts';
 import type { Scope } from '../../../modules/scope.ts';
 import type { ScopeCategory } from '../../../modules/scopes.ts';
@@ -14,7 +14,8 @@ import { requireDoer, requireOrg, requireRepo } from '../../request-context.ts';
 export interface ActionsScopeRoutes {
   /** e.g. `/orgs/:org/actions` */
   prefix: string;
-  params: Record<string, TSchema>;
+  /** The scope's own path parameters (all strings), e.g. `{ org }`. */
+  params: Record<string, TString>;
   tag: string;
   /** The token scope category of the routes (`write:<category>` to change anything). */
   category: ScopeCategory;

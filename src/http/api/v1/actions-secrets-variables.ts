@@ -5,7 +5,6 @@
 // request into a Scope; the rules live in the services.
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import type { Static, TSchema } from 'typebox';
 import { parsePage } from '../../../modules/pagination.ts';
 import type { ScopedValue } from '../../../models/scoped-values.ts';
 import { bindLikeGo } from '../../guards.ts';
@@ -13,7 +12,7 @@ import { apiTime } from '../../../services/convert.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
 import type { ActionsScopeRoutes } from './actions-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
-import { setTotalCount } from './route-context.ts';
+import { scopeParams, setTotalCount } from './route-context.ts';
 import {
   ActionVariable,
   CreateOrUpdateSecretOption,
@@ -50,12 +49,6 @@ function noContent(reply: unknown, status: 201 | 204): FastifyReply {
 export function toApiVariable(variable: ScopedValue): ActionVariableJson {
   return { owner_id: variable.ownerId, repo_id: variable.repoId, name: variable.name, data: variable.data };
 }
-
-function params(scope: ScopeRoutes, extra: Record<string, TSchema> = {}) {
-  return Type.Object({ ...scope.params, ...extra });
-}
-
-type Params = Record<string, string>;
 
 export function actionsSecretVariableRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
   const where = actionsRouteScopes(g);
@@ -106,8 +99,8 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
   function registerScope(scope: ScopeRoutes): void {
     const { prefix, tag, guards, ops } = scope;
     const withBody = [...guards, bindLikeGo];
-    const secretParams = params(scope, { secretname: Type.String({ description: 'name of the secret' }) });
-    const variableParams = params(scope, { variablename: Type.String({ description: 'name of the variable' }) });
+    const secretParams = scopeParams(scope, { secretname: Type.String({ description: 'name of the secret' }) });
+    const variableParams = scopeParams(scope, { variablename: Type.String({ description: 'name of the variable' }) });
 
     if (ops.listSecrets) {
       app.get(
@@ -116,7 +109,7 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
           schema: {
             operationId: ops.listSecrets,
             tags: [tag],
-            params: params(scope),
+            params: scopeParams(scope),
             querystring: PageQuery,
             response: { 200: Type.Array(Secret), ...errorResponses(401, 403, 404) },
           },
@@ -164,12 +157,8 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
         preValidation: withBody,
       },
       async (req, reply) => {
-        const body = req.body as Static<typeof CreateOrUpdateSecretOption>;
-        const result = await services.secrets.createOrUpdate(
-          scope.scopeOf(req),
-          (req.params as Params).secretname ?? '',
-          body.data,
-        );
+        const body = req.body;
+        const result = await services.secrets.createOrUpdate(scope.scopeOf(req), req.params.secretname, body.data);
         return noContent(reply, result === 'created' ? 201 : 204);
       },
     );
@@ -186,7 +175,7 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
         preValidation: guards,
       },
       async (req, reply) => {
-        await services.secrets.delete(scope.scopeOf(req), (req.params as Params).secretname ?? '');
+        await services.secrets.delete(scope.scopeOf(req), req.params.secretname);
         return noContent(reply, 204);
       },
     );
@@ -197,7 +186,7 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
         schema: {
           operationId: ops.listVariables,
           tags: [tag],
-          params: params(scope),
+          params: scopeParams(scope),
           querystring: PageQuery,
           response: { 200: Type.Array(ActionVariable), ...errorResponses(401, 403, 404) },
         },
@@ -222,8 +211,7 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
         },
         preValidation: guards,
       },
-      async (req) =>
-        toApiVariable(await services.variables.get(scope.scopeOf(req), (req.params as Params).variablename ?? '')),
+      async (req) => toApiVariable(await services.variables.get(scope.scopeOf(req), req.params.variablename)),
     );
 
     app.post(
@@ -240,8 +228,8 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
         preValidation: withBody,
       },
       async (req, reply) => {
-        const body = req.body as Static<typeof CreateVariableOption>;
-        await services.variables.create(scope.scopeOf(req), (req.params as Params).variablename ?? '', body.value);
+        const body = req.body;
+        await services.variables.create(scope.scopeOf(req), req.params.variablename, body.value);
         return noContent(reply, 204);
       },
     );
@@ -260,8 +248,8 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
         preValidation: withBody,
       },
       async (req, reply) => {
-        const body = req.body as Static<typeof UpdateVariableOption>;
-        await services.variables.update(scope.scopeOf(req), (req.params as Params).variablename ?? '', {
+        const body = req.body;
+        await services.variables.update(scope.scopeOf(req), req.params.variablename, {
           name: body.name,
           value: body.value,
         });
@@ -281,7 +269,7 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
         preValidation: guards,
       },
       async (req, reply) => {
-        await services.variables.delete(scope.scopeOf(req), (req.params as Params).variablename ?? '');
+        await services.variables.delete(scope.scopeOf(req), req.params.variablename);
         return noContent(reply, 204);
       },
     );

@@ -35,7 +35,6 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
   const writeGuards = [...readGuards, g.reqRepoWriter('actions')];
   const repoParams = Type.Object({ owner: Type.String(), repo: Type.String() });
   const tags = ['repository'];
-  const workflowIdOf = (params: unknown) => (params as { workflowfilename: string }).workflowfilename;
 
   app.get(
     '/repos/:owner/:repo/actions/workflows',
@@ -71,7 +70,7 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
     },
     async (req) => {
       const { repo, owner } = requireRepo(req);
-      return services.workflows.get(repo, owner, workflowIdOf(req.params));
+      return services.workflows.get(repo, owner, req.params.workflowfilename);
     },
   );
 
@@ -92,7 +91,7 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
         preValidation: writeGuards,
       },
       async (req, reply) => {
-        await services.workflows.setDisabled(requireRepo(req).repo, workflowIdOf(req.params), action === 'disable');
+        await services.workflows.setDisabled(requireRepo(req).repo, req.params.workflowfilename, action === 'disable');
         return (reply as FastifyReply).status(204).send();
       },
     );
@@ -117,7 +116,7 @@ export function actionsWorkflowRoutes(app: ApiApp, { config, services, guards: g
       const page = parsePage(req.query as Record<string, unknown>, config);
       const { runs, total } = await services.workflows.runs(
         repo,
-        workflowIdOf(req.params),
+        req.params.workflowfilename,
         {
           event: first(query.event),
           branch: first(query.branch),

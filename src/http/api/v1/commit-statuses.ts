@@ -70,7 +70,7 @@ export function commitStatusRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     async (req, reply) => {
       const { repo, owner } = requireRepo(req);
-      const { sha } = req.params as { sha: string };
+      const { sha } = req.params;
       const created = await services.commitStatuses.create(repo, owner, requireDoer(req), sha, req.body);
       return reply.status(201).send(render(req)(created));
     },
@@ -89,7 +89,7 @@ export function commitStatusRoutes(app: ApiApp, ctx: RouteContext): void {
       preValidation: readGuards,
     },
     async (req, reply) => {
-      const { sha } = req.params as { sha: string };
+      const { sha } = req.params;
       return listStatuses(req, reply, await services.commitStatuses.resolveRef(requireRepo(req).repo, sha));
     },
   );
@@ -107,7 +107,7 @@ export function commitStatusRoutes(app: ApiApp, ctx: RouteContext): void {
       preValidation: readGuards,
     },
     async (req, reply) => {
-      const { ref } = req.params as { ref: string };
+      const { ref } = req.params;
       return listStatuses(req, reply, await services.commitStatuses.resolveRef(requireRepo(req).repo, ref));
     },
   );
@@ -127,7 +127,7 @@ export function commitStatusRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     async (req, reply) => {
       const { repo, owner } = requireRepo(req);
-      const { ref } = req.params as { ref: string };
+      const { ref } = req.params;
       const sha = await services.commitStatuses.resolveRef(repo, ref);
       const page = parsePage(req.query as Query, config);
       const { state, statuses, total } = await services.commitStatuses.combined(repo, sha, page);

@@ -10,7 +10,7 @@ import { scopeOfPlace } from '../../../services/webhooks/deliveries.ts';
 import { requireDoer } from '../../request-context.ts';
 import { hookRouteScopes } from './hook-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
-import { setTotalCount } from './route-context.ts';
+import { scopeParams, setTotalCount } from './route-context.ts';
 import { PageQuery, errorResponses } from '../../../api-types/schemas.ts';
 
 const Headers = Type.Record(Type.String(), Type.String());
@@ -56,20 +56,16 @@ const HookDeliveryDetail = Type.Intersect([
   }),
 ]);
 
-interface Params {
-  id?: string;
-  delivery_id?: string;
-}
-
 export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
   const deliveries = services.webhookDeliveries;
   for (const scope of hookRouteScopes(g)) {
     const { prefix, guards } = scope;
     const tags = [scope.tag];
     const op = (name: string) => `${scope.kind}${name}`;
-    const hookIdParams = Type.Object({ ...scope.params, id: Type.String({ description: 'id of the hook' }) });
-    const deliveryParams = Type.Object({
-      ...hookIdParams.properties,
+    const hookId = Type.String({ description: 'id of the hook' });
+    const hookIdParams = scopeParams(scope, { id: hookId });
+    const deliveryParams = scopeParams(scope, {
+      id: hookId,
       delivery_id: Type.String({ description: 'id of the delivery' }),
     });
     const where = (req: Parameters<typeof scope.place>[0]) => scopeOfPlace(scope.place(req));
@@ -89,11 +85,7 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
       },
       async (req, reply) => {
         const page = parsePage(req.query as Record<string, unknown>, config);
-        const { deliveries: list, total } = await deliveries.list(
-          where(req),
-          parseIdParam((req.params as Params).id),
-          page,
-        );
+        const { deliveries: list, total } = await deliveries.list(where(req), parseIdParam(req.params.id), page);
         setTotalCount(reply, total);
         return list;
       },
@@ -112,7 +104,7 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
         preValidation: guards,
       },
       async (req) => {
-        const params = req.params as Params;
+        const params = req.params;
         return deliveries.get(where(req), parseIdParam(params.id), parseIdParam(params.delivery_id));
       },
     );
@@ -131,7 +123,7 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
         preValidation: guards,
       },
       async (req, reply) => {
-        const params = req.params as Params;
+        const params = req.params;
         const created = await deliveries.redeliver(
           where(req),
           parseIdParam(params.id),
@@ -154,11 +146,7 @@ export function hookDeliveryRoutes(app: ApiApp, { config, services, guards: g }:
         preValidation: guards,
       },
       async (req, reply) => {
-        const created = await deliveries.ping(
-          scope.place(req),
-          parseIdParam((req.params as Params).id),
-          requireDoer(req),
-        );
+        const created = await deliveries.ping(scope.place(req), parseIdParam(req.params.id), requireDoer(req));
         return (reply as FastifyReply).status(202).send(created);
       },
     );

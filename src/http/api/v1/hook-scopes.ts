@@ -4,7 +4,7 @@
 // ping routes are written once and registered for both.
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { TSchema } from 'typebox';
+import type { TString } from 'typebox';
 import type { HookPlace } from '../../../services/webhooks/deliveries.ts';
 import type { Guard, Guards } from '../../guards.ts';
 import { requireOrg, requireRepo } from '../../request-context.ts';
@@ -13,7 +13,7 @@ export interface HookRouteScope {
   kind: 'org' | 'repo';
   /** e.g. `/orgs/:org/hooks` */
   prefix: string;
-  params: Record<string, TSchema>;
+  params: Record<string, TString>;
   tag: string;
   guards: Guard[];
   /** The organization, or the repository with its owner, the request names (after the guards). */

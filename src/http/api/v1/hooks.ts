@@ -6,7 +6,6 @@
 // (hook-scopes.ts says who may use each); the rules live in WebhookService.
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import type { Static } from 'typebox';
 import { parseIdParam, parsePage } from '../../../modules/pagination.ts';
 import type { WebhookRecord } from '../../../models/webhooks.ts';
 import { apiTime } from '../../../services/convert.ts';
@@ -19,7 +18,7 @@ import { CreateHookOption, EditHookOption, Hook } from '../../../api-types/hook-
 import type { HookJson } from '../../../api-types/hook-schemas.ts';
 import { hookRouteScopes } from './hook-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
-import { setTotalCount } from './route-context.ts';
+import { scopeParams, setTotalCount } from './route-context.ts';
 import { NoContent, PageQuery, errorResponses } from '../../../api-types/schemas.ts';
 
 /** Forgejo's ToHook: config keys come out sorted (a Go map), never with the secret. */
@@ -51,10 +50,6 @@ export function toApiHook(hook: WebhookRecord, webhooks: WebhookService): HookJs
   };
 }
 
-interface IdParams {
-  id: string;
-}
-
 export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {
   const webhooks = services.webhooks;
   for (const scope of hookRouteScopes(g)) {
@@ -62,8 +57,8 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
     const withBody = [...guards, bindLikeGo];
     const tags = [scope.tag];
     const op = (name: string) => `${scope.kind}${name}`;
-    const params = Type.Object(scope.params);
-    const idParams = Type.Object({ ...scope.params, id: Type.String({ description: 'id of the hook' }) });
+    const params = scopeParams(scope);
+    const idParams = scopeParams(scope, { id: Type.String({ description: 'id of the hook' }) });
     const where = (req: Parameters<typeof scope.place>[0]) => scopeOfPlace(scope.place(req));
     const whose = scope.kind === 'org' ? "an organization's" : "a repository's";
 
@@ -102,7 +97,7 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
         preValidation: withBody,
       },
       async (req, reply) => {
-        const hook = await webhooks.create(where(req), req.body as Static<typeof CreateHookOption>);
+        const hook = await webhooks.create(where(req), req.body);
         return (reply as FastifyReply).status(201).send(toApiHook(hook, webhooks));
       },
     );
@@ -118,7 +113,7 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
         },
         preValidation: guards,
       },
-      async (req) => toApiHook(await webhooks.get(where(req), parseIdParam((req.params as IdParams).id)), webhooks),
+      async (req) => toApiHook(await webhooks.get(where(req), parseIdParam(req.params.id)), webhooks),
     );
 
     app.patch(
@@ -136,11 +131,7 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
         preValidation: withBody,
       },
       async (req) => {
-        const hook = await webhooks.edit(
-          where(req),
-          parseIdParam((req.params as IdParams).id),
-          req.body as Static<typeof EditHookOption>,
-        );
+        const hook = await webhooks.edit(where(req), parseIdParam(req.params.id), req.body);
         return toApiHook(hook, webhooks);
       },
     );
@@ -157,7 +148,7 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
         preValidation: guards,
       },
       async (req, reply) => {
-        await webhooks.delete(where(req), parseIdParam((req.params as IdParams).id));
+        await webhooks.delete(where(req), parseIdParam(req.params.id));
         return (reply as FastifyReply).status(204).send();
       },
     );
@@ -183,7 +174,7 @@ export function hookRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
       async (req, reply) => {
         const { repo, owner } = requireRepo(req);
         const ref = ((req.query as { ref?: string }).ref ?? '').trim();
-        await services.webhookTests.send(repo, owner, parseIdParam((req.params as IdParams).id), requireDoer(req), ref);
+        await services.webhookTests.send(repo, owner, parseIdParam(req.params.id), requireDoer(req), ref);
         return (reply as FastifyReply).status(204).send();
       },
     );

@@ -148,7 +148,7 @@ export function orgRoutes(app: ApiApp, { config, services, guards: g }: RouteCon
       },
       preValidation: teamChain,
       handler: async (req, reply) => {
-        const { username } = req.params as { username: string };
+        const { username } = req.params;
         const user = await services.accounts.findByName(username);
         if (!user) throw AppError.notFound();
         if (method === 'PUT') await services.orgs.addMember(requireTeam(req), user);

@@ -133,7 +133,7 @@ export function repoRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
       preValidation: [...repoChain, g.reqToken, g.reqAdmin],
       handler: async (req, reply) => {
         const { repo, owner } = requireRepo(req);
-        const name = (req.params as { collaborator: string }).collaborator;
+        const name = req.params.collaborator;
         const user = await services.accounts.findByName(name);
         if (!user) throw AppError.unprocessable(`user does not exist [uid: 0, name: ${name}]`);
         if (method === 'PUT') {

@@ -108,7 +108,7 @@ export function userRoutes(app: ApiApp, { config, services, guards: g }: RouteCo
       preValidation: tokenGuards,
     },
     async (req, reply) => {
-      await services.accessTokens.delete(requireContextUser(req), (req.params as { token: string }).token);
+      await services.accessTokens.delete(requireContextUser(req), req.params.token);
       return reply.status(204).send(null);
     },
   );

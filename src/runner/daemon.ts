@@ -11,8 +11,10 @@
 // cancelled — their step's process group killed, `if: always()` steps run —
 // and each is reported before stop() resolves, so no task is left running
 // on the server.
+import path from 'node:path';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Task } from '../gen/runner/v1/messages_pb.ts';
+import { ActionRunner } from './action-runner.ts';
 import { connectToInstance, RUNNER_VERSION } from './connection.ts';
 import type { RunnerConnection } from './connection.ts';
 import { JobExecution } from './job-executor.ts';
@@ -30,6 +32,7 @@ export interface DaemonOptions {
   fetchTimeoutMs?: number;
   reportIntervalMs?: number;
   log: (message: string) => void;
+  /** Runs `uses:` steps; default: actions fetched into <workdir>/_actions, one folder per commit. */
   uses?: UsesHandler;
 }
 
@@ -63,6 +66,7 @@ export class RunnerDaemon {
   private readonly stopping = new AbortController();
   private slotFreed: (() => void) | null = null;
   private readonly settings: ExecutorSettings;
+  private readonly uses: UsesHandler;
 
   constructor(private readonly options: DaemonOptions) {
     const { registration } = options;
@@ -75,6 +79,7 @@ export class RunnerDaemon {
       closeDeadlineMs: 60_000,
       warn: options.log,
     };
+    this.uses = options.uses ?? new ActionRunner(path.join(options.workdir, '_actions'));
   }
 
   get activeJobs(): number {
@@ -149,7 +154,7 @@ export class RunnerDaemon {
 
   /** Runs one task; it reports itself. Exposed for `one-job`. */
   startJob(task: Task): Promise<void> {
-    const execution = new JobExecution(task, this.connection, this.settings, this.options.uses ?? null);
+    const execution = new JobExecution(task, this.connection, this.settings, this.uses);
     this.options.log(`task ${task.id}: started`);
     const done = execution
       .run()

@@ -67,6 +67,10 @@ export interface Config {
   readonly actionsMaxJobsPerRun: number;
   /** Most bytes of workflow payload the jobs of one run may carry together. */
   readonly actionsMaxRunPayloadBytes: number;
+  /** Labels of the runner `gantry web` starts by itself; '' (the default): none. */
+  readonly embeddedRunnerLabels: string;
+  /** Jobs the embedded runner runs at the same time. */
+  readonly embeddedRunnerCapacity: number;
   /** `gantry runner daemon`: ms running jobs may go on after SIGTERM before they are cancelled. */
   readonly runnerShutdownTimeoutMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -262,6 +266,17 @@ export const SETTINGS: readonly Setting[] = [
     default: '16777216',
   },
   {
+    key: 'GANTRY_EMBEDDED_RUNNER_LABELS',
+    description:
+      'Labels (`name` or `name:host`, comma-separated) of a runner that `gantry web` starts by itself, registered for the whole instance; it runs jobs on this host as the user Gantry runs as (see Embedded runner). Unset: no embedded runner.',
+    default: '',
+  },
+  {
+    key: 'GANTRY_EMBEDDED_RUNNER_CAPACITY',
+    description: 'Jobs the embedded runner runs at the same time.',
+    default: '1',
+  },
+  {
     key: 'GANTRY_RUNNER_SHUTDOWN_TIMEOUT',
     description:
       'Seconds `gantry runner daemon` lets running jobs go on after SIGTERM or SIGINT before it cancels them (kills their steps, runs `if: always()` steps) and reports them; 0 cancels at once (shutdown_timeout of forgejo-runner).',
@@ -418,6 +433,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     actionsMaxWorkflowBytes: readInt(env, 'GANTRY_ACTIONS_MAX_WORKFLOW_SIZE', 1024 ** 2, 1024, 64 * 1024 ** 2),
     actionsMaxJobsPerRun: readInt(env, 'GANTRY_ACTIONS_MAX_JOBS_PER_RUN', 256, 1, 10_000),
     actionsMaxRunPayloadBytes: readInt(env, 'GANTRY_ACTIONS_MAX_RUN_PAYLOAD_SIZE', 16 * 1024 ** 2, 1024, 1024 ** 3),
+    embeddedRunnerLabels: read(env, 'GANTRY_EMBEDDED_RUNNER_LABELS') ?? '',
+    embeddedRunnerCapacity: readInt(env, 'GANTRY_EMBEDDED_RUNNER_CAPACITY', 1, 1, 256),
     runnerShutdownTimeoutMs: readInt(env, 'GANTRY_RUNNER_SHUTDOWN_TIMEOUT', 0, 0, 7 * 86400) * 1000,
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),

@@ -152,7 +152,22 @@ export class RunnerDaemon {
     }
   }
 
-  /** Runs one task; it reports itself. Exposed for `one-job`. */
+  /**
+   * `one-job --handle`: asks for the one job with that handle (Forgejo's FetchSingleTask,
+   * for autoscalers that start a runner per job), runs it and resolves once it is reported.
+   * False when no waiting job has that handle (within the long poll).
+   */
+  async runSingle(handle: string): Promise<boolean> {
+    const res = await this.connection.runner.fetchSingleTask(
+      { tasksVersion: 0n, handle },
+      { signal: this.stopping.signal, timeoutMs: this.options.fetchTimeoutMs ?? 10_000 },
+    );
+    if (res.task === undefined) return false;
+    await this.startJob(res.task);
+    return true;
+  }
+
+  /** Runs one task; it reports itself. */
   startJob(task: Task): Promise<void> {
     const execution = new JobExecution(task, this.connection, this.settings, this.uses);
     this.options.log(`task ${task.id}: started`);

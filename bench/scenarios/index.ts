@@ -8,6 +8,7 @@ import { jobLogDownload } from './job-log-download.ts';
 import { repoActionsData } from './repo-actions-data.ts';
 import { runCancel } from './run-cancel.ts';
 import { runners } from './runners.ts';
+import { runnerThroughput } from './runner-throughput.ts';
 import { scaleOut } from './scale-out.ts';
 import { webhooks } from './webhooks.ts';
 
@@ -17,6 +18,7 @@ export const SCENARIOS: readonly Scenario[] = [
   actionsRuns,
   runners,
   runCancel,
+  runnerThroughput,
   webhooks,
   jobLogDownload,
   scaleOut,

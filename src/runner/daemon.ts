@@ -32,6 +32,9 @@ export interface DaemonOptions {
   fetchTimeoutMs?: number;
   reportIntervalMs?: number;
   log: (message: string) => void;
+  /** Observers of the daemon's work (the bench uses them); none by default. */
+  onTaskReceived?: (taskId: bigint) => void;
+  onStepStart?: (taskId: bigint, index: number) => void;
   /** Runs `uses:` steps; default: actions fetched into <workdir>/_actions, one folder per commit. */
   uses?: UsesHandler;
 }
@@ -43,15 +46,13 @@ const EMPTY_POLL_PAUSE_MS = 1000;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }
 
@@ -78,6 +79,7 @@ export class RunnerDaemon {
       reportIntervalMs: options.reportIntervalMs ?? 1000,
       closeDeadlineMs: 60_000,
       warn: options.log,
+      onStepStart: options.onStepStart,
     };
     this.uses = options.uses ?? new ActionRunner(path.join(options.workdir, '_actions'));
   }
@@ -121,8 +123,12 @@ export class RunnerDaemon {
     while (!signal.aborted) {
       if (this.running.size >= this.options.capacity) {
         await new Promise<void>((resolve) => {
-          this.slotFreed = resolve;
-          signal.addEventListener('abort', () => resolve(), { once: true });
+          const done = (): void => {
+            signal.removeEventListener('abort', done);
+            resolve();
+          };
+          this.slotFreed = done;
+          signal.addEventListener('abort', done, { once: true });
         });
         continue;
       }
@@ -169,6 +175,7 @@ export class RunnerDaemon {
 
   /** Runs one task; it reports itself. */
   startJob(task: Task): Promise<void> {
+    this.options.onTaskReceived?.(task.id);
     const execution = new JobExecution(task, this.connection, this.settings, this.uses);
     this.options.log(`task ${task.id}: started`);
     const done = execution

@@ -47,6 +47,8 @@ export interface ExecutorSettings {
   reportIntervalMs: number;
   closeDeadlineMs: number;
   warn: (message: string) => void;
+  /** Called as each step's process is about to start (the bench measures the runner's overhead with it). */
+  onStepStart?: (taskId: bigint, index: number) => void;
 }
 
 /** GitHub's default job timeout: 360 minutes. */
@@ -351,6 +353,7 @@ export class JobExecution {
       return;
     }
     reporter.stepStarted(index);
+    this.settings.onStepStart?.(this.task.id, index);
     const scope = this.scopeWith(stepEnv);
     const controller = new AbortController();
     this.current = controller;

@@ -38,6 +38,13 @@ for (const dialect of testDialects()) {
 
     test('one-job --handle runs exactly the job with that handle, then exits', async () => {
       const runnerFile = await f.register('single', 'cli-single');
+      // The runner file: owner-only, with the runner's identity, the instance and the labels with their schema.
+      assert.equal((await fs.stat(runnerFile)).mode & 0o777, 0o600);
+      const saved = JSON.parse(await fs.readFile(runnerFile, 'utf8')) as Record<string, unknown>;
+      assert.equal(saved.address, f.web.url);
+      assert.deepEqual(saved.labels, ['cli-single:host']);
+      assert.equal(typeof saved.uuid, 'string');
+      assert.match(String(saved.token), /^[0-9a-f]{40}$/);
       const runId = await f.dispatch('single.yml');
       const [waiting] = await f.jobsOf(runId);
       assert.ok(waiting?.handle);

@@ -19,10 +19,10 @@ const WEB_FRAMEWORKS = {
 };
 // src/runner is a client of the runner protocol, not part of the server: it may use modules and
 // the generated protocol code, nothing of the server's layers; and no layer imports it (only
-// the CLI and main.ts start it). `gen/runner/` is the generated protocol, not this folder.
+// the CLI and src/embedded-runner.ts start it). `gen/runner/` is the generated protocol, not this folder.
 const RUNNER_FOLDER = {
   regex: '(^|/)(?<!gen/)runner/',
-  message: 'src/runner is a protocol client: only the CLI and main.ts start it (docs/architecture.md)',
+  message: 'src/runner is a protocol client: only the CLI and src/embedded-runner.ts start it (docs/architecture.md)',
 };
 const layerRules = [
   {

@@ -79,6 +79,10 @@ export interface Config {
   readonly artifactMaxBytes: number;
   /** Most bytes the artifacts of one run may take together. */
   readonly artifactMaxRunBytes: number;
+  /** Labels of the runner `gantry web` starts by itself; '' (the default): none. */
+  readonly embeddedRunnerLabels: string;
+  /** Jobs the embedded runner runs at the same time. */
+  readonly embeddedRunnerCapacity: number;
   /** `gantry runner daemon`: ms running jobs may go on after SIGTERM before they are cancelled. */
   readonly runnerShutdownTimeoutMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -297,6 +301,17 @@ export const SETTINGS: readonly Setting[] = [
     default: '53687091200',
   },
   {
+    key: 'GANTRY_EMBEDDED_RUNNER_LABELS',
+    description:
+      'Labels (`name` or `name:host`, comma-separated) of a runner that `gantry web` starts by itself, registered for the whole instance; it runs jobs on this host as the user Gantry runs as (see Embedded runner). Unset: no embedded runner.',
+    default: '',
+  },
+  {
+    key: 'GANTRY_EMBEDDED_RUNNER_CAPACITY',
+    description: 'Jobs the embedded runner runs at the same time.',
+    default: '1',
+  },
+  {
     key: 'GANTRY_RUNNER_SHUTDOWN_TIMEOUT',
     description:
       'Seconds `gantry runner daemon` lets running jobs go on after SIGTERM or SIGINT before it cancels them (kills their steps, runs `if: always()` steps) and reports them; 0 cancels at once (shutdown_timeout of forgejo-runner).',
@@ -466,6 +481,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     artifactRetentionDays: readInt(env, 'GANTRY_ARTIFACT_RETENTION_DAYS', 90, 1, 36_500),
     artifactMaxBytes: readInt(env, 'GANTRY_ARTIFACT_MAX_SIZE', 10 * 1024 ** 3, 1024, 1024 ** 5),
     artifactMaxRunBytes: readInt(env, 'GANTRY_ARTIFACT_MAX_RUN_SIZE', 50 * 1024 ** 3, 1024, 1024 ** 5),
+    embeddedRunnerLabels: read(env, 'GANTRY_EMBEDDED_RUNNER_LABELS') ?? '',
+    embeddedRunnerCapacity: readInt(env, 'GANTRY_EMBEDDED_RUNNER_CAPACITY', 1, 1, 256),
     runnerShutdownTimeoutMs: readInt(env, 'GANTRY_RUNNER_SHUTDOWN_TIMEOUT', 0, 0, 7 * 86400) * 1000,
     logLevel,
     bodyLimitBytes: readInt(env, 'GANTRY_BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024),

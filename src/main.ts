@@ -4,6 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps } from './deps.ts';
+import { startEmbeddedRunner } from './embedded-runner.ts';
+import type { EmbeddedRunner } from './embedded-runner.ts';
 import { restrictUmask } from './modules/private-files.ts';
 import type { CreateDepsOptions, Deps } from './deps.ts';
 
@@ -51,15 +53,26 @@ export async function runServerUntilSignal(config: Config): Promise<void> {
     { url: server.url, rootUrl: config.rootUrl, database: server.deps.database.dialect, dataDir: config.dataDir },
     'Gantry is ready',
   );
+  let embedded: EmbeddedRunner | null = null;
+  if (config.embeddedRunnerLabels.trim() !== '') {
+    try {
+      embedded = await startEmbeddedRunner(server, config);
+    } catch (error) {
+      server.deps.logger.error({ err: error }, 'the embedded runner could not start');
+    }
+  }
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       server.deps.logger.info({ signal }, 'stopping: waiting for in-flight requests');
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
-      server.stop().then(resolve, (error: unknown) => {
-        server.deps.logger.error({ err: error }, 'error while stopping');
-        resolve();
-      });
+      // Running jobs of the embedded runner are reported before the server goes away.
+      (embedded?.stop() ?? Promise.resolve())
+        .then(() => server.stop())
+        .then(resolve, (error: unknown) => {
+          server.deps.logger.error({ err: error }, 'error while stopping');
+          resolve();
+        });
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

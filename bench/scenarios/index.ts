@@ -9,6 +9,7 @@ import { jobLogDownload } from './job-log-download.ts';
 import { repoActionsData } from './repo-actions-data.ts';
 import { runCancel } from './run-cancel.ts';
 import { runners } from './runners.ts';
+import { runnerThroughput } from './runner-throughput.ts';
 import { scaleOut } from './scale-out.ts';
 import { webConsole } from './web-console.ts';
 import { schedules } from './schedules.ts';
@@ -21,6 +22,7 @@ export const SCENARIOS: readonly Scenario[] = [
   runners,
   runCancel,
   schedules,
+  runnerThroughput,
   webhooks,
   webConsole,
   jobLogDownload,

@@ -9,7 +9,7 @@ import { migrateCommand } from './migrate.ts';
 import { adminUserCreate, adminGenerateAccessToken } from './admin-user.ts';
 import { rotateSecretKey } from './rotate-secret-key.ts';
 import { CliError } from './cli-error.ts';
-import { DEFAULT_LABELS, runnerDaemon, runnerRegister } from './runner.ts';
+import { DEFAULT_LABELS, runnerDaemon, runnerOneJob, runnerRegister } from './runner.ts';
 import { DEFAULT_CHECK_TIMEOUT_SECONDS, runDoctor } from './doctor.ts';
 import { restrictUmask } from '../modules/private-files.ts';
 
@@ -96,6 +96,15 @@ export function buildCli(): Command {
     .option('--workdir <dir>', 'parent folder of the per-job folders (default ~/.cache/gantry-runner)')
     .action(async (opts: { runnerFile: string; capacity: number; workdir?: string }) =>
       runnerDaemon(configWith(globalOverrides()), opts),
+    );
+  runner
+    .command('one-job')
+    .description("run the one waiting job with this handle, then exit (Forgejo's FetchSingleTask, for autoscalers)")
+    .requiredOption('--handle <uuid>', 'the job handle (see GET …/actions/runners/jobs)')
+    .option('--runner-file <path>', 'the runner file written by register', '.runner')
+    .option('--workdir <dir>', 'parent folder of the job folder (default ~/.cache/gantry-runner)')
+    .action(async (opts: { handle: string; runnerFile: string; workdir?: string }) =>
+      runnerOneJob(configWith(globalOverrides()), opts),
     );
 
   const admin = program.command('admin').description('administration commands');

@@ -102,16 +102,8 @@ function log(message: string): void {
   console.log(`${new Date().toISOString()} ${message}`);
 }
 
-/** Runs the daemon until SIGTERM/SIGINT; a second signal cancels running jobs at once. */
-export async function runnerDaemon(config: Config, options: DaemonCliOptions): Promise<void> {
-  const registration = await loadRegistration(options.runnerFile);
-  const daemon = new RunnerDaemon({
-    registration,
-    capacity: options.capacity,
-    workdir: path.resolve(options.workdir ?? defaultWorkdir()),
-    shutdownTimeoutMs: config.runnerShutdownTimeoutMs,
-    log,
-  });
+/** Stops `daemon` on SIGTERM/SIGINT (a second signal cancels at once); returns the remover. */
+function stopOnSignals(daemon: RunnerDaemon): { stopped(): Promise<void> | null; remove(): void } {
   let stopped: Promise<void> | null = null;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopped !== null) {
@@ -124,13 +116,62 @@ export async function runnerDaemon(config: Config, options: DaemonCliOptions): P
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  return {
+    stopped: () => stopped,
+    remove() {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    },
+  };
+}
+
+export interface OneJobCliOptions {
+  runnerFile: string;
+  handle: string;
+  workdir?: string;
+}
+
+/** `one-job --handle`: runs the job with that handle, then exits (1 if there is none). */
+export async function runnerOneJob(config: Config, options: OneJobCliOptions): Promise<void> {
+  const registration = await loadRegistration(options.runnerFile);
+  const daemon = new RunnerDaemon({
+    registration,
+    capacity: 1,
+    workdir: path.resolve(options.workdir ?? defaultWorkdir()),
+    shutdownTimeoutMs: config.runnerShutdownTimeoutMs,
+    log,
+  });
+  const signals = stopOnSignals(daemon);
+  try {
+    if (!(await daemon.runSingle(options.handle)))
+      throw new CliError(`no waiting job has the handle ${options.handle} (or it is not for this runner's labels)`);
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(describeError(error));
+  } finally {
+    await signals.stopped();
+    signals.remove();
+  }
+}
+
+/** Runs the daemon until SIGTERM/SIGINT; a second signal cancels running jobs at once. */
+export async function runnerDaemon(config: Config, options: DaemonCliOptions): Promise<void> {
+  const registration = await loadRegistration(options.runnerFile);
+  const daemon = new RunnerDaemon({
+    registration,
+    capacity: options.capacity,
+    workdir: path.resolve(options.workdir ?? defaultWorkdir()),
+    shutdownTimeoutMs: config.runnerShutdownTimeoutMs,
+    log,
+  });
+  const signals = stopOnSignals(daemon);
   try {
     await daemon.run();
   } catch (error) {
+    signals.remove();
     throw new CliError(describeError(error));
   }
-  await (stopped ?? daemon.stop());
-  process.off('SIGTERM', onSignal);
-  process.off('SIGINT', onSignal);
+  await (signals.stopped() ?? daemon.stop());
+  signals.remove();
   log('stopped');
 }

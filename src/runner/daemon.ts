@@ -11,8 +11,10 @@
 // cancelled — their step's process group killed, `if: always()` steps run —
 // and each is reported before stop() resolves, so no task is left running
 // on the server.
+import path from 'node:path';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Task } from '../gen/runner/v1/messages_pb.ts';
+import { ActionRunner } from './action-runner.ts';
 import { connectToInstance, RUNNER_VERSION } from './connection.ts';
 import type { RunnerConnection } from './connection.ts';
 import { JobExecution } from './job-executor.ts';
@@ -30,6 +32,10 @@ export interface DaemonOptions {
   fetchTimeoutMs?: number;
   reportIntervalMs?: number;
   log: (message: string) => void;
+  /** Observers of the daemon's work (the bench uses them); none by default. */
+  onTaskReceived?: (taskId: bigint) => void;
+  onStepStart?: (taskId: bigint, index: number) => void;
+  /** Runs `uses:` steps; default: actions fetched into <workdir>/_actions, one folder per commit. */
   uses?: UsesHandler;
 }
 
@@ -40,15 +46,13 @@ const EMPTY_POLL_PAUSE_MS = 1000;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }
 
@@ -63,6 +67,7 @@ export class RunnerDaemon {
   private readonly stopping = new AbortController();
   private slotFreed: (() => void) | null = null;
   private readonly settings: ExecutorSettings;
+  private readonly uses: UsesHandler;
 
   constructor(private readonly options: DaemonOptions) {
     const { registration } = options;
@@ -74,7 +79,9 @@ export class RunnerDaemon {
       reportIntervalMs: options.reportIntervalMs ?? 1000,
       closeDeadlineMs: 60_000,
       warn: options.log,
+      onStepStart: options.onStepStart,
     };
+    this.uses = options.uses ?? new ActionRunner(path.join(options.workdir, '_actions'));
   }
 
   get activeJobs(): number {
@@ -116,8 +123,12 @@ export class RunnerDaemon {
     while (!signal.aborted) {
       if (this.running.size >= this.options.capacity) {
         await new Promise<void>((resolve) => {
-          this.slotFreed = resolve;
-          signal.addEventListener('abort', () => resolve(), { once: true });
+          const done = (): void => {
+            signal.removeEventListener('abort', done);
+            resolve();
+          };
+          this.slotFreed = done;
+          signal.addEventListener('abort', done, { once: true });
         });
         continue;
       }
@@ -147,9 +158,25 @@ export class RunnerDaemon {
     }
   }
 
-  /** Runs one task; it reports itself. Exposed for `one-job`. */
+  /**
+   * `one-job --handle`: asks for the one job with that handle (Forgejo's FetchSingleTask,
+   * for autoscalers that start a runner per job), runs it and resolves once it is reported.
+   * False when no waiting job has that handle (within the long poll).
+   */
+  async runSingle(handle: string): Promise<boolean> {
+    const res = await this.connection.runner.fetchSingleTask(
+      { tasksVersion: 0n, handle },
+      { signal: this.stopping.signal, timeoutMs: this.options.fetchTimeoutMs ?? 10_000 },
+    );
+    if (res.task === undefined) return false;
+    await this.startJob(res.task);
+    return true;
+  }
+
+  /** Runs one task; it reports itself. */
   startJob(task: Task): Promise<void> {
-    const execution = new JobExecution(task, this.connection, this.settings, this.options.uses ?? null);
+    this.options.onTaskReceived?.(task.id);
+    const execution = new JobExecution(task, this.connection, this.settings, this.uses);
     this.options.log(`task ${task.id}: started`);
     const done = execution
       .run()

@@ -47,6 +47,8 @@ export interface ExecutorSettings {
   reportIntervalMs: number;
   closeDeadlineMs: number;
   warn: (message: string) => void;
+  /** Called as each step's process is about to start (the bench measures the runner's overhead with it). */
+  onStepStart?: (taskId: bigint, index: number) => void;
 }
 
 /** GitHub's default job timeout: 360 minutes. */
@@ -106,6 +108,9 @@ export class JobExecution {
   /** Work to do after the steps, last registered first (post scripts of actions). */
   readonly postSteps: Array<() => Promise<void>> = [];
   private baseScope: ExpressionScope | null = null;
+  private baseContexts: Mapping = {};
+  /** The github context of the task, with this job's paths. */
+  github: Mapping = {};
   private jobEnvironment: Record<string, string> = {};
 
   constructor(
@@ -128,6 +133,11 @@ export class JobExecution {
     return this.status;
   }
 
+  /** A post step failed: the job fails unless it was cancelled. */
+  markFailed(): void {
+    if (this.status !== 'cancelled') this.status = 'failure';
+  }
+
   /** Stops the job: kills the running step's group; later steps run only if they ask to. */
   cancel(reason: string): void {
     if (this.cancelReason !== null) return;
@@ -145,6 +155,14 @@ export class JobExecution {
   scopeWith(env: Record<string, string>, extra: Mapping = {}): ExpressionScope {
     if (this.baseScope === null) throw new Error('the job has not started');
     return this.baseScope.extend({ env, steps: this.stepsContext, job: { status: this.status }, ...extra });
+  }
+
+  /** A scope with its own status (a composite action's steps): `contexts` replace the job's. */
+  scopeWithStatus(contexts: Mapping, status: () => JobStatus): ExpressionScope {
+    return ExpressionScope.of(
+      { ...this.baseContexts, job: { status: status() }, ...contexts },
+      statusFunctions(status),
+    );
   }
 
   /**
@@ -210,6 +228,7 @@ export class JobExecution {
       const filesDir = path.join(jobDir, 'files');
       await Promise.all([paths.workspace, paths.temp, paths.toolCache, filesDir].map((d) => fs.mkdir(d)));
       const github = githubContext(this.task, paths);
+      this.github = github;
       await fs.writeFile(paths.eventPath, JSON.stringify(github.event ?? {}));
       this.jobState = {
         masker: this.masker,
@@ -219,20 +238,21 @@ export class JobExecution {
         pathAdditions: [],
       };
       const event = (github.event ?? {}) as Mapping;
+      this.baseContexts = {
+        github,
+        vars: { ...this.task.vars },
+        secrets: { ...this.task.secrets },
+        inputs: (typeof event.inputs === 'object' && event.inputs !== null ? event.inputs : {}) as Mapping,
+        matrix: matrixContext(definition.job),
+        strategy: strategyContext(definition.job),
+        needs: needsContext(this.task),
+        runner: runnerContext(this.settings.runnerName, paths),
+        env: {},
+        steps: {},
+        job: {},
+      };
       this.baseScope = ExpressionScope.of(
-        {
-          github,
-          vars: { ...this.task.vars },
-          secrets: { ...this.task.secrets },
-          inputs: (typeof event.inputs === 'object' && event.inputs !== null ? event.inputs : {}) as Mapping,
-          matrix: matrixContext(definition.job),
-          strategy: strategyContext(definition.job),
-          needs: needsContext(this.task),
-          runner: runnerContext(this.settings.runnerName, paths),
-          env: {},
-          steps: {},
-          job: {},
-        },
+        this.baseContexts,
         statusFunctions(() => this.status),
       );
       // Workflow env, then job env, each evaluated with what came before it.
@@ -333,6 +353,7 @@ export class JobExecution {
       return;
     }
     reporter.stepStarted(index);
+    this.settings.onStepStart?.(this.task.id, index);
     const scope = this.scopeWith(stepEnv);
     const controller = new AbortController();
     this.current = controller;

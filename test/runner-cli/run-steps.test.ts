@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { updateRepoSecret } from '@llamaduck/forgejo-ts';
 import { startRunnerFixture } from '../support/runner-cli.ts';
-import type { RunnerFixture } from '../support/runner-cli.ts';
+import type { RunnerDaemonChild, RunnerFixture } from '../support/runner-cli.ts';
 import { testDialects } from '../support/server.ts';
 
 const API_KEY = 'k3y-s3cr3t-0451';
@@ -134,6 +134,7 @@ jobs:
 for (const dialect of testDialects()) {
   describe(`gantry runner daemon runs run: steps [${dialect}]`, () => {
     let f: RunnerFixture;
+    let daemon: RunnerDaemonChild;
     const runs = new Map<string, number>();
 
     before(async () => {
@@ -150,7 +151,7 @@ for (const dialect of testDialects()) {
         assert.ok(res.status === 201 || res.status === 204, String(res.status));
       }
       await f.push(Object.fromEntries(Object.entries(WORKFLOWS).map(([n, t]) => [`.forgejo/workflows/${n}`, t])));
-      await f.startDaemon('steps', 'cli-runner');
+      daemon = await f.startDaemon('steps', 'cli-runner');
       for (const name of Object.keys(WORKFLOWS)) runs.set(name, await f.dispatch(name));
     });
 
@@ -236,6 +237,16 @@ for (const dialect of testDialects()) {
       assert.match(log, /failure noticed/);
       assert.ok(!log.includes('must never run'), log);
       assert.ok(!log.includes('success step must not run'), log);
+    });
+
+    test('the daemon rides out a server restart: it retries with backoff and runs the next job', async () => {
+      await f.waitForRun(runs.get('timeout.yml') ?? 0);
+      await f.web.stop();
+      await daemon.waitFor('cannot fetch tasks', 30_000);
+      await f.web.start();
+      const runId = await f.dispatch('chain.yml');
+      const run = await f.waitForRun(runId, 90_000);
+      assert.equal(run.status, 'success', daemon.output);
     });
 
     test('a step over its timeout-minutes is killed and fails the job', async () => {

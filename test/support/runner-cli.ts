@@ -24,6 +24,7 @@ const run = promisify(execFile);
 
 export interface JobJson {
   id: number;
+  handle: string;
   run_id: number;
   name: string;
   status: string;
@@ -87,6 +88,8 @@ export interface RunnerFixture {
   registrationToken: string;
   /** Runs `gantry runner <args>` to completion. */
   cli(args: string[], env?: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** Registers a runner with `labels` with `gantry runner register`; returns its runner file. */
+  register(name: string, labels: string): Promise<string>;
   /** Registers a runner with `labels` and starts its daemon. */
   startDaemon(
     name: string,
@@ -104,7 +107,15 @@ export interface RunnerFixture {
   stop(): Promise<void>;
 }
 
-export async function startRunnerFixture(dialect: TestDialect): Promise<RunnerFixture> {
+export interface RunnerFixtureOptions {
+  /** More environment for the `gantry web` child. */
+  webEnv?: Record<string, string>;
+}
+
+export async function startRunnerFixture(
+  dialect: TestDialect,
+  options: RunnerFixtureOptions = {},
+): Promise<RunnerFixture> {
   const s = await startTestServer(dialect);
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-runner-cli-'));
   const daemons: RunnerDaemonChild[] = [];
@@ -132,6 +143,7 @@ export async function startRunnerFixture(dialect: TestDialect): Promise<RunnerFi
       GANTRY_ROOT_URL: s.rootUrl,
       GANTRY_LOG_LEVEL: 'warn',
       ...(dialect === 'postgres' ? { GANTRY_DATABASE_URL: s.server.deps.config.databaseUrl ?? '' } : {}),
+      ...options.webEnv,
     });
     await web.start();
     const webUrl = web.url;
@@ -158,7 +170,7 @@ export async function startRunnerFixture(dialect: TestDialect): Promise<RunnerFi
       dir,
       registrationToken,
       cli,
-      async startDaemon(name, labels, options = {}) {
+      async register(name, labels) {
         const runnerFile = path.join(dir, `${name}.runner`);
         const registered = await cli([
           'register',
@@ -175,6 +187,10 @@ export async function startRunnerFixture(dialect: TestDialect): Promise<RunnerFi
           runnerFile,
         ]);
         assert.equal(registered.code, 0, registered.stderr);
+        return runnerFile;
+      },
+      async startDaemon(name, labels, options = {}) {
+        const runnerFile = await fixture.register(name, labels);
         const child = spawn(
           process.execPath,
           [

@@ -384,16 +384,6 @@ export async function findRunById(db: Queryable, id: number): Promise<ActionRun 
   return row === undefined ? null : runFromRow(row);
 }
 
-export async function findRunByIndex(db: Queryable, repoId: number, index: number): Promise<ActionRun | null> {
-  const row = await db
-    .selectFrom('action_run')
-    .selectAll()
-    .where('repo_id', '=', repoId)
-    .where('index_in_repo', '=', index)
-    .executeTakeFirst();
-  return row === undefined ? null : runFromRow(row);
-}
-
 export async function listJobsOfRun(db: Queryable, runId: number): Promise<ActionRunJob[]> {
   const rows = await db.selectFrom('action_run_job').selectAll().where('run_id', '=', runId).orderBy('id').execute();
   return rows.map(jobFromRow);

@@ -152,20 +152,6 @@ export async function countIndividualUsers(db: Queryable): Promise<number> {
   return Number(row.n);
 }
 
-export async function setPasswordHash(
-  db: Queryable,
-  userId: number,
-  passwordHash: string,
-  mustChange: boolean,
-  nowSec: number,
-): Promise<void> {
-  await db
-    .updateTable('user')
-    .set({ passwd: passwordHash, must_change_password: mustChange ? 1 : 0, updated_unix: nowSec })
-    .where('id', '=', userId)
-    .execute();
-}
-
 /** Replaces the password hash only while it is still `expected`; true when it did. */
 export async function replacePasswordHash(
   db: Queryable,

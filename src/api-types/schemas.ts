@@ -427,16 +427,3 @@ export const NoContent = Type.Null({ description: 'no content' });
 export function errorResponses(...statuses: number[]): Record<number, TSchema> {
   return Object.fromEntries(statuses.map((s) => [s, ApiError]));
 }
-
-export const SHARED_SCHEMAS: readonly TSchema[] = [
-  ApiError,
-  ServerVersion,
-  User,
-  Organization,
-  Team,
-  Permission,
-  Repository,
-  AccessToken,
-  Secret,
-  ActionVariable,
-];

@@ -180,18 +180,6 @@ export async function teamsGrantingRepo(db: Queryable, orgId: number, uid: numbe
   return rows.map(teamFromRow);
 }
 
-export async function addTeamRepo(db: Queryable, team: Team, repoId: number): Promise<void> {
-  await db
-    .insertInto('team_repo')
-    .values({ org_id: team.orgId, team_id: team.id, repo_id: repoId })
-    .onConflict((oc) => oc.columns(['team_id', 'repo_id']).doNothing())
-    .execute();
-}
-
-export async function removeTeamRepo(db: Queryable, teamId: number, repoId: number): Promise<void> {
-  await db.deleteFrom('team_repo').where('team_id', '=', teamId).where('repo_id', '=', repoId).execute();
-}
-
 export async function countOwnedRepositories(db: Queryable, ownerId: number): Promise<number> {
   const row = await db
     .selectFrom('repository')

@@ -151,11 +151,6 @@ export async function findWebhookOfScope(
   return row ? fromRow(row) : null;
 }
 
-export async function findWebhookById(db: Queryable, id: number): Promise<WebhookRecord | null> {
-  const row = await db.selectFrom('webhook').selectAll().where('id', '=', id).executeTakeFirst();
-  return row ? fromRow(row) : null;
-}
-
 /** Hooks by id, in no order (the delivery worker loads the hooks of a claimed batch at once). */
 export async function findWebhooksByIds(db: Queryable, ids: readonly number[]): Promise<WebhookRecord[]> {
   if (ids.length === 0) return [];

@@ -22,8 +22,6 @@ export type Scope =
   /** repoOwnerId: the repository's owner, whose scope the repository inherits from. */
   | { readonly kind: 'repo'; readonly ownerId: 0; readonly repoId: number; readonly repoOwnerId: number };
 
-export type ScopeKind = Scope['kind'];
-
 export const INSTANCE_SCOPE: Scope = { kind: 'instance', ownerId: 0, repoId: 0 };
 
 export function userScope(user: { readonly id: number }): Scope {
@@ -32,11 +30,6 @@ export function userScope(user: { readonly id: number }): Scope {
 
 export function orgScope(org: { readonly id: number }): Scope {
   return { kind: 'org', ownerId: org.id, repoId: 0 };
-}
-
-/** The scope of an account's own data, whether it is a user or an organization. */
-export function accountScope(account: { readonly id: number; readonly isOrganization: boolean }): Scope {
-  return account.isOrganization ? orgScope(account) : userScope(account);
 }
 
 export function repoScope(repo: { readonly id: number; readonly ownerId: number }): Scope {

@@ -10,7 +10,6 @@
 // then a tag, then anything git turns into a commit id; what does not resolve
 // is used verbatim as the sha, so an unknown ref lists nothing (200 []).
 import { randomUUID } from 'node:crypto';
-import type { CommitStatusJson } from '../api-types/status-schemas.ts';
 import { AccessMode } from '../modules/access-mode.ts';
 import type { Clock } from '../modules/clock.ts';
 import { AppError } from '../modules/errors.ts';
@@ -25,7 +24,6 @@ import type { User } from '../models/users.ts';
 import { listActiveHooksForRepository } from '../models/webhooks.ts';
 import type { GitRepositories } from './git-repositories.ts';
 import { apiTime, toApiRepo, toApiUser } from './convert.ts';
-import type { Viewer } from './convert.ts';
 import { ANONYMOUS_VIEWER, payloadCommit } from './push-payloads.ts';
 import { hookWantsEvent } from './webhooks/hook-events.ts';
 
@@ -235,25 +233,4 @@ export class CommitStatusService {
     }
     return out;
   }
-}
-
-/** Forgejo's api.CommitStatus: `id` is the per-sha index and the state is under `status`. */
-export function toApiCommitStatus(
-  item: StatusWithCreator,
-  repo: Repository,
-  viewer: Viewer,
-  rootUrl: string,
-): CommitStatusJson {
-  const { status, creator } = item;
-  return {
-    id: status.index,
-    status: status.state,
-    target_url: status.targetUrl,
-    description: status.description,
-    url: `${rootUrl}api/v1/repos/${repo.ownerName}/${repo.name}/statuses/${status.sha}`,
-    context: status.context,
-    creator: toApiUser(creator, viewer, rootUrl),
-    created_at: apiTime(status.created),
-    updated_at: apiTime(status.updated),
-  };
 }

@@ -5,12 +5,8 @@
 // guard chain; handlers only turn the guarded request into a Scope.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { statusName } from '../../../modules/actions-status.ts';
 import { linkHeader, parseIdParam, parsePage } from '../../../modules/pagination.ts';
-import type { ActionRunJob as RunJob } from '../../../models/action-runs.ts';
-import type { Runner } from '../../../models/runners.ts';
 import { INSTANCE_SCOPE, scopeColumns } from '../../../modules/scope.ts';
-import type { RunnerStatusName } from '../../../services/actions/runners.ts';
 import { bindLikeGo } from '../../guards.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
 import type { ActionsScopeRoutes } from './actions-scopes.ts';
@@ -25,8 +21,8 @@ import {
   RunnerJobsQuery,
   RunnerListQuery,
 } from '../../../api-types/runner-schemas.ts';
-import type { ActionRunJobJson, ActionRunnerJson } from '../../../api-types/runner-schemas.ts';
 import { NoContent, errorResponses } from '../../../api-types/schemas.ts';
+import { toApiRunJob, toApiRunner } from '../../../services/convert-runners.ts';
 
 interface OperationIds {
   getToken: string;
@@ -65,37 +61,6 @@ export function formBool(value: string | undefined): boolean {
 export function parseLabels(query: Query): string[] | null {
   if (!Object.hasOwn(query, 'labels')) return null;
   return (first(query.labels) ?? '').trim().split(',');
-}
-
-export function toApiRunner(runner: Runner, status: RunnerStatusName): ActionRunnerJson {
-  return {
-    id: runner.id,
-    uuid: runner.uuid,
-    owner_id: runner.ownerId,
-    repo_id: runner.repoId,
-    name: runner.name,
-    status,
-    version: runner.version,
-    labels: runner.labels === null ? null : [...runner.labels],
-    description: runner.description,
-    ephemeral: runner.ephemeral,
-  };
-}
-
-/** Empty `needs`/`runs-on` are null: Forgejo stores a job without them as a nil slice. */
-export function toApiRunJob(job: RunJob): ActionRunJobJson {
-  return {
-    id: job.id,
-    attempt: job.attempt,
-    handle: job.handle,
-    repo_id: job.repoId,
-    owner_id: job.ownerId,
-    name: job.name,
-    needs: job.needs.length > 0 ? [...job.needs] : null,
-    runs_on: job.runsOn.length > 0 ? [...job.runsOn] : null,
-    task_id: job.taskId,
-    status: statusName(job.status),
-  };
 }
 
 export function actionsRunnerRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {

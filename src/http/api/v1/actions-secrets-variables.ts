@@ -6,9 +6,9 @@
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { parsePage } from '../../../modules/pagination.ts';
-import type { ScopedValue } from '../../../models/scoped-values.ts';
 import { bindLikeGo } from '../../guards.ts';
 import { apiTime } from '../../../services/convert.ts';
+import { toApiVariable } from '../../../services/convert-variables.ts';
 import { actionsRouteScopes } from './actions-scopes.ts';
 import type { ActionsScopeRoutes } from './actions-scopes.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
@@ -23,7 +23,6 @@ import {
   UpdateVariableOption,
   errorResponses,
 } from '../../../api-types/schemas.ts';
-import type { ActionVariableJson } from '../../../api-types/schemas.ts';
 
 interface OperationIds {
   /** Forgejo has no GET /user/actions/secrets. */
@@ -44,10 +43,6 @@ interface ScopeRoutes extends ActionsScopeRoutes {
 /** 201/204 answers have no body and no JSON content type (Forgejo's ctx.Status). */
 function noContent(reply: unknown, status: 201 | 204): FastifyReply {
   return (reply as FastifyReply).status(status).send();
-}
-
-export function toApiVariable(variable: ScopedValue): ActionVariableJson {
-  return { owner_id: variable.ownerId, repo_id: variable.repoId, name: variable.name, data: variable.data };
 }
 
 export function actionsSecretVariableRoutes(app: ApiApp, { config, services, guards: g }: RouteContext): void {

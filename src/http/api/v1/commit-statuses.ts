@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AccessMode } from '../../../modules/access-mode.ts';
 import { linkHeader, parsePage } from '../../../modules/pagination.ts';
-import { toApiCommitStatus } from '../../../services/commit-statuses.ts';
+import { toApiCommitStatus } from '../../../services/convert-commit-statuses.ts';
 import type { StatusWithCreator } from '../../../services/commit-statuses.ts';
 import { toApiRepo } from '../../../services/convert.ts';
 import { bindLikeGo } from '../../guards.ts';

@@ -7,7 +7,14 @@
 import { ActionStatus, aggregateJobStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { unblockedJobs } from '../../modules/job-graph.ts';
-import { findRunById, listJobsOfRun, lockRun, unblockJobs, updateRunStatus } from '../../models/action-runs.ts';
+import {
+  findRunById,
+  listJobsByIds,
+  listJobStatusesOfRun,
+  lockRun,
+  unblockJobs,
+  updateRunStatus,
+} from '../../models/action-runs.ts';
 import type { ActionRun, RunStatusChange } from '../../models/action-runs.ts';
 import type { Queryable } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
@@ -28,7 +35,8 @@ export class RunProgress {
     const run = await findRunById(tx, runId);
     if (run === undefined) return undefined;
     const now = this.clock.nowSec();
-    let jobs = await listJobsOfRun(tx, runId);
+    // Statuses only (a claim in a 100-leg matrix must not read 100 payloads); whole rows for the changed jobs below.
+    let jobs = await listJobStatusesOfRun(tx, runId);
     const changed = new Set(changedJobIds);
     const unblocked = unblockedJobs(jobs);
     let wakeRunners = false;
@@ -36,7 +44,7 @@ export class RunProgress {
       const moved = await unblockJobs(tx, unblocked, now);
       wakeRunners = moved.some((id) => unblocked.get(id) === ActionStatus.waiting);
       for (const id of moved) changed.add(id);
-      jobs = await listJobsOfRun(tx, runId);
+      jobs = await listJobStatusesOfRun(tx, runId);
     }
     const status = aggregateJobStatus(jobs.map((job) => job.status));
     let current = run;
@@ -46,7 +54,10 @@ export class RunProgress {
       if (isDone(status)) change.stopped = now;
       current = await updateRunStatus(tx, run, change, now);
     }
-    const changedJobs = jobs.filter((job) => changed.has(job.id));
+    const changedJobs = await listJobsByIds(
+      tx,
+      jobs.filter((job) => changed.has(job.id)).map((job) => job.id),
+    );
     if (changedJobs.length > 0)
       await this.events.record(tx, {
         type: 'actions.jobs.changed',

@@ -11,6 +11,7 @@ import * as m0008 from './0008-runner-token-active-unique.ts';
 import * as m0009 from './0009-workflow-states.ts';
 import * as m0010 from './0010-repo-hook-index.ts';
 import * as m0011 from './0011-commit-statuses.ts';
+import * as m0017 from './0017-runner-identity-version.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -24,4 +25,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009-workflow-states': m0009,
   '0010-repo-hook-index': m0010,
   '0011-commit-statuses': m0011,
+  '0017-runner-identity-version': m0017,
 };

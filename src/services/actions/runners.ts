@@ -28,6 +28,7 @@ import { deleteRunner, insertRunner } from '../../models/runners.ts';
 import type { Runner, RunnerScope } from '../../models/runners.ts';
 import type { User } from '../../models/users.ts';
 import type { EncryptedColumn } from '../key-rotation.ts';
+import type { RunnerIdentityCache } from './runner-identity-cache.ts';
 
 /**
  * Where a runners API request stands. Its own scope holds the runners it
@@ -186,6 +187,8 @@ export class RunnerService {
     readonly db: Db,
     readonly clock: Clock,
     readonly keys: KeyRing,
+    /** The authenticated runners this process caches: a deletion here is seen here at once. */
+    private readonly identities?: RunnerIdentityCache,
   ) {}
 
   /**
@@ -275,6 +278,7 @@ export class RunnerService {
     const runner = await this.get(scope, id);
     if (!editable(scope, runner)) throw AppError.notFoundMessage('No permission to delete this runner');
     await deleteRunner(this.db, runner.id);
+    this.identities?.forget(runner.uuid);
   }
 
   /** The runner's status now (injected clock). */

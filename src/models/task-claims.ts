@@ -106,6 +106,61 @@ export async function lockFirstClaimable(tx: Queryable, ids: readonly number[]):
   return row === undefined ? null : jobFromRow(row);
 }
 
+/**
+ * The oldest waiting, unassigned job in `scope` whose runs-on labels are all
+ * among `labels` (Forgejo's CanMatchLabels), in one statement: the label
+ * match runs in the database, so a claim reads one row however long the
+ * queue of jobs for other labels is. On PostgreSQL the row is locked for this
+ * transaction and rows other transactions hold are skipped, not waited for
+ * (they are being claimed); on SQLite the claim already holds the write lock
+ * (lockRunnerForClaim). `handle` narrows the search to one job (Forgejo's
+ * FetchSingleTask).
+ */
+export async function findFirstClaimable(
+  tx: Queryable,
+  scope: ScopeColumns,
+  labels: readonly string[],
+  handle?: string,
+): Promise<ActionRunJob | null> {
+  const query = claimableQuery(tx, scope, labels, handle).selectAll().orderBy('id').limit(1);
+  const row = await (isPostgres(tx) ? query.forUpdate().skipLocked() : query).executeTakeFirst();
+  return row === undefined ? null : jobFromRow(row);
+}
+
+/**
+ * Whether any job findFirstClaimable would consider exists, locked or not:
+ * when it found none only because other transactions hold the rows
+ * (PostgreSQL's SKIP LOCKED), the runner has not seen the last of the queue.
+ */
+export async function anyClaimable(
+  db: Queryable,
+  scope: ScopeColumns,
+  labels: readonly string[],
+  handle?: string,
+): Promise<boolean> {
+  const row = await claimableQuery(db, scope, labels, handle).select('id').limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+function claimableQuery(tx: Queryable, scope: ScopeColumns, labels: readonly string[], handle?: string) {
+  const postgres = isPostgres(tx);
+  let query = tx.selectFrom('action_run_job').where('status', '=', ActionStatus.waiting).where('task_id', '=', 0);
+  if (scope.repoId !== 0) query = query.where('repo_id', '=', scope.repoId);
+  else if (scope.ownerId !== 0) query = query.where('owner_id', '=', scope.ownerId);
+  if (handle !== undefined) query = query.where('handle', '=', handle);
+  if (postgres) {
+    // jsonb containment: every element of runs_on is one of the labels ([] is in everything).
+    query = query.where(sql<boolean>`runs_on::jsonb <@ ${JSON.stringify(labels)}::jsonb`);
+  } else if (labels.length === 0) {
+    query = query.where(sql<boolean>`json_array_length(runs_on) = 0`);
+  } else {
+    query = query.where(
+      sql<boolean>`not exists (select 1 from json_each(action_run_job.runs_on) as l where l.value not in (${sql.join(labels)}))`,
+    );
+  }
+  return query;
+}
+
 export interface NewTaskToken {
   hash: string;
   lastEight: string;

@@ -42,7 +42,9 @@ async function readBody(body: Readable, max: number): Promise<string> {
 type TwirpBody = Record<string, unknown>;
 
 async function twirpBody(req: FastifyRequest): Promise<TwirpBody> {
-  const text = await readBody(req.body as Readable, MAX_TWIRP_BODY_BYTES);
+  // A request without a body (no Content-Type) never reaches the stream parser: read as empty.
+  const text =
+    req.body === undefined || req.body === null ? '' : await readBody(req.body as Readable, MAX_TWIRP_BODY_BYTES);
   let parsed: unknown;
   try {
     parsed = text.trim() === '' ? {} : JSON.parse(text);

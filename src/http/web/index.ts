@@ -60,6 +60,10 @@ export async function webConsole(app: FastifyInstance, config: Config, services:
   const ctx: WebContext = { config, services, guards: createGuards(services), cookies };
   const assets = loadAssets();
 
+  // Pages, not API: kept out of the OpenAPI document (whose base path is /api/v1).
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
   await app.register(cookie);
   app.addHook('onSend', async (_req, reply, payload) => {
     reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);

@@ -63,7 +63,10 @@ export function errorBody(
   return body;
 }
 
-function fastifyErrorAnswer(error: FastifyError, req: FastifyRequest): { status: number; message: string } | null {
+export function fastifyErrorAnswer(
+  error: FastifyError,
+  req: FastifyRequest,
+): { status: number; message: string } | null {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return { status: 422, message: `[]: invalid JSON body: ${error.message}` };

@@ -11,12 +11,13 @@
 // that is not JSON answers 400 (Forgejo: 500). Request bodies are never
 // parsed by Fastify here: Twirp bodies are read up to a small bound, blocks
 // are streamed into storage.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { AppError, STATUS_OF_KIND } from '../../modules/errors.ts';
 import type { Artifact } from '../../models/artifacts.ts';
 import { MAX_BLOCK_LIST_BYTES } from '../../services/actions/artifacts.ts';
 import type { Services } from '../../services/index.ts';
+import { fastifyErrorAnswer } from '../errors.ts';
 import { sendObject } from '../send-object.ts';
 
 const PREFIX = '/twirp/github.actions.results.api.v1.ArtifactService';
@@ -111,6 +112,9 @@ export function artifactTwirpRoutes(app: FastifyInstance, services: Services): v
     if (!req.raw.complete) req.raw.resume();
     if (error instanceof AppError)
       return reply.status(STATUS_OF_KIND[error.kind]).type('text/plain; charset=utf-8').send(error.message);
+    // What Fastify refuses before the handler (a malformed Content-Type, a short body): the client's error.
+    const known = fastifyErrorAnswer(error as FastifyError, req);
+    if (known) return reply.status(known.status).type('text/plain; charset=utf-8').send(known.message);
     req.log.error({ err: error }, 'artifact request failed');
     return reply.status(500).type('text/plain; charset=utf-8').send(`internal server error (request ${req.id})`);
   });

@@ -74,7 +74,7 @@ for (const dialect of testDialects()) {
       ids.recent = (
         await db.insertInto('hook_task').values(row('recent', recent)).returning('id').executeTakeFirstOrThrow()
       ).id;
-      assert.deepEqual((await migrateToLatest(db)).applied, ['0012-hook-task-time-unit']);
+      assert.equal((await migrateToLatest(db)).applied[0], '0012-hook-task-time-unit', 'the conversion runs first');
     });
 
     after(async () => {

@@ -55,8 +55,14 @@ export type { TaskNeedPayload, TaskPayload } from './task-payload.ts';
 export const FETCH_LONG_POLL_MS = 3000;
 /** How often a waiting FetchTask re-reads the tasks version (wake-ups across processes). */
 export const VERSION_POLL_MS = 250;
-/** The longest a FetchTask is held when the runner's deadline allows it. */
-export const MAX_LONG_POLL_MS = 30_000;
+/**
+ * The longest a FetchTask is held when the runner's deadline allows it.
+ * forgejo-runner and act_runner send their fetch_timeout (5 s by default),
+ * so a stock runner is held 4.5 s; a longer hold saves little more and ties
+ * up a connection of every idle runner (and of any client that sends a huge
+ * Connect-Timeout-Ms) for as long.
+ */
+export const MAX_LONG_POLL_MS = 5_000;
 /** A held FetchTask woken with less than this left before the runner's deadline answers instead of claiming. */
 const LATE_CLAIM_MS = 1000;
 /** A runner's "nothing to claim at this version" is trusted this long at most (a safety net, see nothingFor). */

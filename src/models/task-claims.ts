@@ -1,9 +1,12 @@
-// Claiming waiting jobs for runners: the queries behind FetchTask. Several
-// Gantry processes may share one PostgreSQL database, so nothing here trusts a
-// value it read earlier: the conditional UPDATE of the job row (task_id = 0 AND
-// status = waiting) decides who gets a job, and on PostgreSQL candidates are
-// locked with FOR UPDATE SKIP LOCKED so that racing runners spread over the
-// queue instead of queueing behind one row (graphile-worker's pattern).
+// Claiming waiting jobs for runners: the queries behind FetchTask. A claim is
+// one SELECT (findFirstClaimable) picking the oldest waiting job in the
+// runner's scope whose runs-on labels the runner has, then claimJob, in the
+// runner's transaction. Several Gantry processes may share one PostgreSQL
+// database, so nothing here trusts a value it read earlier: the conditional
+// UPDATE of the job row (task_id = 0 AND status = waiting) decides who gets a
+// job, and on PostgreSQL the pick is locked with FOR UPDATE SKIP LOCKED so that
+// racing runners spread over the queue instead of queueing behind one row
+// (graphile-worker's pattern).
 // Forgejo: models/actions/task.go (CreateTaskForRunner).
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
@@ -12,17 +15,6 @@ import type { ActionRunJob } from './action-runs.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
-
-/** A waiting, unassigned job as the candidate scan sees it (not locked). */
-export interface ClaimCandidate {
-  id: number;
-  runsOn: string[];
-}
-
-function parseLabels(json: string): string[] {
-  const value: unknown = JSON.parse(json);
-  return Array.isArray(value) ? value.map(String) : [];
-}
 
 /**
  * Serialises the claims of one runner (an ephemeral runner polling twice at
@@ -59,51 +51,6 @@ export async function runnerHasAnyTask(db: Queryable, runnerId: number): Promise
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
-}
-
-/**
- * One page of waiting, unassigned jobs in `scope`, oldest first, after job id
- * `afterId`. A repository runner sees its repository, an owner runner the
- * repositories of its owner, a global runner everything. `handle` narrows the
- * scan to one job (Forgejo's FetchSingleTask).
- */
-export async function waitingJobsPage(
-  db: Queryable,
-  scope: ScopeColumns,
-  afterId: number,
-  limit: number,
-  handle?: string,
-): Promise<ClaimCandidate[]> {
-  let query = db
-    .selectFrom('action_run_job')
-    .select(['id', 'runs_on'])
-    .where('status', '=', ActionStatus.waiting)
-    .where('task_id', '=', 0)
-    .where('id', '>', afterId);
-  if (scope.repoId !== 0) query = query.where('repo_id', '=', scope.repoId);
-  else if (scope.ownerId !== 0) query = query.where('owner_id', '=', scope.ownerId);
-  if (handle !== undefined) query = query.where('handle', '=', handle);
-  const rows = await query.orderBy('id').limit(limit).execute();
-  return rows.map((row) => ({ id: row.id, runsOn: parseLabels(row.runs_on) }));
-}
-
-/**
- * The oldest of `ids` still waiting and unassigned, locked for this
- * transaction on PostgreSQL. Rows another transaction holds are skipped, not
- * waited for: that transaction is claiming them.
- */
-export async function lockFirstClaimable(tx: Queryable, ids: readonly number[]): Promise<ActionRunJob | null> {
-  if (ids.length === 0) return null;
-  const query = tx
-    .selectFrom('action_run_job')
-    .selectAll()
-    .where('id', 'in', [...ids])
-    .where('status', '=', ActionStatus.waiting)
-    .where('task_id', '=', 0)
-    .orderBy('id')
-    .limit(1);
-  const row = await (isPostgres(tx) ? query.forUpdate().skipLocked() : query).executeTakeFirst();
-  return row === undefined ? null : jobFromRow(row);
 }
 
 /**

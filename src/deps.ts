@@ -27,6 +27,7 @@ import { RunCreator } from './services/actions/run-creator.ts';
 import { WorkflowService } from './services/actions/workflows.ts';
 import { RunControlService } from './services/actions/run-control.ts';
 import { RunProgress } from './services/actions/run-progress.ts';
+import { RunnerIdentityCache } from './services/actions/runner-identity-cache.ts';
 import { RunnerProtocolService } from './services/actions/runner-protocol.ts';
 import { RunnerService } from './services/actions/runners.ts';
 import { RunQueryService } from './services/actions/runs.ts';
@@ -190,7 +191,9 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   const credentialCache = new CredentialCache(clock);
   const hasher = new PasswordHasher(config.passwordHashCost);
   const secrets = new SecretService(db, clock, keys);
-  const runners = new RunnerService(db, clock, keys);
+  // One per process, shared: a runner deleted here is refused here at once.
+  const runnerIdentities = new RunnerIdentityCache(db);
+  const runners = new RunnerService(db, clock, keys, runnerIdentities);
   const runProgress = new RunProgress(clock, events);
   const webhooks = new WebhookService(db, clock, keys);
   const variables = new VariableService(db, clock);
@@ -267,6 +270,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     runners,
     runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl, {
       runtimeTokens,
+      identities: runnerIdentities,
     }),
     artifacts: new ArtifactService(
       db,

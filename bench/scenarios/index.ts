@@ -4,6 +4,7 @@ import type { Scenario } from '../lib/scenario.ts';
 import { actionsRuns } from './actions-runs.ts';
 import { artifacts } from './artifacts.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
+import { idleFleet } from './idle-fleet.ts';
 import { idleRss } from './idle-rss.ts';
 import { jobLogDownload } from './job-log-download.ts';
 import { repoActionsData } from './repo-actions-data.ts';
@@ -20,6 +21,7 @@ export const SCENARIOS: readonly Scenario[] = [
   repoActionsData,
   actionsRuns,
   runners,
+  idleFleet,
   runCancel,
   schedules,
   runnerThroughput,

@@ -16,6 +16,7 @@ import * as m0013 from './0013-action-schedules.ts';
 import * as m0014 from './0014-concurrency.ts';
 import * as m0015 from './0015-artifacts.ts';
 import * as m0016 from './0016-web-sessions.ts';
+import * as m0017 from './0017-runner-identity-version.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -34,4 +35,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0014-concurrency': m0014,
   '0015-artifacts': m0015,
   '0016-web-sessions': m0016,
+  '0017-runner-identity-version': m0017,
 };

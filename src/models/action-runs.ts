@@ -440,6 +440,52 @@ export async function runAttempts(db: Queryable, runIds: readonly number[]): Pro
   return attempts;
 }
 
+/** What recomputing a run's status needs of each of its jobs, in id order: no payloads, no timestamps. */
+export interface JobStatusRow {
+  id: number;
+  jobId: string;
+  needs: string[];
+  hasIf: boolean;
+  status: ActionStatusValue;
+  /** Stored `blocked` only because the run queues behind its concurrency group. */
+  concurrencyHeld: boolean;
+}
+
+/**
+ * The run's jobs as JobStatusRow, in id order: what RunProgress.settle reads
+ * after every claim and report. A large matrix makes the full rows (with each
+ * leg's workflow payload) the bulk of a claim's cost, and settle only needs these.
+ */
+export async function listJobStatusesOfRun(db: Queryable, runId: number): Promise<JobStatusRow[]> {
+  const rows = await db
+    .selectFrom('action_run_job')
+    .select(['id', 'job_id', 'needs', 'has_if', 'status', 'concurrency_held'])
+    .where('run_id', '=', runId)
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({
+    id: row.id,
+    jobId: row.job_id,
+    // Most jobs need nothing: skip the parse for the common '[]'.
+    needs: row.needs === '[]' ? [] : parseList(row.needs),
+    hasIf: row.has_if === 1,
+    status: row.status,
+    concurrencyHeld: row.concurrency_held === 1,
+  }));
+}
+
+/** Whole jobs by id, in id order. */
+export async function listJobsByIds(db: Queryable, ids: readonly number[]): Promise<ActionRunJob[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('action_run_job')
+    .selectAll()
+    .where('id', 'in', [...ids])
+    .orderBy('id')
+    .execute();
+  return rows.map(jobFromRow);
+}
+
 /** The filters of Forgejo's runs list, all combined with AND; lists are OR within. */
 export interface RunFilter {
   events?: readonly string[];

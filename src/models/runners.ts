@@ -93,21 +93,21 @@ export async function findRunnerById(db: Queryable, id: number): Promise<Runner 
   return row ? runnerFromRow(row) : null;
 }
 
-/** Declare: the runner's labels and version as it starts. */
+/** Declare: the runner's labels and version as it starts; null when the runner is gone. */
 export async function updateRunnerDeclaration(
   db: Queryable,
   id: number,
   version: string,
   labels: readonly string[],
   now: number,
-): Promise<Runner> {
+): Promise<Runner | null> {
   const row = await db
     .updateTable('action_runner')
     .set({ version, agent_labels: JSON.stringify(labels), updated: now })
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirstOrThrow();
-  return runnerFromRow(row);
+    .executeTakeFirst();
+  return row === undefined ? null : runnerFromRow(row);
 }
 
 /** Liveness: every authenticated call is `online`; reports (UpdateTask/UpdateLog) are also `active`. */
@@ -117,6 +117,15 @@ export async function touchRunner(db: Queryable, id: number, now: number, active
     .set(active ? { last_online: now, last_active: now } : { last_online: now })
     .where('id', '=', id)
     .execute();
+}
+
+/**
+ * The runners' identity version: moves whenever a runner is deleted or its
+ * token, labels, scope or ephemeral flag change (triggers, migration 0017).
+ */
+export async function readRunnerIdentityVersion(db: Queryable): Promise<number> {
+  const row = await db.selectFrom('action_runner_version').select('version').where('id', '=', 1).executeTakeFirst();
+  return row === undefined ? 0 : Number(row.version);
 }
 
 export async function deleteRunner(db: Queryable, id: number): Promise<boolean> {

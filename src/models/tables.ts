@@ -309,6 +309,12 @@ export interface ActionRunnerTokenTable {
   updated: number;
 }
 
+/** One row (id 1): bumped by triggers when a runner is deleted or its identity changes (migration 0017). */
+export interface ActionRunnerVersionTable {
+  id: number;
+  version: number;
+}
+
 export interface ActionTasksVersionTable {
   id: Generated<number>;
   owner_id: number;
@@ -452,6 +458,7 @@ export interface Database {
   action_runner: ActionRunnerTable;
   action_runner_token: ActionRunnerTokenTable;
   action_tasks_version: ActionTasksVersionTable;
+  action_runner_version: ActionRunnerVersionTable;
   action_task_step: ActionTaskStepTable;
   action_task_output: ActionTaskOutputTable;
   action_workflow_state: ActionWorkflowStateTable;

@@ -1,11 +1,14 @@
-// The claim queries behind FetchTask on each dialect, through what a caller
-// of this model sees (the exported functions, driven as runner-protocol.ts
-// drives them), not the SQL text: two claimers racing for the same waiting
-// jobs get disjoint jobs; a claimed job is neither offered nor claimed again;
-// each page carries every job's runs-on for the caller's label match, within
-// the runner's scope; tasks claimed under a request key are found again by
-// that runner until the key expires, and a released claim waits again as the
-// job's next attempt.
+// The claim behind FetchTask on each dialect, through what a caller of this
+// model sees (the exported functions, driven as runner-protocol.ts's
+// claimBatch and claimOne drive them: findFirstClaimable then claimJob in the
+// runner's transaction, anyClaimable when nothing was free), not the SQL text:
+// two runners racing for the same waiting jobs get disjoint jobs covering them
+// all; a claimed job is neither offered nor claimable again and a stale claim
+// loses without leaving a task; a runner gets only the jobs in its scope whose
+// runs-on labels it has, and a handle narrows the claim to one job; a job held
+// by another claim reads as busy, not as gone; tasks claimed under a request
+// key are found by their runner until the key expires, and a released claim
+// waits again as the job's next attempt.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -21,66 +24,80 @@ import { insertRunner } from './runners.ts';
 import type { Runner } from './runners.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
 import {
+  anyClaimable,
   claimJob,
+  findFirstClaimable,
   findJobById,
   findTasksByRequestKey,
-  lockFirstClaimable,
   lockRunnerForClaim,
   releaseClaim,
-  waitingJobsPage,
 } from './task-claims.ts';
-import type { ClaimedJob, ClaimRequestKey } from './task-claims.ts';
+import type { ClaimedJob } from './task-claims.ts';
 
 const NOW = 1_800_000_000;
+const REQUEST_KEY_TTL = 60;
 const OWNER = 11;
 const OTHER_OWNER = 12;
-
-/** runs-on ⊆ the runner's labels: the match runner-protocol.ts makes on each page. */
-function canRun(runsOn: readonly string[], labels: readonly string[]): boolean {
-  return runsOn.every((label) => labels.includes(label));
-}
 
 function scopeOf(runner: Runner): ScopeColumns {
   return { ownerId: runner.ownerId, repoId: runner.repoId };
 }
 
+const newToken = () => ({ hash: randomUUID(), lastEight: 'abcdefgh' });
+
+interface BatchOptions {
+  capacity?: number;
+  handle?: string;
+  key?: string;
+  now?: number;
+}
+
+type BatchResult = ClaimedJob[] | 'claimed under the key' | 'busy';
+
 /**
- * One claim in its own transaction, as runner-protocol.ts's claimOne makes
- * it: lock the runner, scan pages, keep the jobs the labels match, lock the
- * first still claimable, claim it. Null when nothing is left for this runner.
+ * One FetchTask's claims in one transaction, as runner-protocol.ts's
+ * claimBatch and claimOne make them: lock the runner; answer 'claimed under
+ * the key' when tasks claimed under the request key are there already; then
+ * up to `capacity` times take the oldest claimable job (findFirstClaimable)
+ * and claim it (claimJob); with nothing free, 'busy' when anyClaimable still
+ * sees a job (rows another claim holds). The pick is locked (PostgreSQL) or
+ * under the write lock (SQLite), so its claim must not lose.
  */
-async function claimNext(
-  db: Queryable,
-  runner: Runner,
-  labels: readonly string[],
-  requestKey: ClaimRequestKey | null = null,
-  handle?: string,
-): Promise<ClaimedJob | null> {
+async function claimBatch(db: Queryable, runner: Runner, options: BatchOptions = {}): Promise<BatchResult> {
+  const { capacity = 1, handle, key, now = NOW } = options;
   return db.transaction().execute(async (tx) => {
     assert.ok(await lockRunnerForClaim(tx, runner.id), 'the runner exists');
-    let afterId = 0;
-    for (;;) {
-      const page = await waitingJobsPage(tx, scopeOf(runner), afterId, 5, handle);
-      const last = page[page.length - 1];
-      if (last === undefined) return null;
-      afterId = last.id;
-      let ids = page.filter((candidate) => canRun(candidate.runsOn, labels)).map((candidate) => candidate.id);
-      while (ids.length > 0) {
-        const job = await lockFirstClaimable(tx, ids);
-        if (job === null) break;
-        ids = ids.filter((id) => id > job.id);
-        const claimed = await claimJob(
-          tx,
-          job,
-          runner.id,
-          { hash: randomUUID(), lastEight: 'abcdefgh' },
-          NOW,
-          requestKey,
-        );
-        if (claimed !== null) return claimed;
-      }
+    if (key !== undefined && (await findTasksByRequestKey(tx, runner.id, key, now)).length > 0)
+      return 'claimed under the key' as const;
+    const requestKey = key === undefined ? null : { key, expires: now + REQUEST_KEY_TTL };
+    const labels = runner.labels ?? [];
+    const claims: ClaimedJob[] = [];
+    while (claims.length < capacity) {
+      const job = await findFirstClaimable(tx, scopeOf(runner), labels, handle);
+      if (job === null) break;
+      const claimed = await claimJob(tx, job, runner.id, newToken(), now, requestKey);
+      assert.ok(claimed, `the job ${job.id} findFirstClaimable picked is claimed, not lost`);
+      claims.push(claimed);
     }
+    if (claims.length === 0 && (await anyClaimable(tx, scopeOf(runner), labels, handle))) return 'busy' as const;
+    return claims;
   });
+}
+
+/** The ids of the jobs one claim got; fails on 'busy' or 'claimed under the key'. */
+function jobIds(result: BatchResult): number[] {
+  assert.ok(Array.isArray(result), `a list of claims, not ${String(result)}`);
+  return result.map((claim) => claim.job.id);
+}
+
+/** Claims one job at a time until nothing is left for the runner; the job ids, in claim order. */
+async function drain(db: Queryable, runner: Runner, handle?: string): Promise<number[]> {
+  const ids: number[] = [];
+  for (;;) {
+    const claimed = jobIds(await claimBatch(db, runner, { handle }));
+    if (claimed.length === 0) return ids;
+    ids.push(...claimed);
+  }
 }
 
 for (const dialect of testDialects()) {
@@ -95,9 +112,12 @@ for (const dialect of testDialects()) {
       await scratch?.drop();
     });
 
-    /** A waiting run in a repository of its own, one waiting job per runs-on list. */
-    const addRun = async (runsOn: readonly (readonly string[])[], ownerId = OWNER): Promise<ActionRunJob[]> => {
-      const repoId = nextRepoId++;
+    /** A waiting run in a repository of its own (or `repoId`), one waiting job per runs-on list. */
+    const addRun = async (
+      runsOn: readonly (readonly string[])[],
+      ownerId = OWNER,
+      repoId = nextRepoId++,
+    ): Promise<ActionRunJob[]> => {
       const created = await scratch.handle.db.transaction().execute((tx) =>
         insertRunWithJobs(
           tx,
@@ -146,28 +166,42 @@ for (const dialect of testDialects()) {
         NOW,
       );
 
+    /** A label no other test's jobs carry, so instance runners see only this test's jobs. */
+    const uniqueLabel = (name: string) => `${name}-${randomUUID().slice(0, 8)}`;
+
     test('two runners racing for 40 waiting jobs get disjoint jobs that cover them all, each claimed once', async () => {
       const db = scratch.handle.db;
       // PostgreSQL: a second pool, so the claims really run at once.
       const second = scratch.url ? openDatabase({ databaseUrl: scratch.url, dataDir: '' }) : null;
       try {
-        const jobs = await addRun(Array.from({ length: 40 }, () => ['race']));
+        const race = uniqueLabel('race');
+        const jobs = await addRun(Array.from({ length: 40 }, () => [race]));
         const mine = new Set(jobs.map((job) => job.id));
-        const a = await addRunner({ ownerId: 0, repoId: jobs[0]?.repoId ?? 0 }, ['race']);
-        const b = await addRunner({ ownerId: 0, repoId: jobs[0]?.repoId ?? 0 }, ['race']);
+        const repoId = jobs[0]?.repoId ?? 0;
+        const a = await addRunner({ ownerId: 0, repoId }, [race]);
+        const b = await addRunner({ ownerId: 0, repoId }, [race]);
         const claimed: Record<'a' | 'b', ClaimedJob[]> = { a: [], b: [] };
-        const claimer = async (name: 'a' | 'b', runner: Runner, conn: Queryable) => {
+        // One runner takes one job per FetchTask, the other up to three.
+        const claimer = async (name: 'a' | 'b', runner: Runner, conn: Queryable, capacity: number) => {
           for (;;) {
-            const claim = await claimNext(conn, runner, ['race']);
-            if (claim === null) return;
-            claimed[name].push(claim);
+            const result = await claimBatch(conn, runner, { capacity });
+            if (result === 'busy') {
+              // The other runner holds what is left: ask again, as the long poll would.
+              await new Promise<void>((resolve) => setImmediate(resolve));
+              continue;
+            }
+            assert.ok(Array.isArray(result));
+            if (result.length === 0) return;
+            claimed[name].push(...result);
           }
         };
-        await Promise.all([claimer('a', a, db), claimer('b', b, second?.db ?? db)]);
-        const ids = [...claimed.a, ...claimed.b].map((claim) => claim.job.id);
+        await Promise.all([claimer('a', a, db, 1), claimer('b', b, second?.db ?? db, 3)]);
+        const all = [...claimed.a, ...claimed.b];
+        const ids = all.map((claim) => claim.job.id);
         assert.equal(new Set(ids).size, ids.length, 'no job was claimed twice');
         assert.deepEqual(new Set(ids), mine, 'every waiting job was claimed');
-        for (const claim of [...claimed.a, ...claimed.b]) {
+        if (second !== null) assert.ok(claimed.a.length > 0 && claimed.b.length > 0, 'both runners got jobs');
+        for (const claim of all) {
           assert.deepEqual(
             [claim.job.status, claim.job.taskId, claim.job.attempt],
             [ActionStatus.running, claim.taskId, 1],
@@ -176,96 +210,181 @@ for (const dialect of testDialects()) {
         }
         const tasks = await db
           .selectFrom('action_task')
-          .select(['job_id', 'runner_id'])
+          .select(['id', 'job_id', 'runner_id'])
           .where('job_id', 'in', [...mine])
           .execute();
-        assert.equal(tasks.length, 40, 'one task per job: a lost race leaves no task behind');
+        assert.equal(tasks.length, 40, 'one task per job, none left behind');
+        const runnerOf = new Map(tasks.map((task) => [task.id, task.runner_id]));
+        for (const claim of claimed.a) assert.equal(runnerOf.get(claim.taskId), a.id);
+        for (const claim of claimed.b) assert.equal(runnerOf.get(claim.taskId), b.id);
       } finally {
         await second?.destroy();
       }
     });
 
-    test('a claimed job is neither offered nor claimed again, even from a stale read', async () => {
+    test('a claimed job is neither offered nor claimable again; a stale claim loses and leaves no task', async () => {
       const db = scratch.handle.db;
-      const [job] = await addRun([['once']]);
+      const once = uniqueLabel('once');
+      const [job] = await addRun([[once]]);
       assert.ok(job);
-      const runner = await addRunner({ ownerId: 0, repoId: job.repoId }, ['once']);
-      const first = await claimNext(db, runner, ['once']);
-      assert.equal(first?.job.id, job.id);
-      assert.equal(await claimNext(db, runner, ['once']), null, 'nothing left to claim');
-      assert.deepEqual(await waitingJobsPage(db, scopeOf(runner), 0, 10), [], 'not offered again');
-      assert.equal(await lockFirstClaimable(db, [job.id]), null, 'not claimable again');
+      const runner = await addRunner({ ownerId: 0, repoId: job.repoId }, [once]);
+      const scope = scopeOf(runner);
+      assert.equal((await findFirstClaimable(db, scope, [once]))?.id, job.id, 'offered while waiting');
+      const first = await claimBatch(db, runner);
+      assert.deepEqual(jobIds(first), [job.id]);
+      assert.deepEqual(await claimBatch(db, runner), [], 'nothing left to claim, and not busy');
+      assert.equal(await findFirstClaimable(db, scope, [once]), null, 'not offered again');
+      assert.equal(await anyClaimable(db, scope, [once]), false, 'not claimable again');
+      assert.equal(await findFirstClaimable(db, scope, [once], job.handle), null, 'not even by its handle');
       // A caller holding the job as it was before the claim (read before another process won).
-      const stale = await db
-        .transaction()
-        .execute((tx) => claimJob(tx, job, runner.id, { hash: randomUUID(), lastEight: 'abcdefgh' }, NOW));
+      const stale = await db.transaction().execute((tx) => claimJob(tx, job, runner.id, newToken(), NOW));
       assert.equal(stale, null, 'the stale claim loses');
       const tasks = await db.selectFrom('action_task').select('id').where('job_id', '=', job.id).execute();
       assert.deepEqual(
         tasks.map((task) => task.id),
-        [first?.taskId],
-        "the losing claim's task is gone",
+        [Array.isArray(first) ? first[0]?.taskId : undefined],
+        "only the winner's task: the losing claim's is gone",
       );
+      const kept = await findJobById(db, job.id);
+      assert.equal(kept?.taskId, Array.isArray(first) ? first[0]?.taskId : undefined, 'the job keeps the winner');
     });
 
-    test("each page carries the jobs' runs-on for the label match, within the runner's scope; a handle narrows it to one job", async () => {
+    test('a runner gets only the jobs whose runs-on labels it has, all of them', async () => {
       const db = scratch.handle.db;
-      const jobs = await addRun([['linux'], ['linux', 'gpu'], ['windows'], []]);
-      const [elsewhere] = await addRun([['linux']], OTHER_OWNER);
-      assert.ok(elsewhere);
-      const repoId = jobs[0]?.repoId ?? 0;
-      const page = await waitingJobsPage(db, { ownerId: 0, repoId }, 0, 10);
-      assert.deepEqual(
-        page.map((candidate) => [candidate.id, candidate.runsOn]),
-        jobs.map((job) => [job.id, job.runsOn]),
-        "the repository's waiting jobs, oldest first, with their runs-on as stored",
-      );
-      const ownerPage = await waitingJobsPage(db, { ownerId: OWNER, repoId: 0 }, 0, 1000);
-      assert.ok(!ownerPage.some((candidate) => candidate.id === elsewhere.id), "an owner runner sees only its owner's");
-      const globalPage = await waitingJobsPage(db, { ownerId: 0, repoId: 0 }, 0, 1000);
-      assert.ok(
-        globalPage.some((candidate) => candidate.id === elsewhere.id),
-        'a global runner sees everything',
-      );
-      assert.deepEqual(
-        (await waitingJobsPage(db, { ownerId: 0, repoId }, 0, 10, jobs[2]?.handle)).map((candidate) => candidate.id),
-        [jobs[2]?.id],
-        'a handle narrows the scan to its job',
-      );
+      const [linux, gpu, windows] = [uniqueLabel('linux'), uniqueLabel('gpu'), uniqueLabel('windows')];
+      const jobs = await addRun([[linux], [linux, gpu], [windows], []]);
+      const [plain, both, win, anything] = jobs;
+      assert.ok(plain && both && win && anything);
+      const repo = { ownerId: 0, repoId: plain.repoId };
 
-      // A linux runner takes the jobs whose runs-on its labels cover, and no other.
-      const linux = await addRunner({ ownerId: 0, repoId }, ['linux']);
-      const taken: number[] = [];
-      for (let claim = await claimNext(db, linux, ['linux']); claim; claim = await claimNext(db, linux, ['linux']))
-        taken.push(claim.job.id);
-      assert.deepEqual(taken, [jobs[0]?.id, jobs[3]?.id], 'linux, and the job that asks for nothing');
+      const gpuOnly = await addRunner(repo, [gpu]);
       assert.deepEqual(
-        (await waitingJobsPage(db, { ownerId: 0, repoId }, 0, 10)).map((candidate) => candidate.id),
-        [jobs[1]?.id, jobs[2]?.id],
-        'the gpu and windows jobs still wait',
+        await drain(db, gpuOnly),
+        [anything.id],
+        'a gpu runner lacks linux: only the job that asks for nothing',
       );
+      const linuxOnly = await addRunner(repo, [linux]);
+      assert.deepEqual(await drain(db, linuxOnly), [plain.id], 'a linux runner lacks gpu: not the linux+gpu job');
+      assert.equal(await anyClaimable(db, repo, [linux]), false, 'nothing left a linux runner could claim');
+      assert.equal(await anyClaimable(db, repo, [linux, gpu]), true, 'the linux+gpu job waits for a runner with both');
+      const full = await addRunner(repo, [gpu, 'extra', linux]);
+      assert.deepEqual(await drain(db, full), [both.id], 'a runner with both labels (and more) gets it');
+      const none = await addRunner(repo, []);
+      assert.deepEqual(await drain(db, none), [], 'a runner without labels gets no labelled job');
+      const winRunner = await addRunner(repo, [windows]);
+      assert.deepEqual(await drain(db, winRunner), [win.id]);
     });
+
+    test("a runner sees its scope's jobs only (repository, owner, instance); a handle narrows the claim to one job", async () => {
+      const db = scratch.handle.db;
+      const label = uniqueLabel('scoped');
+      const [inA] = await addRun([[label]], OWNER);
+      const [inB] = await addRun([[label]], OWNER);
+      const [inC] = await addRun([[label]], OTHER_OWNER);
+      assert.ok(inA && inB && inC);
+      const repoRunner = await addRunner({ ownerId: 0, repoId: inA.repoId }, [label]);
+      const ownerRunner = await addRunner({ ownerId: OWNER, repoId: 0 }, [label]);
+      const instanceRunner = await addRunner({ ownerId: 0, repoId: 0 }, [label]);
+
+      // Which job each runner could claim, asked job by job through its handle.
+      const visible = async (runner: Runner) => {
+        const seen: number[] = [];
+        for (const job of [inA, inB, inC]) {
+          const picked = await findFirstClaimable(db, scopeOf(runner), [label], job.handle);
+          assert.equal(await anyClaimable(db, scopeOf(runner), [label], job.handle), picked !== null);
+          if (picked !== null) seen.push(picked.id);
+        }
+        return seen;
+      };
+      assert.deepEqual(await visible(repoRunner), [inA.id], 'a repository runner: its repository');
+      assert.deepEqual(await visible(ownerRunner), [inA.id, inB.id], "an owner runner: its owner's repositories");
+      assert.deepEqual(await visible(instanceRunner), [inA.id, inB.id, inC.id], 'an instance runner: everything');
+
+      // A handle narrows the claim: the instance runner takes inC though inA and inB are older.
+      assert.deepEqual(jobIds(await claimBatch(db, instanceRunner, { capacity: 3, handle: inC.handle })), [inC.id]);
+      assert.deepEqual(
+        await claimBatch(db, repoRunner, { handle: inB.handle }),
+        [],
+        "another repository's handle gives a repository runner nothing",
+      );
+      assert.deepEqual(await drain(db, repoRunner), [inA.id], 'the repository runner drains its repository only');
+      assert.deepEqual(await drain(db, ownerRunner), [inB.id], 'the owner runner gets what is left of its owner');
+      assert.deepEqual(await drain(db, instanceRunner), [], 'nothing is left');
+    });
+
+    test(
+      'a job another claim holds reads as busy, not gone, and is claimable once that claim rolls back',
+      {
+        skip: dialect === 'sqlite' ? 'SQLite claims hold the write lock: no claim sees another in flight' : false,
+      },
+      async () => {
+        const db = scratch.handle.db;
+        assert.ok(scratch.url);
+        const second = openDatabase({ databaseUrl: scratch.url, dataDir: '' });
+        const label = uniqueLabel('held');
+        const [job] = await addRun([[label]]);
+        assert.ok(job);
+        const repo = { ownerId: 0, repoId: job.repoId };
+        const contender = await addRunner(repo, [label]);
+        let letGo = () => {};
+        const released = new Promise<void>((resolve) => (letGo = resolve));
+        let picked: (job: ActionRunJob | null) => void = () => {};
+        const pick = new Promise<ActionRunJob | null>((resolve) => (picked = resolve));
+        class RollBack extends Error {}
+        // Another claim in flight: it has picked the job (and locked its row) but not yet committed.
+        const holder = db
+          .transaction()
+          .execute(async (tx) => {
+            picked(await findFirstClaimable(tx, repo, [label]));
+            await released;
+            throw new RollBack();
+          })
+          .catch((error: unknown) => {
+            picked(null);
+            if (!(error instanceof RollBack)) throw error;
+          });
+        try {
+          assert.equal((await pick)?.id, job.id, 'the other claim holds the job');
+          assert.equal(await claimBatch(second.db, contender), 'busy', 'skipped while held, but still there');
+          letGo();
+          await holder;
+          assert.deepEqual(jobIds(await claimBatch(second.db, contender)), [job.id], 'claimable once it rolled back');
+        } finally {
+          letGo();
+          await holder;
+          await second.destroy();
+        }
+      },
+    );
 
     test('tasks claimed under a request key are found by that runner until the key expires; a released claim waits again as the next attempt', async () => {
       const db = scratch.handle.db;
-      const jobs = await addRun([['keyed'], ['keyed']]);
+      const keyed = uniqueLabel('keyed');
+      const jobs = await addRun([[keyed], [keyed]]);
       const repoId = jobs[0]?.repoId ?? 0;
-      const runner = await addRunner({ ownerId: 0, repoId }, ['keyed']);
-      const other = await addRunner({ ownerId: 0, repoId }, ['keyed']);
-      const key = { key: randomUUID(), expires: NOW + 60 };
-      const first = await claimNext(db, runner, ['keyed'], key);
-      const second = await claimNext(db, runner, ['keyed'], key);
+      const runner = await addRunner({ ownerId: 0, repoId }, [keyed]);
+      const other = await addRunner({ ownerId: 0, repoId }, [keyed]);
+      const key = randomUUID();
+      const batch = await claimBatch(db, runner, { capacity: 2, key });
+      assert.ok(Array.isArray(batch));
+      const [first, second] = batch;
       assert.ok(first && second);
       assert.deepEqual(
-        await findTasksByRequestKey(db, runner.id, key.key, NOW),
+        await findTasksByRequestKey(db, runner.id, key, NOW),
         [
           { id: first.taskId, jobId: first.job.id },
           { id: second.taskId, jobId: second.job.id },
         ],
         'both tasks, oldest first',
       );
-      assert.deepEqual(await findTasksByRequestKey(db, other.id, key.key, NOW), [], 'the key alone gives nothing');
-      assert.deepEqual(await findTasksByRequestKey(db, runner.id, key.key, NOW + 60), [], 'not once it expired');
+      assert.equal(await claimBatch(db, runner, { key }), 'claimed under the key', 'a retry finds them');
+      assert.deepEqual(await findTasksByRequestKey(db, other.id, key, NOW), [], 'the key alone gives nothing');
+      assert.deepEqual(await claimBatch(db, other, { key }), [], "another runner's retry under the key claims anew");
+      assert.deepEqual(
+        await findTasksByRequestKey(db, runner.id, key, NOW + REQUEST_KEY_TTL),
+        [],
+        'not once it expired',
+      );
 
       assert.equal(await db.transaction().execute((tx) => releaseClaim(tx, first.taskId, first.job.id, NOW + 1)), true);
       const released = await findJobById(db, first.job.id);
@@ -275,7 +394,7 @@ for (const dialect of testDialects()) {
         'waiting again, as its next attempt',
       );
       assert.deepEqual(
-        await findTasksByRequestKey(db, runner.id, key.key, NOW),
+        await findTasksByRequestKey(db, runner.id, key, NOW),
         [{ id: second.taskId, jobId: second.job.id }],
         'the released task is gone',
       );
@@ -284,8 +403,19 @@ for (const dialect of testDialects()) {
         false,
         'a second release changes nothing',
       );
-      const again = await claimNext(db, other, ['keyed']);
-      assert.deepEqual([again?.job.id, again?.job.attempt], [first.job.id, 2], 'the next runner claims attempt 2');
+      const again = await claimBatch(db, other);
+      assert.ok(Array.isArray(again));
+      assert.deepEqual(
+        again.map((claim) => [claim.job.id, claim.job.attempt]),
+        [[first.job.id, 2]],
+        'the next runner claims attempt 2',
+      );
+      const task = await db
+        .selectFrom('action_task')
+        .select(['attempt', 'runner_id'])
+        .where('id', '=', again[0]?.taskId ?? 0)
+        .executeTakeFirst();
+      assert.deepEqual([task?.attempt, task?.runner_id], [2, other.id], "the new task carries the job's attempt");
     });
   });
 }

@@ -1,9 +1,12 @@
-// Claiming waiting jobs for runners: the queries behind FetchTask. Several
-// Gantry processes may share one PostgreSQL database, so nothing here trusts a
-// value it read earlier: the conditional UPDATE of the job row (task_id = 0 AND
-// status = waiting) decides who gets a job, and on PostgreSQL candidates are
-// locked with FOR UPDATE SKIP LOCKED so that racing runners spread over the
-// queue instead of queueing behind one row (graphile-worker's pattern).
+// Claiming waiting jobs for runners: the queries behind FetchTask. A claim is
+// one SELECT (findFirstClaimable) picking the oldest waiting job in the
+// runner's scope whose runs-on labels the runner has, then claimJob, in the
+// runner's transaction. Several Gantry processes may share one PostgreSQL
+// database, so nothing here trusts a value it read earlier: the conditional
+// UPDATE of the job row (task_id = 0 AND status = waiting) decides who gets a
+// job, and on PostgreSQL the pick is locked with FOR UPDATE SKIP LOCKED so that
+// racing runners spread over the queue instead of queueing behind one row
+// (graphile-worker's pattern).
 // Forgejo: models/actions/task.go (CreateTaskForRunner).
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
@@ -12,17 +15,6 @@ import type { ActionRunJob } from './action-runs.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
-
-/** A waiting, unassigned job as the candidate scan sees it (not locked). */
-export interface ClaimCandidate {
-  id: number;
-  runsOn: string[];
-}
-
-function parseLabels(json: string): string[] {
-  const value: unknown = JSON.parse(json);
-  return Array.isArray(value) ? value.map(String) : [];
-}
 
 /**
  * Serialises the claims of one runner (an ephemeral runner polling twice at
@@ -62,48 +54,58 @@ export async function runnerHasAnyTask(db: Queryable, runnerId: number): Promise
 }
 
 /**
- * One page of waiting, unassigned jobs in `scope`, oldest first, after job id
- * `afterId`. A repository runner sees its repository, an owner runner the
- * repositories of its owner, a global runner everything. `handle` narrows the
- * scan to one job (Forgejo's FetchSingleTask).
+ * The oldest waiting, unassigned job in `scope` whose runs-on labels are all
+ * among `labels` (Forgejo's CanMatchLabels), in one statement: the label
+ * match runs in the database, so a claim reads one row however long the
+ * queue of jobs for other labels is. On PostgreSQL the row is locked for this
+ * transaction and rows other transactions hold are skipped, not waited for
+ * (they are being claimed); on SQLite the claim already holds the write lock
+ * (lockRunnerForClaim). `handle` narrows the search to one job (Forgejo's
+ * FetchSingleTask).
  */
-export async function waitingJobsPage(
-  db: Queryable,
+export async function findFirstClaimable(
+  tx: Queryable,
   scope: ScopeColumns,
-  afterId: number,
-  limit: number,
+  labels: readonly string[],
   handle?: string,
-): Promise<ClaimCandidate[]> {
-  let query = db
-    .selectFrom('action_run_job')
-    .select(['id', 'runs_on'])
-    .where('status', '=', ActionStatus.waiting)
-    .where('task_id', '=', 0)
-    .where('id', '>', afterId);
-  if (scope.repoId !== 0) query = query.where('repo_id', '=', scope.repoId);
-  else if (scope.ownerId !== 0) query = query.where('owner_id', '=', scope.ownerId);
-  if (handle !== undefined) query = query.where('handle', '=', handle);
-  const rows = await query.orderBy('id').limit(limit).execute();
-  return rows.map((row) => ({ id: row.id, runsOn: parseLabels(row.runs_on) }));
+): Promise<ActionRunJob | null> {
+  const query = claimableQuery(tx, scope, labels, handle).selectAll().orderBy('id').limit(1);
+  const row = await (isPostgres(tx) ? query.forUpdate().skipLocked() : query).executeTakeFirst();
+  return row === undefined ? null : jobFromRow(row);
 }
 
 /**
- * The oldest of `ids` still waiting and unassigned, locked for this
- * transaction on PostgreSQL. Rows another transaction holds are skipped, not
- * waited for: that transaction is claiming them.
+ * Whether any job findFirstClaimable would consider exists, locked or not:
+ * when it found none only because other transactions hold the rows
+ * (PostgreSQL's SKIP LOCKED), the runner has not seen the last of the queue.
  */
-export async function lockFirstClaimable(tx: Queryable, ids: readonly number[]): Promise<ActionRunJob | null> {
-  if (ids.length === 0) return null;
-  const query = tx
-    .selectFrom('action_run_job')
-    .selectAll()
-    .where('id', 'in', [...ids])
-    .where('status', '=', ActionStatus.waiting)
-    .where('task_id', '=', 0)
-    .orderBy('id')
-    .limit(1);
-  const row = await (isPostgres(tx) ? query.forUpdate().skipLocked() : query).executeTakeFirst();
-  return row === undefined ? null : jobFromRow(row);
+export async function anyClaimable(
+  db: Queryable,
+  scope: ScopeColumns,
+  labels: readonly string[],
+  handle?: string,
+): Promise<boolean> {
+  const row = await claimableQuery(db, scope, labels, handle).select('id').limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+function claimableQuery(tx: Queryable, scope: ScopeColumns, labels: readonly string[], handle?: string) {
+  const postgres = isPostgres(tx);
+  let query = tx.selectFrom('action_run_job').where('status', '=', ActionStatus.waiting).where('task_id', '=', 0);
+  if (scope.repoId !== 0) query = query.where('repo_id', '=', scope.repoId);
+  else if (scope.ownerId !== 0) query = query.where('owner_id', '=', scope.ownerId);
+  if (handle !== undefined) query = query.where('handle', '=', handle);
+  if (postgres) {
+    // jsonb containment: every element of runs_on is one of the labels ([] is in everything).
+    query = query.where(sql<boolean>`runs_on::jsonb <@ ${JSON.stringify(labels)}::jsonb`);
+  } else if (labels.length === 0) {
+    query = query.where(sql<boolean>`json_array_length(runs_on) = 0`);
+  } else {
+    query = query.where(
+      sql<boolean>`not exists (select 1 from json_each(action_run_job.runs_on) as l where l.value not in (${sql.join(labels)}))`,
+    );
+  }
+  return query;
 }
 
 export interface NewTaskToken {

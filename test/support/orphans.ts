@@ -80,6 +80,8 @@ export const OWNER_REFERENCES: Readonly<Record<string, readonly OwnerRef[]>> = {
   action_runner: scope(),
   action_runner_token: scope(),
   action_tasks_version: scope(),
+  // One counter row for the whole instance (migration 0017): nobody owns it.
+  action_runner_version: [],
   action_workflow_state: [{ column: 'repo_id', parent: REPO }],
   action_schedule: [
     { column: 'repo_id', parent: REPO },

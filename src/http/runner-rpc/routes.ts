@@ -33,7 +33,7 @@ export interface RunnerRpcOptions {
   logRequestMaxBytes: number;
 }
 /** Answer a little before the caller's Connect deadline rather than after it. */
-const DEADLINE_MARGIN_MS = 1000;
+const DEADLINE_MARGIN_MS = 500;
 
 /** Forgejo's FetchTask answers an unusable key like no key; only a well-formed one is used. */
 function requestKeyOf(ctx: HandlerContext): string | undefined {
@@ -43,15 +43,16 @@ function requestKeyOf(ctx: HandlerContext): string | undefined {
 
 /**
  * How long a FetchTask may wait for work: the client's deadline less a margin
- * for claiming and answering (at least DEADLINE_MARGIN_MS, a third of the
+ * for claiming and answering (at least DEADLINE_MARGIN_MS, a tenth of the
  * deadline when that is more), so a busy server still answers "no task"
- * before the runner gives up on the call.
+ * before the runner gives up on the call, and an idle runner is held most of
+ * the time it allows (fewer polls per idle runner).
  */
 function maxWaitOf(ctx: HandlerContext): number | undefined {
   const timeout = ctx.timeoutMs();
   return timeout === undefined
     ? undefined
-    : Math.max(0, timeout - Math.max(DEADLINE_MARGIN_MS, Math.ceil(timeout / 3)));
+    : Math.max(0, timeout - Math.max(DEADLINE_MARGIN_MS, Math.ceil(timeout / 10)));
 }
 
 /** The Connect code of a request Fastify refused (415 content type, 413 size, 400 framing). */

@@ -9,7 +9,14 @@
 import { ActionStatus, aggregateJobStatus, isDone, shownJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { unblockedJobs } from '../../modules/job-graph.ts';
-import { findRunById, listJobsOfRun, lockRun, unblockJobs, updateRunStatus } from '../../models/action-runs.ts';
+import {
+  findRunById,
+  listJobsByIds,
+  listJobStatusesOfRun,
+  lockRun,
+  unblockJobs,
+  updateRunStatus,
+} from '../../models/action-runs.ts';
 import type { ActionRun, RunStatusChange } from '../../models/action-runs.ts';
 import type { Tx } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
@@ -31,7 +38,8 @@ export class RunProgress {
     const run = await findRunById(tx, runId);
     if (run === null) return undefined;
     const now = this.clock.nowSec();
-    let jobs = await listJobsOfRun(tx, runId);
+    // Statuses only (a claim in a 100-leg matrix must not read 100 payloads); whole rows for the changed jobs below.
+    let jobs = await listJobStatusesOfRun(tx, runId);
     const changed = new Set(changedJobIds);
     // A held job is not released by its needs (it has none to wait for): as
     // waiting, it stays put and its dependants wait for it.
@@ -41,7 +49,7 @@ export class RunProgress {
       const moved = await unblockJobs(tx, unblocked, now);
       wakeRunners = moved.some((id) => unblocked.get(id) === ActionStatus.waiting);
       for (const id of moved) changed.add(id);
-      jobs = await listJobsOfRun(tx, runId);
+      jobs = await listJobStatusesOfRun(tx, runId);
     }
     // Held jobs count as waiting: a queued run shows `waiting`, as in Forgejo.
     const status = aggregateJobStatus(jobs.map(shownJobStatus));
@@ -54,7 +62,10 @@ export class RunProgress {
       if (isDone(status)) change.stopped = now;
       current = await updateRunStatus(tx, run, change, now);
     }
-    const changedJobs = jobs.filter((job) => changed.has(job.id));
+    const changedJobs = await listJobsByIds(
+      tx,
+      jobs.filter((job) => changed.has(job.id)).map((job) => job.id),
+    );
     if (changedJobs.length > 0)
       await this.events.record(tx, {
         type: 'actions.jobs.changed',
@@ -69,7 +80,12 @@ export class RunProgress {
     if (wakeRunners) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
     if (finishing) {
       const next = await releaseNextRun(tx, run, now);
-      if (next !== undefined) await this.settle(tx, next.runId, next.jobIds);
+      if (next !== undefined) {
+        await this.settle(tx, next.runId, next.jobIds);
+        // The released jobs are claimable now: idle runners skip claiming
+        // until their scope's tasks version moves (runner-protocol.ts).
+        if (next.jobIds.length > 0) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
+      }
     }
     return current;
   }

@@ -4,37 +4,39 @@
 // task.go, services/actions/context.go, models/actions/task.go). Register is
 // RunnerService's; UpdateTask and UpdateLog are TaskReportService's.
 //
-// FetchTask is a bounded long poll: when nothing can be claimed it waits up to
-// FETCH_LONG_POLL_MS for the scope's tasks version to move (polled every
-// VERSION_POLL_MS, so a job created by another Gantry process wakes it too)
-// and then answers with the version it saw. act_runner's fetch timeout is 5 s,
-// so the bound stays well below it.
+// FetchTask is a bounded long poll: when nothing can be claimed it waits for
+// the scope's tasks version to move (polled every VERSION_POLL_MS, so a job
+// created by another Gantry process wakes it too) and then answers with the
+// version it saw. It waits until shortly before the runner's own deadline
+// (Connect-Timeout-Ms; forgejo-runner's fetch_timeout is 5 s), or
+// FETCH_LONG_POLL_MS when the runner sent none.
+//
+// An idle FetchTask touches the database as little as possible: the runner
+// comes from RunnerIdentityCache, its liveness is written at most every
+// LIVENESS_WRITE_SEC, the tasks version comes from the watch's last read
+// (at most VERSION_POLL_MS old), and a runner whose last claim at this
+// version found nothing does not claim again (nothingFor).
 import { parse as parseYaml } from 'yaml';
 import type { Clock } from '../../modules/clock.ts';
+import { AppError } from '../../modules/errors.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { lockRun } from '../../models/action-runs.ts';
 import { isRetryableError } from '../../models/database.ts';
 import type { Db, Tx } from '../../models/database.ts';
-import {
-  bumpTasksVersionsForRepo,
-  findRunnerByUuid,
-  tasksVersion,
-  touchRunner,
-  updateRunnerDeclaration,
-} from '../../models/runners.ts';
+import { bumpTasksVersionsForRepo, touchRunner, updateRunnerDeclaration } from '../../models/runners.ts';
 import type { Runner } from '../../models/runners.ts';
 import type { ScopeColumns } from '../../modules/scope.ts';
 import {
+  anyClaimable,
   claimJob,
   findJobById,
   findTasksByRequestKey,
   insertTaskSteps,
-  lockFirstClaimable,
+  findFirstClaimable,
   lockRunnerForClaim,
   releaseClaim,
   replaceTaskToken,
   runnerHasAnyTask,
-  waitingJobsPage,
 } from '../../models/task-claims.ts';
 import type { ClaimedJob, ClaimRequestKey } from '../../models/task-claims.ts';
 import type { DomainEvents } from '../events.ts';
@@ -43,6 +45,7 @@ import type { SecretService } from './secrets.ts';
 import { TaskPayloadBuilder } from './task-payload.ts';
 import type { RuntimeTokens } from './runtime-tokens.ts';
 import type { TaskPayload } from './task-payload.ts';
+import { RunnerIdentityCache } from './runner-identity-cache.ts';
 import { TasksVersionWatch } from './tasks-version-watch.ts';
 import type { VariableService } from './variables.ts';
 
@@ -52,6 +55,20 @@ export type { TaskNeedPayload, TaskPayload } from './task-payload.ts';
 export const FETCH_LONG_POLL_MS = 3000;
 /** How often a waiting FetchTask re-reads the tasks version (wake-ups across processes). */
 export const VERSION_POLL_MS = 250;
+/**
+ * The longest a FetchTask is held when the runner's deadline allows it.
+ * forgejo-runner and act_runner send their fetch_timeout (5 s by default),
+ * so a stock runner is held 4.5 s; a longer hold saves little more and ties
+ * up a connection of every idle runner (and of any client that sends a huge
+ * Connect-Timeout-Ms) for as long.
+ */
+export const MAX_LONG_POLL_MS = 5_000;
+/** A held FetchTask woken with less than this left before the runner's deadline answers instead of claiming. */
+const LATE_CLAIM_MS = 1000;
+/** A runner's "nothing to claim at this version" is trusted this long at most (a safety net, see nothingFor). */
+const NOTHING_MEMO_MS = 60_000;
+/** A runner's last_online is written when what is stored is this much older (its status goes offline after 60 s). */
+export const LIVENESS_WRITE_SEC = 10;
 /** Upper bound on Forgejo's task_capacity: more tasks than this are never handed out in one answer. */
 export const MAX_TASKS_PER_FETCH = 32;
 /**
@@ -64,8 +81,6 @@ export const MAX_TASKS_PER_FETCH = 32;
  * by a restart of Gantry or of a proxy arrives well within it.
  */
 export const REQUEST_KEY_TTL_SEC = 10 * 60;
-/** Waiting jobs read per page while looking for one the runner's labels match. */
-const CANDIDATE_PAGE = 200;
 /** PostgreSQL deadlock/serialization failures and SQLite lock contention are retried this often. */
 const MAX_CLAIM_ATTEMPTS = 5;
 
@@ -101,15 +116,16 @@ export interface RunnerProtocolOptions {
   longPollMs?: number;
   /** Signs the runtime token put in each task's context (artifacts). */
   runtimeTokens?: RuntimeTokens;
+  /** The process's runner cache, shared with the runners API (which drops what it deletes); one of its own otherwise. */
+  identities?: RunnerIdentityCache;
+}
+
+function labelsKey(runner: Runner): string {
+  return JSON.stringify(runner.labels ?? []);
 }
 
 function scopeOf(runner: Runner): ScopeColumns {
   return { ownerId: runner.ownerId, repoId: runner.repoId };
-}
-
-/** runs-on ⊆ the runner's labels, exact strings (Forgejo's CanMatchLabels). */
-function canRun(runsOn: readonly string[], labels: ReadonlySet<string>): boolean {
-  return runsOn.every((label) => labels.has(label));
 }
 
 /**
@@ -149,6 +165,16 @@ export class RunnerProtocolService {
   private readonly longPollMs: number;
   /** Last second each runner's liveness was written (online, active): at most one write per second. */
   private readonly touched = new Map<number, { online: number; active: number }>();
+  private readonly identities: RunnerIdentityCache;
+  /**
+   * Runners whose last claim found nothing, with the scope's tasks version it
+   * was made at and their labels then. A job only becomes claimable by a
+   * bump of its scopes' versions (run-creator.ts, run-progress.ts,
+   * run-control.ts, release below), so while the version is unchanged a
+   * FetchTask of such a runner skips the claim transaction and just waits.
+   * NOTHING_MEMO_MS bounds how long one is trusted anyway.
+   */
+  private readonly nothingFor = new Map<number, { version: number; labels: string; at: number }>();
   /**
    * (runner, request key) pairs a call of this process is serving: a second
    * call with the same key is refused while the first runs, as Forgejo's
@@ -170,38 +196,62 @@ export class RunnerProtocolService {
   ) {
     this.payloads = new TaskPayloadBuilder(db, secrets, variables, rootUrl, options.runtimeTokens ?? null);
     this.longPollMs = options.longPollMs ?? FETCH_LONG_POLL_MS;
+    this.identities = options.identities ?? new RunnerIdentityCache(db);
     this.watch = new TasksVersionWatch(db, VERSION_POLL_MS);
-    // The run is recorded inside its (not yet committed) transaction: look a
-    // little later; the periodic tick catches a slower commit.
+    // The run is recorded inside its (not yet committed) transaction: look as
+    // soon as this tick is over (on SQLite the read queues behind the commit
+    // on the one connection), and again a little later for PostgreSQL, whose
+    // commit may land after that first look; the periodic tick catches a
+    // slower commit.
     events.subscribe(async (_tx, event) => {
-      if (event.type === 'actions.run.created') setTimeout(() => this.watch.poke(), 25).unref();
+      if (event.type !== 'actions.run.created') return;
+      setImmediate(() => this.watch.poke());
+      setTimeout(() => this.watch.poke(), 25).unref();
     });
   }
 
   /**
    * The runner named by the x-runner-uuid/x-runner-token headers, or null.
-   * Records that it is online (and active, for task reports).
+   * Records that it is online (and active, for task reports), writing the
+   * row only when what is stored is older than LIVENESS_WRITE_SEC (online)
+   * or a second (active): the runner's status reads minutes and tens of
+   * seconds, and a write per poll is what kept Gitea's database busy
+   * (go-gitea/gitea PR 38150). The runner comes from the identity cache
+   * (runner-identity-cache.ts states how stale it may be).
    */
   async authenticate(uuid: string, token: string, active: boolean): Promise<Runner | null> {
     if (uuid === '' || token === '') return null;
-    const runner = await findRunnerByUuid(this.db, uuid);
-    if (runner === null || !digestsEqual(runner.tokenHash, hashToken(token))) return null;
+    const cached = await this.identities.find(uuid);
+    if (cached === null || !digestsEqual(cached.tokenHash, hashToken(token))) return null;
+    // A copy: the cached object is shared by concurrent calls.
+    const runner = { ...cached };
     const now = this.clock.nowSec();
-    const last = this.touched.get(runner.id);
-    if (last === undefined || (active ? last.active !== now : last.online !== now)) {
-      await touchRunner(this.db, runner.id, now, active);
-      this.touched.set(runner.id, { online: now, active: active ? now : (last?.active ?? 0) });
-      if (this.touched.size > 10_000)
-        for (const [id, seen] of this.touched) if (seen.online < now - 120) this.touched.delete(id);
-      runner.lastOnline = now;
-      if (active) runner.lastActive = now;
+    let last = this.touched.get(runner.id);
+    if (last === undefined) {
+      last = { online: runner.lastOnline, active: runner.lastActive };
+      this.touched.set(runner.id, last);
+      if (this.touched.size > 50_000) this.touched.clear();
     }
+    const staleOnline = now - last.online >= LIVENESS_WRITE_SEC || now < last.online;
+    const staleActive = active && (now - last.active >= 1 || now < last.active);
+    if (staleOnline || staleActive) {
+      await touchRunner(this.db, runner.id, now, active);
+      last.online = now;
+      if (active) last.active = now;
+    }
+    runner.lastOnline = last.online;
+    runner.lastActive = last.active;
     return runner;
   }
 
   /** Declare: the runner's labels and version as it starts polling. */
   async declare(runner: Runner, version: string, labels: readonly string[]): Promise<Runner> {
-    return updateRunnerDeclaration(this.db, runner.id, version, labels, this.clock.nowSec());
+    const declared = await updateRunnerDeclaration(this.db, runner.id, version, labels, this.clock.nowSec());
+    // Its next call must see the new labels here at once (other processes: within the cache's check interval).
+    this.identities.forget(runner.uuid);
+    // Deleted by another process since this one cached it: the answer it will give within the check interval anyway.
+    if (declared === null) throw AppError.unauthorized('unregistered runner');
+    return declared;
   }
 
   /** FetchTask and FetchSingleTask. */
@@ -220,10 +270,13 @@ export class RunnerProtocolService {
         if (recovered.length > 0) return { tasks: recovered, tasksVersion: 0 };
       }
       const scope = scopeOf(runner);
-      let latest = await tasksVersion(this.db, scope, this.clock.nowSec());
+      let latest = await this.watch.current(scope, this.clock.nowSec());
       const capacity = Math.min(Math.max(Math.trunc(request.capacity ?? 1), 1), MAX_TASKS_PER_FETCH);
       // Real time, not the injectable clock: this bounds how long a request is held.
-      const deadline = Date.now() + Math.min(this.longPollMs, request.maxWaitMs ?? Infinity);
+      const deadline = Date.now() + this.holdMs(request);
+      // The newest version this call has searched (at first what the runner saw).
+      let searched = request.tasksVersion;
+      let woken = false;
       if (request.tasksVersion === latest && key === null) {
         // Nothing changed since the runner last looked, so there is nothing to
         // search for yet: hold the request until a job appears or the bound
@@ -231,10 +284,20 @@ export class RunnerProtocolService {
         const next = await this.watch.waitForChange(scope, latest, deadline - Date.now(), request.signal);
         if (next === null) return { tasks: [], tasksVersion: latest };
         latest = next;
+        woken = true;
       }
       for (;;) {
-        const tasks = await this.claimTasks(runner, capacity, request, key);
+        // Woken too close to the runner's deadline for a claim to be sure to
+        // reach it: answer at once with the version searched last, so the
+        // runner's next call (with a whole deadline) searches the new one.
+        if (woken && request.maxWaitMs !== undefined && deadline - Date.now() < LATE_CLAIM_MS)
+          return { tasks: [], tasksVersion: searched };
+        const tasks = this.nothingClaimable(runner, latest)
+          ? []
+          : await this.claimTasks(runner, capacity, request, key, latest);
         if (tasks.length > 0) return { tasks, tasksVersion: latest };
+        searched = latest;
+        woken = true;
         const remaining = deadline - Date.now();
         if (remaining <= 0 || request.signal?.aborted) return { tasks: [], tasksVersion: latest };
         const next = await this.watch.waitForChange(scope, latest, remaining, request.signal);
@@ -244,6 +307,26 @@ export class RunnerProtocolService {
     } finally {
       if (inFlight !== null) this.keysInFlight.delete(inFlight);
     }
+  }
+
+  /**
+   * How long a FetchTask may be held: close to the runner's own deadline
+   * when it sent one (forgejo-runner and act_runner send their fetch_timeout,
+   * 5 s by default, as Connect-Timeout-Ms), so an idle fleet asks as seldom
+   * as its runners allow; the fixed long poll otherwise.
+   */
+  private holdMs(request: FetchTasksRequest): number {
+    return request.maxWaitMs === undefined ? this.longPollMs : Math.min(request.maxWaitMs, MAX_LONG_POLL_MS);
+  }
+
+  /** True when the runner's last claim, at this tasks version and with these labels, found nothing. */
+  private nothingClaimable(runner: Runner, version: number): boolean {
+    const memo = this.nothingFor.get(runner.id);
+    if (memo === undefined) return false;
+    if (memo.version === version && memo.labels === labelsKey(runner) && Date.now() - memo.at < NOTHING_MEMO_MS)
+      return true;
+    this.nothingFor.delete(runner.id);
+    return false;
   }
 
   /** Ends every waiting FetchTask now (the server is closing). */
@@ -256,6 +339,8 @@ export class RunnerProtocolService {
     capacity: number,
     request: FetchTasksRequest,
     key: string | null,
+    /** The scope's tasks version read before this claim. */
+    version: number,
   ): Promise<TaskPayload[]> {
     // A runner that already gave up (its fetch timed out while the server was
     // busy) must not be handed work: let pending socket events land first.
@@ -263,7 +348,18 @@ export class RunnerProtocolService {
     const claims = await this.claimBatch(runner, capacity, request.handle, key);
     // Another process served this key meanwhile (the runner retried there while we waited for its lock).
     if (claims === 'claimed under the key' && key !== null) return this.recover(runner, key);
-    if (claims === 'claimed under the key' || claims.length === 0) return [];
+    // Rows in reach are held by other claims: not a "nothing" to remember.
+    if (claims === 'claimed under the key' || claims === 'busy') return [];
+    if (claims.length === 0) {
+      // Nothing in scope fits at `version` (read before the claim, so any job
+      // that became waiting since has moved the version on). A handle
+      // narrowed the search, so its "nothing" says nothing about the rest.
+      if (request.handle === undefined) {
+        this.nothingFor.set(runner.id, { version, labels: labelsKey(runner), at: Date.now() });
+        if (this.nothingFor.size > 50_000) this.nothingFor.clear();
+      }
+      return [];
+    }
     let tasks: TaskPayload[];
     try {
       tasks = [];
@@ -306,7 +402,7 @@ export class RunnerProtocolService {
     capacity: number,
     handle: string | undefined,
     key: string | null,
-  ): Promise<Claim[] | 'claimed under the key'> {
+  ): Promise<Claim[] | 'claimed under the key' | 'busy'> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await this.db.transaction().execute(async (tx) => {
@@ -324,6 +420,9 @@ export class RunnerProtocolService {
             if (claim === null) break;
             claims.push(claim);
           }
+          // Nothing free, but rows other claims hold may still come back (a claim that rolls back).
+          if (claims.length === 0 && (await anyClaimable(tx, scopeOf(runner), runner.labels ?? [], handle)))
+            return 'busy' as const;
           return claims;
         });
       } catch (error) {
@@ -341,37 +440,29 @@ export class RunnerProtocolService {
     requestKey: ClaimRequestKey | null,
     now: number,
   ): Promise<Claim | null> {
-    const labels = new Set(runner.labels ?? []);
+    const labels = runner.labels ?? [];
     const scope = scopeOf(runner);
-    let afterId = 0;
-    for (;;) {
-      const page = await waitingJobsPage(tx, scope, afterId, CANDIDATE_PAGE, handle);
-      const last = page[page.length - 1];
-      if (last === undefined) return null;
-      afterId = last.id;
-      let ids = page.filter((candidate) => canRun(candidate.runsOn, labels)).map((candidate) => candidate.id);
-      while (ids.length > 0) {
-        const job = await lockFirstClaimable(tx, ids);
-        if (job === null) break;
-        // Lower ids were taken or are being taken by someone else.
-        ids = ids.filter((id) => id > job.id);
-        const token = generateTokenString();
-        const claimed = await claimJob(
-          tx,
-          job,
-          runner.id,
-          { hash: hashToken(token), lastEight: token.slice(-8) },
-          now,
-          requestKey,
-        );
-        if (claimed === null) continue;
-        await insertTaskSteps(tx, claimed.taskId, job.repoId, stepNamesOf(job.workflowPayload), now);
-        await lockRun(tx, job.runId);
-        await this.runProgress.settle(tx, job.runId, [job.id]);
-        return { claimed, token };
-      }
-      if (page.length < CANDIDATE_PAGE) return null;
+    // The pick is locked (PostgreSQL) or under the write lock (SQLite), so
+    // the conditional update in claimJob cannot lose; the loop only guards
+    // against a database that would let it.
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const job = await findFirstClaimable(tx, scope, labels, handle);
+      if (job === null) return null;
+      const token = generateTokenString();
+      const claimed = await claimJob(
+        tx,
+        job,
+        runner.id,
+        { hash: hashToken(token), lastEight: token.slice(-8) },
+        now,
+        requestKey,
+      );
+      if (claimed === null) continue;
+      await insertTaskSteps(tx, claimed.taskId, job.repoId, stepNamesOf(job.workflowPayload), now);
+      await this.runProgress.settle(tx, job.runId, [job.id]);
+      return { claimed, token };
     }
+    return null;
   }
 
   /** Puts claimed jobs back in the queue and wakes the runners of their scopes. */

@@ -28,6 +28,7 @@ import type { Runner } from '../../models/runners.ts';
 import { INSTANCE_SCOPE, scopeColumns } from '../../modules/scope.ts';
 import type { Scope, ScopeColumns } from '../../modules/scope.ts';
 import type { EncryptedColumn } from '../key-rotation.ts';
+import type { RunnerIdentityCache } from './runner-identity-cache.ts';
 
 // Where a runners API request stands: its own scope holds the runners it
 // registers and may delete (the scope's columns); it also sees the runners of
@@ -158,6 +159,8 @@ export class RunnerService {
     readonly db: Db,
     readonly clock: Clock,
     readonly keys: KeyRing,
+    /** The authenticated runners this process caches: a deletion here is seen here at once. */
+    private readonly identities?: RunnerIdentityCache,
   ) {}
 
   /**
@@ -247,6 +250,7 @@ export class RunnerService {
     const runner = await this.get(scope, id);
     if (!editable(scope, runner)) throw AppError.notFoundMessage('No permission to delete this runner');
     await deleteRunner(this.db, runner.id);
+    this.identities?.forget(runner.uuid);
   }
 
   /** The runner's status now (injected clock). */

@@ -1,8 +1,14 @@
 // Wakes long-polling FetchTask calls when their scope's tasks version moves,
 // whichever Gantry process created the job: one timer polls the versions
 // that someone waits for; `poke` checks at once when this process created a run.
+// It also answers `current` from its last read of a scope when that read is
+// younger than the poll interval, so a fleet of runners starting their polls
+// costs one version read per scope and interval, not one per poll. A version
+// read that old is safe to act on: the claim that follows reads the jobs
+// themselves, and a waiter seeing an older version than the database's is
+// woken by the next check.
 import type { Db } from '../../models/database.ts';
-import { readTasksVersion } from '../../models/runners.ts';
+import { readTasksVersion, tasksVersion } from '../../models/runners.ts';
 import type { ScopeColumns } from '../../modules/scope.ts';
 
 function scopeKey(scope: ScopeColumns): string {
@@ -25,6 +31,10 @@ export class TasksVersionWatch {
   private timer: NodeJS.Timeout | null = null;
   private checking = false;
   private checkAgain = false;
+  /** The last version read per scope, and when (Date.now()). */
+  private readonly known = new Map<string, { version: number; at: number }>();
+  /** Reads under way, shared by the calls that arrive meanwhile. */
+  private readonly reading = new Map<string, Promise<number>>();
 
   constructor(
     private readonly db: Db,
@@ -57,12 +67,44 @@ export class TasksVersionWatch {
     });
   }
 
+  /** The scope's tasks version (created at 1 when missing), from the last read when it is younger than the interval. */
+  async current(scope: ScopeColumns, nowSec: number): Promise<number> {
+    const key = scopeKey(scope);
+    const known = this.known.get(key);
+    if (known !== undefined && Date.now() - known.at < this.intervalMs) return known.version;
+    let pending = this.reading.get(key);
+    if (pending === undefined) {
+      const at = Date.now();
+      pending = tasksVersion(this.db, scope, nowSec).then(
+        (version) => {
+          this.reading.delete(key);
+          this.remember(key, version, at);
+          return version;
+        },
+        (error: unknown) => {
+          this.reading.delete(key);
+          throw error;
+        },
+      );
+      this.reading.set(key, pending);
+    }
+    return pending;
+  }
+
   poke(): void {
     if (this.waiters.size > 0) void this.check();
   }
 
   interruptAll(): void {
     for (const waiter of [...this.waiters]) waiter.settle(null);
+  }
+
+  private remember(key: string, version: number, at: number): void {
+    const known = this.known.get(key);
+    // A read that started earlier must not replace a newer one.
+    if (known !== undefined && known.at > at) return;
+    this.known.set(key, { version, at });
+    if (this.known.size > 10_000) this.known.clear();
   }
 
   private stopTimer(): void {
@@ -93,6 +135,7 @@ export class TasksVersionWatch {
           } catch {
             continue; // The database hiccupped: the next tick tries again, the waiter's bound still holds.
           }
+          this.remember(scopeKey(first.scope), version, Date.now());
           for (const waiter of waiters) if (waiter.seen !== version) waiter.settle(version);
         }
       } while (this.checkAgain);

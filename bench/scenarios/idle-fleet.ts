@@ -1,0 +1,215 @@
+// Issue 18's large idle fleet: 5,000 registered runners long-polling a
+// `gantry web` child process that has no work for them, for 60 s (or
+// GANTRY_BENCH_DURATION seconds when that is set). Reported: the child's CPU
+// share of one core over that window (its utime + stime from /proc, against
+// wall time; target ≤ 10 %) and its RSS at the end (target ≤ 300 MB). The
+// runner clients live in this process, so their own CPU is not counted.
+// Every client fetches as forgejo-runner does, with its default fetch_timeout
+// of 5 s as the call's deadline (Connect-Timeout-Ms); a fetch that runs out
+// of it is asked again, as the runner does. SQLite by default;
+// GANTRY_BENCH_DB=postgres for PostgreSQL (its own processes not counted).
+import { setMaxListeners } from 'node:events';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Code, ConnectError } from '@connectrpc/connect';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.ts';
+import { createDeps } from '../../src/deps.ts';
+import { freePort } from '../../test/support/free-port.ts';
+import { GantryChild } from '../../test/support/gantry-child.ts';
+import { createRunnerClient } from '../../test/support/runner-client.ts';
+import type { RunnerClient, RunnerCredentials } from '../../test/support/runner-client.ts';
+import { readProcessMemory } from '../lib/process-memory.ts';
+import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
+
+const RUNNERS = 5_000;
+const DEFAULT_WINDOW_SEC = 60;
+/** forgejo-runner's default fetch_timeout. */
+const FETCH_TIMEOUT_MS = 5_000;
+/** forgejo-runner's default fetch_interval. */
+const FETCH_INTERVAL_MS = 2_000;
+/** Clients start spread over this long, then run this long before the window opens. */
+const RAMP_MS = 10_000;
+const MB = 1024 * 1024;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Seconds of CPU (user + system) the process has used so far (Linux /proc). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
+  // The fields after the command name, which may itself hold spaces and parentheses.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return ticks / 100;
+}
+
+function windowSec(): number {
+  const raw = process.env.GANTRY_BENCH_DURATION?.trim();
+  return raw ? Number(raw) : DEFAULT_WINDOW_SEC;
+}
+
+interface Seeded {
+  url: string;
+  env: NodeJS.ProcessEnv;
+  credentials: RunnerCredentials[];
+}
+
+/** A data folder and database with one repository and RUNNERS runners registered to it, made before the server runs. */
+async function seed(ctx: ScenarioContext): Promise<Seeded> {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-bench-fleet-'));
+  ctx.defer(() => fs.rm(dataDir, { recursive: true, force: true }));
+  const databaseUrl = await ctx.databaseUrl();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const settings: Record<string, string> = {
+    GANTRY_DATA_DIR: dataDir,
+    GANTRY_HTTP_ADDR: '127.0.0.1',
+    GANTRY_HTTP_PORT: String(port),
+    GANTRY_ROOT_URL: `${url}/`,
+    GANTRY_LOG_LEVEL: 'warn',
+    // Every runner holds a connection: above the default of 4096, as an operator of such a fleet sets it.
+    GANTRY_HTTP_MAX_CONNECTIONS: String(RUNNERS * 2),
+    ...(databaseUrl ? { GANTRY_DATABASE_URL: databaseUrl } : {}),
+  };
+  const deps = await createDeps(loadConfig(settings), { logger: pino({ level: 'silent' }) });
+  const credentials: RunnerCredentials[] = [];
+  try {
+    const owner = await deps.services.accounts.createUser({
+      username: 'fleet-owner',
+      email: 'fleet-owner@bench.invalid',
+      password: 'bench-password',
+      mustChangePassword: false,
+    });
+    const repo = await deps.services.repos.create(owner, owner, { name: 'fleet' });
+    const scope = { ownerId: 0, repoId: repo.id };
+    for (let i = 0; i < RUNNERS; i += 1) {
+      const { runner, token } = await deps.services.runners.registerRunner(scope, {
+        name: `idle-${i}`,
+        version: 'bench',
+        labels: ['idle-no-work'],
+        ephemeral: false,
+      });
+      credentials.push({ id: runner.id, uuid: runner.uuid, token });
+      if ((i + 1) % 1000 === 0) ctx.log(`registered ${i + 1}/${RUNNERS} runners`);
+    }
+  } finally {
+    await deps.close();
+  }
+  const env: NodeJS.ProcessEnv = { ...process.env, ...settings };
+  if (!databaseUrl) delete env.GANTRY_DATABASE_URL;
+  return { url, env, credentials };
+}
+
+interface PollStats {
+  polls: number;
+  timeouts: number;
+  /** Calls whose connection was closed under them. */
+  dropped: number;
+  tasks: number;
+  errors: number;
+  firstError: unknown;
+}
+
+async function pollLoop(client: RunnerClient, signal: AbortSignal, stats: PollStats): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      const res = await client.runner.fetchTask({ tasksVersion: 0n }, { signal, timeoutMs: FETCH_TIMEOUT_MS });
+      stats.polls += 1;
+      if (res.task !== undefined) stats.tasks += 1;
+    } catch (error) {
+      if (signal.aborted || (error instanceof ConnectError && error.code === Code.Canceled)) return;
+      if (error instanceof ConnectError && error.code === Code.DeadlineExceeded) {
+        stats.timeouts += 1;
+        // forgejo-runner fetches at most once per fetch_interval (2 s) after a failed fetch.
+        await sleep(FETCH_INTERVAL_MS);
+        continue;
+      }
+      // A kept-alive connection the server closed as the client reused it (EPIPE, ECONNRESET):
+      // the runner asks again; counted, as a sign of a server shedding connections.
+      if (error instanceof ConnectError && /EPIPE|ECONNRESET|socket hang up/.test(error.message)) {
+        stats.dropped += 1;
+        await sleep(1000);
+        continue;
+      }
+      stats.errors += 1;
+      stats.firstError ??= error;
+      await sleep(1000);
+    }
+  }
+}
+
+export const idleFleet: Scenario = {
+  name: 'idle-fleet',
+  description: `CPU share and RSS of a gantry web process holding ${RUNNERS.toLocaleString('en-US')} idle long-polling runners`,
+  async run(ctx) {
+    const seconds = windowSec();
+    if (!Number.isFinite(seconds) || seconds < 1) throw new Error('GANTRY_BENCH_DURATION must be ≥ 1');
+    const { url, env, credentials } = await seed(ctx);
+    const server = new GantryChild(url, env);
+    ctx.defer(() => server.kill9());
+    await server.start();
+    const pid = server.pid;
+    if (pid === undefined) throw new Error('gantry web has no pid');
+
+    const controller = new AbortController();
+    setMaxListeners(0, controller.signal);
+    const stats: PollStats = { polls: 0, timeouts: 0, dropped: 0, tasks: 0, errors: 0, firstError: undefined };
+    const spread = RAMP_MS / credentials.length;
+    const loops = credentials.map((c, i) =>
+      sleep(i * spread).then(() => pollLoop(createRunnerClient(url, { credentials: c }), controller.signal, stats)),
+    );
+    let cpuShare: number;
+    let pollsPerSec: number;
+    let rss: number;
+    try {
+      await sleep(RAMP_MS + FETCH_TIMEOUT_MS);
+      ctx.log(`measuring gantry web's CPU with ${RUNNERS} idle long-polling runners for ${seconds} s…`);
+      const polls = stats.polls + stats.timeouts;
+      const cpuBefore = await cpuSeconds(pid);
+      const started = performance.now();
+      await sleep(seconds * 1000);
+      const cpu = (await cpuSeconds(pid)) - cpuBefore;
+      const wall = (performance.now() - started) / 1000;
+      cpuShare = (cpu / wall) * 100;
+      pollsPerSec = (stats.polls + stats.timeouts - polls) / wall;
+      rss = (await readProcessMemory(pid)).rss;
+    } finally {
+      controller.abort();
+      await Promise.all(loops);
+    }
+    if (stats.errors > 0) throw new Error(`${stats.errors} failed fetches, the first: ${String(stats.firstError)}`);
+    if (stats.tasks > 0) throw new Error(`idle runners received ${stats.tasks} tasks`);
+    ctx.log(
+      `${cpuShare.toFixed(1)} % of one core, RSS ${(rss / MB).toFixed(0)} MB, ${Math.round(pollsPerSec)} polls/s, ${stats.timeouts} fetches past their deadline, ${stats.dropped} on a closed connection`,
+    );
+    const code = await server.stop();
+    if (code !== 0) throw new Error(`gantry web exited with ${code} on SIGTERM:\n${server.tail()}`);
+    const metrics: Metric[] = [
+      {
+        metric: `gantry web CPU % of a core, ${RUNNERS} idle long-polling runners (${seconds} s)`,
+        value: cpuShare,
+        baseline: null,
+        ratio: null,
+        target: { of: 'value', kind: 'atMost', threshold: 10 },
+        decimals: 1,
+      },
+      {
+        metric: `gantry web RSS (MB), ${RUNNERS} idle long-polling runners`,
+        value: rss / MB,
+        baseline: null,
+        ratio: null,
+        target: { of: 'value', kind: 'atMost', threshold: 300 },
+        decimals: 0,
+      },
+      {
+        metric: 'idle polls/s answered (or timed out)',
+        value: pollsPerSec,
+        baseline: null,
+        ratio: null,
+        target: null,
+        decimals: 0,
+      },
+    ];
+    return metrics;
+  },
+};

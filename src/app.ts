@@ -10,6 +10,7 @@ import addFormats from 'ajv-formats';
 import type { Deps } from './deps.ts';
 import { installAuthHook } from './http/auth-hook.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
+import { installUnreadBodyDrain } from './http/unread-bodies.ts';
 import { hasNulParam, installBodyParsers, queryParameterWithNul } from './http/body-parsers.ts';
 import { AppError } from './modules/errors.ts';
 import { frameworkErrorHandler, installErrorHandlers } from './http/errors.ts';
@@ -112,6 +113,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   installRequestIdHeader(app);
   installRequestDeadlines(app, deadlines);
+  installUnreadBodyDrain(app);
   decorateRequests(app);
   installBodyParsers(app);
   installErrorHandlers(app, config.rootUrl);

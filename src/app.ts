@@ -40,7 +40,7 @@ import { repoRoutes } from './http/api/v1/repos.ts';
 import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
 import { API_CACHE_CONTROL } from './http/api-cache-control.ts';
-import { webConsole } from './http/web/index.ts';
+import { pageNotFound, webConsole } from './http/web/index.ts';
 
 const JSON_TYPE = 'application/json;charset=utf-8';
 /** Longest path segment the router accepts (longer: 414). */
@@ -116,7 +116,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   installUnreadBodyDrain(app);
   decorateRequests(app);
   installBodyParsers(app);
-  installErrorHandlers(app, config.rootUrl);
+  installErrorHandlers(app, config.rootUrl, pageNotFound);
   installMetrics(app, deps);
   installRateLimits(app, deps);
 

@@ -223,16 +223,23 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
       ? clock
       : acceleratedClock(config.testSchedulerClock.anchorMs, config.testSchedulerClock.speed, clock);
   let scheduler: Scheduler | null = null;
-  const schedules = new ScheduleService(db, scheduleClock, catalog, gitRepositories, runCreator, logger, () =>
-    scheduler?.wake(),
+  const schedules = new ScheduleService(
+    db,
+    scheduleClock,
+    catalog,
+    gitRepositories,
+    runCreator,
+    logger,
+    () => scheduler?.wake(),
+    (repo, runId) => runControl.cancel(repo, runId),
   );
   scheduler = new Scheduler(db, scheduleClock, (schedule) => schedules.fire(schedule), {
     onError: (error) => logger.warn({ err: error }, 'the scheduler pass failed; it retries in a second'),
   });
-  const repos = new RepoService(db, clock, gitRepositories, events, (repo) =>
-    // The edit has committed: a failure here leaves the old schedules, which the next push replaces.
-    schedules.syncRepository(repo).catch((error: unknown) => {
-      logger.error({ err: error, repoId: repo.id }, 'could not update the schedules after a repository edit');
+  const repos = new RepoService(db, clock, gitRepositories, events, (before, after) =>
+    // The edit has committed: a failure here leaves the old schedules (the next push replaces them) or runs unfinished.
+    schedules.onRepositoryEdited(before, after).catch((error: unknown) => {
+      logger.error({ err: error, repoId: after.id }, 'could not update the schedules after a repository edit');
     }),
   );
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, schedules, config.rootUrl, logger);

@@ -8,8 +8,11 @@
 // would get; it produces and counts bytes in this process, so its memory is
 // not in the figure. Upload and download each run in a fresh server process.
 // Peak growth is measured as in job-log-download.ts (the kernel's RSS
-// high-water mark, reset just before). GANTRY_BENCH_ARTIFACT_MB changes the
-// size (default 1024).
+// high-water mark, reset just before). Upload growth is mostly the request
+// body's chunks, each a fresh buffer from Node's HTTP parser: V8 collected
+// them only once 32 MB had piled up (growth 33–34 MB); they are now collected
+// every 4 MiB (modules/young-garbage.ts): growth about 10–13 MB.
+// GANTRY_BENCH_ARTIFACT_MB changes the size (default 1024).
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';

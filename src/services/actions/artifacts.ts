@@ -27,6 +27,7 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
 import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
+import { noteReceived } from '../../modules/young-garbage.ts';
 import type { Db } from '../../models/database.ts';
 import {
   ArtifactStatus,
@@ -201,7 +202,12 @@ export class ArtifactService {
     let size: number;
     try {
       const room = await this.roomFor(artifact);
-      size = await this.storage.put(name, body, sizeLimit(room, this.quotaMessage(room)));
+      const limit = sizeLimit(room, this.quotaMessage(room));
+      size = await this.storage.put(name, body, (chunk) => {
+        limit(chunk);
+        // Each chunk is a fresh buffer from the HTTP parser: collected every few MiB, not every 32 MB.
+        noteReceived(chunk.length);
+      });
     } catch (error) {
       if (error instanceof AppError && error.kind === 'too_large') await this.failUpload(artifact);
       throw error;

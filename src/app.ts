@@ -26,6 +26,7 @@ import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
 import { actionsJobRoutes } from './http/api/v1/actions-jobs.ts';
 import { actionsArtifactRoutes } from './http/api/v1/actions-artifacts.ts';
 import { artifactTwirpRoutes } from './http/artifacts/twirp-routes.ts';
+import { artifactPipelineRoutes } from './http/artifacts/pipeline-routes.ts';
 import { actionsRunControlRoutes } from './http/api/v1/actions-run-control.ts';
 import { actionsWorkflowRoutes } from './http/api/v1/actions-workflows.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
@@ -227,6 +228,14 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     useTransferDeadlines(artifacts, deadlines);
     artifactTwirpRoutes(artifacts, services);
   });
+  // The v3 protocol (upload-artifact@v3), at ACTIONS_RUNTIME_URL.
+  await app.register(
+    async (pipeline) => {
+      useTransferDeadlines(pipeline, deadlines);
+      artifactPipelineRoutes(pipeline, services);
+    },
+    { prefix: '/api/actions_pipeline' },
+  );
   // The web console: Forgejo's Actions pages, over the same services and guards.
   await app.register(async (web) => webConsole(web, config, services));
 

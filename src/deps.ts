@@ -67,6 +67,7 @@ import { WebhookRetention } from './services/webhooks/retention.ts';
 import { LocalObjectStorage } from './modules/storage/object-storage.ts';
 import { ArtifactService } from './services/actions/artifacts.ts';
 import { ArtifactRestService } from './services/actions/artifacts-rest.ts';
+import { ArtifactV3Service } from './services/actions/artifacts-v3.ts';
 import { ArtifactRetention } from './services/actions/artifact-retention.ts';
 import { ArtifactUrlSigner } from './services/actions/artifact-urls.ts';
 import { RuntimeTokens } from './services/actions/runtime-tokens.ts';
@@ -245,6 +246,11 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, schedules, config.rootUrl, logger);
   const artifactStorage = new LocalObjectStorage(path.join(config.dataDir, 'actions_artifacts'));
   const runtimeTokens = new RuntimeTokens(db, clock, keys);
+  const artifactLimits = {
+    maxArtifactBytes: config.artifactMaxBytes,
+    maxRunBytes: config.artifactMaxRunBytes,
+    retentionDays: config.artifactRetentionDays,
+  };
   subscribeOwnerDeletion(events, {
     removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId),
     removeRepositoryArtifacts: (repoId) => artifactStorage.removePrefix(String(repoId)),
@@ -285,12 +291,9 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
       artifactStorage,
       runtimeTokens,
       new ArtifactUrlSigner(keys, config.rootUrl),
-      {
-        maxArtifactBytes: config.artifactMaxBytes,
-        maxRunBytes: config.artifactMaxRunBytes,
-        retentionDays: config.artifactRetentionDays,
-      },
+      artifactLimits,
     ),
+    artifactsV3: new ArtifactV3Service(db, clock, artifactStorage, artifactLimits, config.rootUrl),
     artifactsRest: new ArtifactRestService(db, clock, artifactStorage),
     artifactStorage,
     taskReports,

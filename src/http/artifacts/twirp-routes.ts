@@ -26,7 +26,7 @@ const JSON_TYPE = 'application/json;charset=utf-8';
 const MAX_TWIRP_BODY_BYTES = 64 * 1024;
 
 /** Reads a request body up to `max` bytes; 413 past it. */
-async function readBody(body: Readable, max: number): Promise<string> {
+export async function readBody(body: Readable, max: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body.iterator({ destroyOnReturn: false })) {

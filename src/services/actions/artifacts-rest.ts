@@ -6,6 +6,10 @@
 // 404, never 403.
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
+import { pipeline } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { ZipStream } from '../../modules/archive/zip-stream.ts';
+import type { EntryResult } from '../../modules/archive/zip-stream.ts';
 import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
 import { findRunById } from '../../models/action-runs.ts';
 import { ArtifactStatus, findGroupRows, listArtifactGroups, markForDeletion } from '../../models/artifacts.ts';
@@ -69,17 +73,44 @@ export class ArtifactRestService {
     await markForDeletion(this.db, { runId: group.runId, name: group.name }, this.clock.nowSec());
   }
 
-  /** The artifact's zip: a v4 artifact's stored file as it is. 404 unless every row is confirmed. */
-  async openZip(repo: Repository, id: number): Promise<{ name: string; reader: ObjectReader }> {
+  /**
+   * The artifact's zip: a v4 artifact's stored zip as it is; a v3 artifact's
+   * files zipped as they are read (gzip-encoded ones unpacked), as Forgejo's
+   * services/actions/download.go serves them. 404 unless every row is confirmed.
+   */
+  async openZip(repo: Repository, id: number): Promise<ArtifactZip> {
     const { group, rows } = await this.get(repo, id);
     const row = rows[0];
     if (row === undefined || rows.some((r) => r.status !== ArtifactStatus.uploadConfirmed))
       throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
-    try {
-      return { name: group.name, reader: await this.storage.open(`${row.storagePath}/artifact.zip`) };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
-      throw error;
+    if (rows.length === 1 && row.contentEncoding === 'application/zip' && row.path === `${row.name}.zip`) {
+      try {
+        return { name: group.name, reader: await this.storage.open(`${row.storagePath}/artifact.zip`) };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
+        throw error;
+      }
     }
+    // Every file must still be there before the first byte is sent: a missing one is a 404, not a cut zip.
+    for (const file of rows)
+      if ((await this.storage.size(`${file.storagePath}/file`)) === null)
+        throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
+    return { name: group.name, chunks: zipFiles(this.storage, rows, this.clock.nowMs()) };
   }
+}
+
+export type ArtifactZip = { name: string; reader: ObjectReader } | { name: string; chunks: AsyncIterable<Buffer> };
+
+/** The zip of v3 files, entry by entry; a file that cannot be read whole fails the stream (the download is cut). */
+async function* zipFiles(storage: ObjectStorage, files: readonly Artifact[], nowMs: number): AsyncGenerator<Buffer> {
+  const zip = new ZipStream(new Date(nowMs));
+  for (const file of files) {
+    const stored = await storage.read(`${file.storagePath}/file`);
+    const source: AsyncIterable<Buffer> =
+      file.contentEncoding === 'gzip' ? pipeline(stored, createGunzip(), () => {}) : stored;
+    const result: EntryResult = { error: null };
+    yield* zip.entry(file.path, source, result);
+    if (result.error !== null) throw result.error;
+  }
+  yield* zip.finish();
 }

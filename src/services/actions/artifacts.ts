@@ -154,6 +154,10 @@ export class ArtifactService {
       const requested = Math.round((at / 1000 - now) / DAY_SEC);
       if (requested > 0) days = requested;
     }
+    // A name whose files a v3 upload holds in this run cannot become a v4 zip too (artifacts-v3.ts refuses the reverse).
+    const live = await findLiveArtifact(this.db, task.runId, input.name);
+    if (live !== undefined && live.contentEncoding !== 'application/zip')
+      throw AppError.conflict(`Error artifact ${input.name} was uploaded with upload-artifact@v3 in this run`);
     const artifact = await createOrReuseArtifact(
       this.db,
       {

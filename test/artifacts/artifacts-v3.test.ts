@@ -243,6 +243,85 @@ for (const dialect of testDialects()) {
       assert.match(full.stderr, /Artifact storage quota has been hit/);
     });
 
+    test('bad input answers 4xx, never 500; a retried chunk makes one file; retentionDays is kept', async () => {
+      const [, b] = runs;
+      assert.ok(b);
+      const base = `${s.url}${PIPELINE}/${b.id}/artifacts`;
+      const call = async (
+        method: string,
+        url: string,
+        body?: string | Buffer,
+        headers: Record<string, string> = {},
+      ) => {
+        const res = await fetch(url, {
+          method,
+          headers: { authorization: `Bearer ${b.token}`, ...headers },
+          ...(body === undefined ? {} : { body }),
+        });
+        return { status: res.status, text: await res.text() };
+      };
+      for (const body of ['{not json', '[1]', '{"Name":42}', '{"Name":"a/b"}', '{"Name":""}'])
+        assert.equal((await call('POST', base, body)).status, 400, body);
+      const created = await call(
+        'POST',
+        base,
+        JSON.stringify({ Type: 'actions_storage', Name: 'edge', RetentionDays: 1 }),
+      );
+      assert.equal(created.status, 200, created.text);
+      const upload = (JSON.parse(created.text) as { fileContainerResourceUrl: string }).fileContainerResourceUrl;
+      assert.equal(
+        upload,
+        `${s.rootUrl}api/actions_pipeline/_apis/pipelines/workflows/${b.id}/artifacts/${md5Hex('edge')}/upload?retentionDays=1`,
+      );
+      const url = upload.replace(s.rootUrl, `${s.url}/`);
+      const bytes = Buffer.from('hello, v3');
+      const md5 = createHash('md5').update(bytes).digest('base64');
+      const chunk = { 'content-range': `bytes 0-${bytes.length - 1}/${bytes.length}`, 'x-actions-results-md5': md5 };
+      const cases: [string, string, Buffer, Record<string, string>][] = [
+        ['wrong hash', `${base}/${md5Hex('other')}/upload?itemPath=edge/a.txt`, bytes, chunk],
+        ['no file path', `${url}&itemPath=edge`, bytes, chunk],
+        ['climbs out', `${url}&itemPath=edge/../x.txt`, bytes, chunk],
+        ['no Content-Range', `${url}&itemPath=edge/a.txt`, bytes, { 'x-actions-results-md5': md5 }],
+        ['no MD5', `${url}&itemPath=edge/a.txt`, bytes, { 'content-range': chunk['content-range'] }],
+        [
+          'wrong MD5',
+          `${url}&itemPath=edge/a.txt`,
+          bytes,
+          { ...chunk, 'x-actions-results-md5': md5.replace(/^./, 'A') },
+        ],
+        ['longer than its range', `${url}&itemPath=edge/a.txt`, Buffer.concat([bytes, bytes]), chunk],
+        ['shorter than its range', `${url}&itemPath=edge/a.txt`, bytes.subarray(1), chunk],
+        ['brotli', `${url}&itemPath=edge/a.txt`, bytes, { ...chunk, 'content-encoding': 'br' }],
+        ['bad retention', `${base}/${md5Hex('edge')}/upload?retentionDays=soon&itemPath=edge/a.txt`, bytes, chunk],
+      ];
+      for (const [what, target, body, headers] of cases) {
+        const res = await call('PUT', target, body, headers);
+        assert.equal(res.status, 400, `${what}: ${res.text}`);
+      }
+      assert.equal((await call('PATCH', base, '{}')).status, 400, 'no artifactName');
+      assert.equal((await call('GET', `${base}/${md5Hex('x')}/download_url?itemPath=edge`)).status, 400);
+      assert.equal((await call('GET', `${base}/${md5Hex('none')}/download_url?itemPath=none`)).status, 404);
+      for (const id of ['0', 'abc', '99999999999999999999'])
+        assert.equal((await call('GET', `${base}/${id}/download`)).status, 404, id);
+
+      // The same chunk twice (a client's retry), then the finalize: one file of its size.
+      for (let i = 0; i < 2; i += 1)
+        assert.equal((await call('PUT', `${url}&itemPath=edge/a.txt`, bytes, chunk)).status, 200);
+      assert.equal((await call('PATCH', `${base}?artifactName=edge`, '{"Size":9}')).status, 200);
+      const list = await s.api('GET', `/repos/alice/app/actions/runs/${b.id}/artifacts`, { token: alice.token });
+      const [entry] = list.json as { name: string; size_in_bytes: number; created_at: string; expires_at: string }[];
+      assert.ok(entry, list.text);
+      assert.deepEqual([entry.name, entry.size_in_bytes], ['edge', bytes.length]);
+      assert.equal((Date.parse(entry.expires_at) - Date.parse(entry.created_at)) / 86_400_000, 1);
+      // A v4 upload of the same name in this run is refused rather than mixed with the v3 files.
+      const v4 = await fetch(`${s.url}/twirp/github.actions.results.api.v1.ArtifactService/CreateArtifact`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${b.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ workflow_run_backend_id: String(b.id), workflow_job_run_backend_id: '0', name: 'edge' }),
+      });
+      assert.equal(v4.status, 409, await v4.text());
+    });
+
     test('a rerun marks the artifact for deletion as v4 ones are; the clean-up pass removes its files', async () => {
       const [a] = runs;
       assert.ok(a);

@@ -61,6 +61,8 @@ const PAGE = 200;
 /** Bytes of a file's path inside its artifact. */
 const MAX_ITEM_PATH_BYTES = 4096;
 const JOIN_BUFFER_BYTES = 1024 * 1024;
+/** The longest retention an upload may ask for (GANTRY_ARTIFACT_RETENTION_DAYS's own bound). */
+const MAX_RETENTION_DAYS = 36_500;
 
 export const PIPELINE_PREFIX = 'api/actions_pipeline';
 
@@ -180,7 +182,8 @@ export class ArtifactV3Service {
     // 403 is what the client reads as "Artifact storage quota has been hit" here.
     if (room <= 0) throw AppError.forbidden(this.quotaMessage(0));
     const days = Number(input.retentionDays ?? 0);
-    const retention = Number.isSafeInteger(days) && days > 0 ? `?retentionDays=${days}` : '';
+    const retention =
+      Number.isSafeInteger(days) && days > 0 ? `?retentionDays=${Math.min(days, MAX_RETENTION_DAYS)}` : '';
     return `${this.runUrl(task.runId)}/${md5Hex(name)}/upload${retention}`;
   }
 
@@ -193,8 +196,8 @@ export class ArtifactV3Service {
 
   private retentionDays(raw: string | undefined): number {
     if (raw === undefined || raw === '') return this.limits.retentionDays;
-    if (!/^\d{1,5}$/.test(raw) || Number(raw) < 1) throw AppError.invalid('Error parse retention days');
-    return Number(raw);
+    if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1) throw AppError.invalid('Error parse retention days');
+    return Math.min(Number(raw), MAX_RETENTION_DAYS);
   }
 
   /** `PUT …/{md5(name)}/upload?itemPath=…`: one chunk of one file, streamed into storage. */

@@ -39,6 +39,9 @@ const WORKFLOW = [
   '',
 ].join('\n');
 
+const METRICS_TOKEN = 'metrics-token-for-the-v3-test';
+const UPLOAD_ROUTE = '/api/actions_pipeline/_apis/pipelines/workflows/:run_id/artifacts/:hash/upload';
+
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 const md5Hex = (text: string) => createHash('md5').update(text).digest('hex');
 const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
@@ -68,13 +71,30 @@ for (const dialect of testDialects()) {
 
     const client = (run: { id: number; token: string }, command: ArtifactV1Command): Promise<ChildOutcome> =>
       runArtifactClientV1({ runtimeToken: run.token, instanceUrl: s.url, runId: run.id, workspace: scratch }, command);
+    /** Chunks the server took (PUTs of the upload route answered 200), from its request metrics. */
+    const chunksTaken = async (): Promise<number> => {
+      const res = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+      const line = (await res.text())
+        .split('\n')
+        .find(
+          (l) =>
+            l.startsWith('gantry_http_requests_total{') &&
+            l.includes('method="PUT"') &&
+            l.includes(`route="${UPLOAD_ROUTE}"`) &&
+            l.includes('status="200"'),
+        );
+      return line === undefined ? 0 : Number(line.split(' ').at(-1));
+    };
     const bearerGet = async (url: string, token: string) => {
       const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
       return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
     };
 
     before(async () => {
-      s = await startTestServer(dialect, { GANTRY_ARTIFACT_MAX_RUN_SIZE: String(MAX_RUN_BYTES) });
+      s = await startTestServer(dialect, {
+        GANTRY_ARTIFACT_MAX_RUN_SIZE: String(MAX_RUN_BYTES),
+        GANTRY_METRICS_TOKEN: METRICS_TOKEN,
+      });
       alice = await s.createUser('alice');
       assert.equal(
         (await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: true } })).status,
@@ -138,6 +158,21 @@ for (const dialect of testDialects()) {
       assert.deepEqual(result.failedItems, [], uploaded.stdout);
       assert.equal(result.artifactItems.length, files.size);
       assert.match(uploaded.stdout, /All files have been successfully uploaded/);
+      // What the client chose (its ::debug:: lines): the random file as is, both texts gzip-packed.
+      assert.match(
+        uploaded.stdout,
+        /big\.bin did not help with reducing the size of the file\. The original file will be uploaded as-is/,
+      );
+      assert.match(
+        uploaded.stdout,
+        /build\.log is smaller than the original file\. The file will be uploaded using gzip/,
+      );
+      assert.match(
+        uploaded.stdout,
+        /summary\.txt helped with reducing the size of the original file\. The file will be uploaded using gzip/,
+      );
+      // 12 MB in 8 MiB chunks: two PUTs for big.bin, one for each other file.
+      assert.equal(await chunksTaken(), 2 + 3);
 
       const into = path.join(scratch, 'download');
       const downloaded = await client(a, { op: 'download', name: 'build-output', path: into });

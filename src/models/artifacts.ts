@@ -348,18 +348,57 @@ export async function listArtifactGroups(
   };
 }
 
-/** Every row of the (run, name) group `id` belongs to, whatever their status. */
-export async function findGroupRows(db: Queryable, repoId: number, id: number): Promise<Artifact[]> {
+/** A REST artifact (a group of visible rows) with what serving it needs to know. */
+export interface GroupSummary {
+  group: ArtifactGroup;
+  /** Visible rows of the group. */
+  rows: number;
+  /** Whether every visible row is confirmed (none expired). */
+  allConfirmed: boolean;
+  /** The group's first row (a v4 artifact's only one). */
+  first: Artifact;
+}
+
+/**
+ * The visible group whose smallest row id is `id`, summed up in SQL (a v3
+ * artifact may have many files); undefined when `id` names no such group of
+ * the repository.
+ */
+export async function summarizeGroup(db: Queryable, repoId: number, id: number): Promise<GroupSummary | undefined> {
   const first = await findArtifactById(db, id);
-  if (first === undefined || first.repoId !== repoId) return [];
-  const rows = await db
+  if (first === undefined || first.repoId !== repoId) return undefined;
+  const row = await db
     .selectFrom('action_artifact')
-    .selectAll()
+    .select([
+      sql<number>`min(id)`.as('id'),
+      sql<number>`count(*)`.as('rows'),
+      sql<number>`cast(sum(file_size) as bigint)`.as('size'),
+      sql<number>`sum(case when status = ${ArtifactStatus.uploadConfirmed} then 0 else 1 end)`.as('unconfirmed'),
+      sql<number>`min(created)`.as('created'),
+      sql<number>`max(updated)`.as('updated'),
+      sql<number>`max(expired_unix)`.as('expired_unix'),
+    ])
     .where('run_id', '=', first.runId)
     .where('artifact_name', '=', first.name)
-    .orderBy('id')
-    .execute();
-  return rows.map(fromRow);
+    .where('status', 'in', VISIBLE)
+    .executeTakeFirst();
+  if (row === undefined || Number(row.rows) === 0 || Number(row.id) !== id) return undefined;
+  const unconfirmed = Number(row.unconfirmed);
+  return {
+    group: {
+      id,
+      runId: first.runId,
+      name: first.name,
+      size: Number(row.size),
+      expired: unconfirmed > 0,
+      created: Number(row.created),
+      updated: Number(row.updated),
+      expiredUnix: Number(row.expired_unix),
+    },
+    rows: Number(row.rows),
+    allConfirmed: unconfirmed === 0,
+    first,
+  };
 }
 
 /** Up to `limit` ids of rows whose files are due to go: live (confirmed, or an abandoned upload) past expiry, or marked for deletion. */

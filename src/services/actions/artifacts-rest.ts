@@ -12,12 +12,15 @@ import { ZipStream } from '../../modules/archive/zip-stream.ts';
 import type { EntryResult } from '../../modules/archive/zip-stream.ts';
 import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
 import { findRunById } from '../../models/action-runs.ts';
-import { ArtifactStatus, findGroupRows, listArtifactGroups, markForDeletion } from '../../models/artifacts.ts';
-import type { Artifact, ArtifactGroup } from '../../models/artifacts.ts';
+import { ArtifactStatus, listArtifactGroups, markForDeletion, summarizeGroup } from '../../models/artifacts.ts';
+import type { Artifact, ArtifactGroup, GroupSummary } from '../../models/artifacts.ts';
+import { pageFilesOfArtifact } from '../../models/artifact-files.ts';
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 
 const ARTIFACT_NOT_FOUND = 'artifact not found';
+/** Files of a v3 artifact read per page when it is zipped. */
+const FILE_PAGE = 200;
 
 export interface ArtifactPage {
   groups: ArtifactGroup[];
@@ -44,27 +47,11 @@ export class ArtifactRestService {
     return listArtifactGroups(this.db, repo.id, filter, page);
   }
 
-  /** The visible group `id` names, with its rows. */
-  async get(repo: Repository, id: number): Promise<{ group: ArtifactGroup; rows: Artifact[] }> {
-    const rows = await findGroupRows(this.db, repo.id, id);
-    const visible = rows.filter(
-      (row) => row.status === ArtifactStatus.uploadConfirmed || row.status === ArtifactStatus.expired,
-    );
-    const first = visible[0];
-    if (first === undefined || first.id !== id) throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
-    return {
-      group: {
-        id: first.id,
-        runId: first.runId,
-        name: first.name,
-        size: visible.reduce((sum, row) => sum + row.fileSize, 0),
-        expired: visible.some((row) => row.status === ArtifactStatus.expired),
-        created: Math.min(...visible.map((row) => row.created)),
-        updated: Math.max(...visible.map((row) => row.updated)),
-        expiredUnix: Math.max(...visible.map((row) => row.expiredUnix)),
-      },
-      rows: visible,
-    };
+  /** The visible group `id` names. */
+  async get(repo: Repository, id: number): Promise<GroupSummary> {
+    const summary = await summarizeGroup(this.db, repo.id, id);
+    if (summary === undefined) throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
+    return summary;
   }
 
   /** Marks every row of the group for deletion; the files go with the next retention pass. */
@@ -79,32 +66,46 @@ export class ArtifactRestService {
    * services/actions/download.go serves them. 404 unless every row is confirmed.
    */
   async openZip(repo: Repository, id: number): Promise<ArtifactZip> {
-    const { group, rows } = await this.get(repo, id);
-    const row = rows[0];
-    if (row === undefined || rows.some((r) => r.status !== ArtifactStatus.uploadConfirmed))
-      throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
-    if (rows.length === 1 && row.contentEncoding === 'application/zip' && row.path === `${row.name}.zip`) {
+    const { group, rows, allConfirmed, first } = await this.get(repo, id);
+    if (!allConfirmed) throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
+    if (rows === 1 && first.contentEncoding === 'application/zip' && first.path === `${first.name}.zip`) {
       try {
-        return { name: group.name, reader: await this.storage.open(`${row.storagePath}/artifact.zip`) };
+        return { name: group.name, reader: await this.storage.open(`${first.storagePath}/artifact.zip`) };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
         throw error;
       }
     }
     // Every file must still be there before the first byte is sent: a missing one is a 404, not a cut zip.
-    for (const file of rows)
+    for await (const file of this.filesOf(group))
       if ((await this.storage.size(`${file.storagePath}/file`)) === null)
         throw AppError.notFoundMessage(ARTIFACT_NOT_FOUND);
-    return { name: group.name, chunks: zipFiles(this.storage, rows, this.clock.nowMs()) };
+    return { name: group.name, chunks: zipFiles(this.storage, this.filesOf(group), this.clock.nowMs()) };
+  }
+
+  /** The confirmed files of a v3 artifact, read page by page. */
+  private async *filesOf(group: ArtifactGroup): AsyncGenerator<Artifact> {
+    const where = { runId: group.runId, name: group.name, status: ArtifactStatus.uploadConfirmed };
+    for (let after = 0; ;) {
+      const page = await pageFilesOfArtifact(this.db, where, after, FILE_PAGE);
+      yield* page;
+      const last = page.at(-1);
+      if (last === undefined || page.length < FILE_PAGE) return;
+      after = last.id;
+    }
   }
 }
 
 export type ArtifactZip = { name: string; reader: ObjectReader } | { name: string; chunks: AsyncIterable<Buffer> };
 
 /** The zip of v3 files, entry by entry; a file that cannot be read whole fails the stream (the download is cut). */
-async function* zipFiles(storage: ObjectStorage, files: readonly Artifact[], nowMs: number): AsyncGenerator<Buffer> {
+async function* zipFiles(
+  storage: ObjectStorage,
+  files: AsyncIterable<Artifact>,
+  nowMs: number,
+): AsyncGenerator<Buffer> {
   const zip = new ZipStream(new Date(nowMs));
-  for (const file of files) {
+  for await (const file of files) {
     const stored = await storage.read(`${file.storagePath}/file`);
     const source: AsyncIterable<Buffer> =
       file.contentEncoding === 'gzip' ? pipeline(stored, createGunzip(), () => {}) : stored;

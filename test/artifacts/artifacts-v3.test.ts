@@ -221,6 +221,29 @@ for (const dialect of testDialects()) {
       for (const e of entries) assert.equal(sha256(e.data), sha256(files.get(e.name) ?? Buffer.from('?')), e.name);
     });
 
+    test('REST: a v3 artifact too large for a zip without ZIP64 is refused with 422 before a byte is sent', async () => {
+      const [a] = runs;
+      assert.ok(a);
+      const list = await s.api('GET', `/repos/alice/app/actions/runs/${a.id}/artifacts`, { token: alice.token });
+      const [entry] = list.json as { id: number }[];
+      assert.ok(entry);
+      // White-box: one file claims 5 GB unpacked (uploading that much would take minutes).
+      const db = s.server.deps.database.db;
+      const row = await db
+        .selectFrom('action_artifact')
+        .select(['id', 'file_size'])
+        .where('id', '=', entry.id)
+        .executeTakeFirstOrThrow();
+      await db.updateTable('action_artifact').set({ file_size: 5_000_000_000 }).where('id', '=', row.id).execute();
+      try {
+        const res = await s.api('GET', `/repos/alice/app/actions/artifacts/${entry.id}/zip`, { token: alice.token });
+        assert.equal(res.status, 422, res.text);
+        assert.match((res.json as { message: string }).message, /too large for a zip without ZIP64/);
+      } finally {
+        await db.updateTable('action_artifact').set({ file_size: row.file_size }).where('id', '=', row.id).execute();
+      }
+    });
+
     test("another run's token sees nothing of this run's artifacts", async () => {
       const [a, b] = runs;
       assert.ok(a && b);

@@ -76,6 +76,11 @@ export class ArtifactRestService {
         throw error;
       }
     }
+    // The zip is written without ZIP64: one that could not fit is refused now rather than cut at 4 GiB.
+    if (!fitsWithoutZip64(group.size, rows))
+      throw AppError.unprocessable(
+        `artifact ${group.name} (${group.size} bytes in ${rows} files) is too large for a zip without ZIP64; download its files with download-artifact@v3`,
+      );
     // Every file must still be there before the first byte is sent: a missing one is a 404, not a cut zip.
     for await (const file of this.filesOf(group))
       if ((await this.storage.size(`${file.storagePath}/file`)) === null)
@@ -94,6 +99,11 @@ export class ArtifactRestService {
       after = last.id;
     }
   }
+}
+
+/** Below 4 GiB and 65,535 entries with room for deflate's worst case and every header (1 KiB per file is ample). */
+function fitsWithoutZip64(bytes: number, files: number): boolean {
+  return files < 0xffff && bytes + Math.ceil(bytes / 1000) + files * 1024 + 65_536 < 0xffffffff;
 }
 
 export type ArtifactZip = { name: string; reader: ObjectReader } | { name: string; chunks: AsyncIterable<Buffer> };

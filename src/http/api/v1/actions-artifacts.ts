@@ -150,9 +150,9 @@ export function actionsArtifactRoutes(app: ApiApp, ctx: RouteContext): void {
         operationId: 'DownloadActionArtifact',
         tags,
         description:
-          "The artifact as a zip (a v4 artifact's stored zip, or a v3 artifact's files zipped on the fly; streamed).",
+          "The artifact as a zip (a v4 artifact's stored zip, or a v3 artifact's files zipped on the fly; streamed). 422: a v3 artifact too large for a zip without ZIP64 (4 GiB).",
         params: artifactParams,
-        response: { ...errorResponses(403, 404) },
+        response: { ...errorResponses(403, 404, 422) },
       },
       preValidation: readGuards,
     },

@@ -39,6 +39,18 @@ const WORKFLOW = [
   '',
 ].join('\n');
 
+/** Two legs of one run, each uploading its own file to the same artifact. */
+const MATRIX_WORKFLOW = [
+  'on: workflow_dispatch',
+  'jobs:',
+  '  build:',
+  '    runs-on: artifacts',
+  '    strategy: { matrix: { leg: [one, two] } }',
+  '    steps:',
+  '      - run: make',
+  '',
+].join('\n');
+
 const METRICS_TOKEN = 'metrics-token-for-the-v3-test';
 const UPLOAD_ROUTE = '/api/actions_pipeline/_apis/pipelines/workflows/:run_id/artifacts/:hash/upload';
 
@@ -101,7 +113,10 @@ for (const dialect of testDialects()) {
         201,
       );
       work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
-      await work.commit({ '.forgejo/workflows/build.yml': WORKFLOW }, 'Add workflow');
+      await work.commit(
+        { '.forgejo/workflows/build.yml': WORKFLOW, '.forgejo/workflows/matrix.yml': MATRIX_WORKFLOW },
+        'Add workflows',
+      );
       assert.equal((await work.push('main')).code, 0);
       const token = await repoGetRunnerRegistrationToken({
         client: alice.client,
@@ -378,6 +393,55 @@ for (const dialect of testDialects()) {
         body: JSON.stringify({ workflow_run_backend_id: String(b.id), workflow_job_run_backend_id: '0', name: 'edge' }),
       });
       assert.equal(v4.status, 409, await v4.text());
+    });
+
+    test('the legs of a matrix upload to one artifact: each sees the files of both, the REST zip holds both', async () => {
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: 'matrix.yml' },
+        body: { ref: 'main', inputs: {}, return_run_info: true },
+      });
+      assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
+      const runId = (dispatched.data as { id: number }).id;
+      const legs: { id: number; token: string }[] = [];
+      for (const leg of ['one', 'two']) {
+        const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+        assert.ok(fetched.task, `leg ${leg} is handed out`);
+        const task = decodeTask(fetched.task as Task);
+        legs.push({ id: runId, token: String(task.context.gitea_runtime_token) });
+        const dir = path.join(scratch, `leg-${leg}`);
+        await fs.mkdir(dir, { recursive: true });
+        await fs.writeFile(path.join(dir, `${leg}.txt`), `made by leg ${leg}\n`);
+      }
+      for (const [i, leg] of ['one', 'two'].entries()) {
+        const dir = path.join(scratch, `leg-${leg}`);
+        const up = await client(legs[i] ?? { id: 0, token: '' }, {
+          op: 'upload',
+          name: 'shared',
+          files: [path.join(dir, `${leg}.txt`)],
+          root: dir,
+        });
+        assert.equal(up.code, 0, up.stderr + up.stdout);
+      }
+      const into = path.join(scratch, 'shared');
+      const down = await client(legs[0] ?? { id: 0, token: '' }, { op: 'download', name: 'shared', path: into });
+      assert.equal(down.code, 0, down.stderr + down.stdout);
+      assert.deepEqual((await fs.readdir(into)).sort(), ['one.txt', 'two.txt']);
+      assert.equal(await fs.readFile(path.join(into, 'two.txt'), 'utf8'), 'made by leg two\n');
+
+      const list = await s.api('GET', `/repos/alice/app/actions/runs/${runId}/artifacts`, { token: alice.token });
+      const [entry] = list.json as { id: number; name: string }[];
+      assert.ok(entry, list.text);
+      const zip = await fetch(`${s.apiUrl}/repos/alice/app/actions/artifacts/${entry.id}/zip`, {
+        headers: { authorization: `token ${alice.token}` },
+      });
+      assert.equal(zip.status, 200);
+      assert.deepEqual(
+        readZip(Buffer.from(await zip.arrayBuffer()))
+          .map((e) => `${e.name}: ${e.data.toString().trim()}`)
+          .sort(),
+        ['one.txt: made by leg one', 'two.txt: made by leg two'],
+      );
     });
 
     test('a rerun marks the artifact for deletion as v4 ones are; the clean-up pass removes its files', async () => {

@@ -115,7 +115,7 @@ export async function reserveChunkBytes(
   file: Artifact,
   bytes: number,
   quotas: Quotas,
-): Promise<{ reserved: true } | { reserved: false; room: number }> {
+): Promise<{ reserved: true } | { reserved: false; room: number } | { reserved: false; notPending: true }> {
   await lockRun(tx, file.runId);
   const used = await storedBytes(tx, file.runId, file.name);
   const room = Math.max(0, Math.min(quotas.maxRunBytes - used.run, quotas.maxArtifactBytes - used.name));
@@ -126,7 +126,7 @@ export async function reserveChunkBytes(
     .where('id', '=', file.id)
     .where('status', '=', ArtifactStatus.uploadPending)
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1 ? { reserved: true } : { reserved: false, room };
+  return Number(result.numUpdatedRows) === 1 ? { reserved: true } : { reserved: false, notPending: true };
 }
 
 /** Gives back bytes reserved for a chunk that was not stored, or that replaced an earlier copy of itself. */

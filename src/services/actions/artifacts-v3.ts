@@ -236,6 +236,9 @@ export class ArtifactV3Service {
     const reservation = await this.db
       .transaction()
       .execute((tx) => reserveChunkBytes(tx, file, range.length, this.limits));
+    if (!reservation.reserved && 'notPending' in reservation)
+      // A PATCH of the name joined the file (or a rerun dropped it) between the two statements.
+      throw AppError.conflict('Error the file is no longer being uploaded; upload it again');
     if (!reservation.reserved) {
       // The file's upload fails as a whole, so what it staged no longer eats the run's quota.
       await failUpload(this.db, file.id, now);

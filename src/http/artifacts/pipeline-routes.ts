@@ -50,8 +50,7 @@ export function artifactPipelineRoutes(app: FastifyInstance, services: Services)
   app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
 
   app.setErrorHandler(async (error, req, reply) => {
-    // The rest of a refused chunk is read and dropped, so the client sees the answer, not a reset.
-    if (!req.raw.complete) req.raw.resume();
+    // The rest of a refused chunk is dropped once the answer is out (unread-bodies.ts).
     if (error instanceof AppError) return sendError(reply, STATUS_OF_KIND[error.kind], error.message);
     const known = fastifyErrorAnswer(error as FastifyError, req);
     if (known) return sendError(reply, known.status, known.message);

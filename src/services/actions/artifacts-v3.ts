@@ -34,6 +34,7 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
 import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
+import { noteReceived } from '../../modules/young-garbage.ts';
 import type { Db } from '../../models/database.ts';
 import { ArtifactStatus, failUpload, findArtifactById, findLiveArtifact } from '../../models/artifacts.ts';
 import type { Artifact } from '../../models/artifacts.ts';
@@ -256,6 +257,8 @@ export class ArtifactV3Service {
         seen += chunk.length;
         if (seen > range.length) throw AppError.invalid('Error the chunk is longer than its Content-Range');
         md5.update(chunk);
+        // Each chunk is a fresh buffer from the HTTP parser: collected every few MiB, not every 32 MB.
+        noteReceived(chunk.length);
       });
     } catch (error) {
       await releaseChunkBytes(this.db, file.id, range.length);

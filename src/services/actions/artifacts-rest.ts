@@ -11,6 +11,7 @@ import { createGunzip } from 'node:zlib';
 import { ZipStream } from '../../modules/archive/zip-stream.ts';
 import type { EntryResult } from '../../modules/archive/zip-stream.ts';
 import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
+import { noteReceived } from '../../modules/young-garbage.ts';
 import { findRunById } from '../../models/action-runs.ts';
 import { ArtifactStatus, listArtifactGroups, markForDeletion, summarizeGroup } from '../../models/artifacts.ts';
 import type { Artifact, ArtifactGroup, GroupSummary } from '../../models/artifacts.ts';
@@ -101,6 +102,14 @@ export class ArtifactRestService {
   }
 }
 
+/** Passes `source` through, counting its fresh buffers towards the next scavenge (young-garbage.ts). */
+async function* counted(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    noteReceived(chunk.length);
+    yield chunk;
+  }
+}
+
 /** Below 4 GiB and 65,535 entries with room for deflate's worst case and every header (1 KiB per file is ample). */
 function fitsWithoutZip64(bytes: number, files: number): boolean {
   return files < 0xffff && bytes + Math.ceil(bytes / 1000) + files * 1024 + 65_536 < 0xffffffff;
@@ -120,7 +129,11 @@ async function* zipFiles(
     const source: AsyncIterable<Buffer> =
       file.contentEncoding === 'gzip' ? pipeline(stored, createGunzip(), () => {}) : stored;
     const result: EntryResult = { error: null };
-    yield* zip.entry(file.path, source, result);
+    for await (const piece of zip.entry(file.path, counted(source), result)) {
+      // The file's reads and deflate's output are fresh buffers that die at once: collected every few MiB.
+      noteReceived(piece.length);
+      yield piece;
+    }
     if (result.error !== null) throw result.error;
   }
   yield* zip.finish();

@@ -74,6 +74,7 @@ export class RunnerDaemon {
     this.connection = connectToInstance(registration.address, { uuid: registration.uuid, token: registration.token });
     this.settings = {
       runnerName: registration.name,
+      instanceUrl: registration.address,
       labels: labelsOf(registration),
       workdir: options.workdir,
       reportIntervalMs: options.reportIntervalMs ?? 1000,

@@ -184,6 +184,28 @@ export function standardEnv(github: Mapping, runnerName: string, paths: Paths): 
   return env;
 }
 
+/** The token a job's artifact clients send: the task's runtime token, or its task token from a server without one. */
+export function runtimeTokenOf(context: Mapping | undefined): string {
+  const runtime = context?.forgejo_runtime_token ?? context?.gitea_runtime_token ?? context?.token;
+  return typeof runtime === 'string' ? runtime : '';
+}
+
+/**
+ * Where upload-artifact and download-artifact talk to, as forgejo-runner sets
+ * it for every job: ACTIONS_RUNTIME_URL for the v3 protocol (the instance's
+ * /api/actions_pipeline/), ACTIONS_RESULTS_URL for v4 (the instance itself),
+ * and the runtime token both send. No ACTIONS_CACHE_URL: there is no cache
+ * server (forgejo-runner runs one of its own; actions/cache misses here).
+ */
+export function runtimeEnv(context: Mapping | undefined, instanceUrl: string): Record<string, string> {
+  const endpoint = instanceUrl.replace(/\/+$/, '');
+  return {
+    ACTIONS_RUNTIME_URL: `${endpoint}/api/actions_pipeline/`,
+    ACTIONS_RUNTIME_TOKEN: runtimeTokenOf(context),
+    ACTIONS_RESULTS_URL: endpoint,
+  };
+}
+
 /**
  * The runner's own environment that a job inherits: only what a shell needs
  * to find programs and the user's locale. Everything else (in an embedded

@@ -30,6 +30,8 @@ import {
   needsContext,
   readJobDefinition,
   runnerContext,
+  runtimeEnv,
+  runtimeTokenOf,
   standardEnv,
   strategyContext,
 } from './job-context.ts';
@@ -42,6 +44,8 @@ import { shellCommand } from './shell.ts';
 
 export interface ExecutorSettings {
   runnerName: string;
+  /** The instance's root URL (the registration's address): where a job's artifact clients go. */
+  instanceUrl: string;
   labels: readonly RunnerLabel[];
   /** Parent of the per-job folders. */
   workdir: string;
@@ -127,6 +131,8 @@ export class JobExecution {
   ) {
     const token = (task.context as Mapping | undefined)?.token;
     if (typeof token === 'string') this.masker.add(token);
+    const runtimeToken = runtimeTokenOf(task.context as Mapping | undefined);
+    if (runtimeToken !== '') this.masker.add(runtimeToken);
     for (const value of Object.values(task.secrets)) this.masker.add(value);
   }
 
@@ -268,6 +274,7 @@ export class JobExecution {
       this.jobEnvironment = {
         ...inheritedEnv(),
         ...standardEnv(github, this.settings.runnerName, paths),
+        ...runtimeEnv(this.task.context as Mapping | undefined, this.settings.instanceUrl),
         ...env,
       };
       this.jobEnv = env;

@@ -4,12 +4,15 @@
 // its jobs and their logs through the API.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
 import { updateRepoSecret } from '@llamaduck/forgejo-ts';
 import { startRunnerFixture } from '../support/runner-cli.ts';
 import type { RunnerDaemonChild, RunnerFixture } from '../support/runner-cli.ts';
 import { testDialects } from '../support/server.ts';
 
 const API_KEY = 'k3y-s3cr3t-0451';
+/** The project's checkout: a step runs the real upload-artifact@v3 client from its node_modules. */
+const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MULTI_LINE = 'first-line-9931\nsecond-line-7720';
 
 const WORKFLOWS: Record<string, string> = {
@@ -135,6 +138,17 @@ jobs:
           echo "excluded=\${{ hashFiles('**/*.json', '!b/**') }}"
           echo "want-excluded=$(cat a/package-lock.json | sha256sum | cut -d' ' -f1)"
           echo "none=[\${{ hashFiles('**/*.nothing') }}]"
+`,
+  'artifact.yml': `on: workflow_dispatch
+jobs:
+  upload:
+    runs-on: cli-runner
+    steps:
+      - run: |
+          echo "built by the gantry runner" > report.txt
+          echo "runtime url $ACTIONS_RUNTIME_URL results url $ACTIONS_RESULTS_URL token $ACTIONS_RUNTIME_TOKEN"
+          cd '${PROJECT_ROOT}'
+          node --import tsx test/support/artifact-client-v1.ts "{\\"op\\":\\"upload\\",\\"name\\":\\"from-runner\\",\\"files\\":[\\"$GITHUB_WORKSPACE/report.txt\\"],\\"root\\":\\"$GITHUB_WORKSPACE\\"}"
 `,
   'timeout.yml': `on: workflow_dispatch
 jobs:
@@ -276,6 +290,27 @@ for (const dialect of testDialects()) {
       assert.equal(value('excluded'), value('want-excluded'), log);
       assert.notEqual(value('key'), value('excluded'));
       assert.match(log, /none=\[\]/);
+    });
+
+    test('a job uploads an artifact with the upload-artifact@v3 client: the runner sets its URLs and masks its token', async () => {
+      const { conclusion, logs } = await finished('artifact.yml');
+      const log = logs.get('upload') ?? '';
+      assert.equal(conclusion, 'success', log);
+      assert.match(
+        log,
+        new RegExp(`runtime url ${f.web.url}/api/actions_pipeline/ results url ${f.web.url} token \\*\\*\\*`),
+      );
+      const res = await f.s.api('GET', `/repos/alice/app/actions/runs/${runs.get('artifact.yml')}/artifacts`, {
+        token: f.alice.token,
+      });
+      assert.equal(res.status, 200, res.text);
+      // Forgejo 16 lists a run's artifacts as a bare array.
+      const artifacts = res.json as Array<{ name: string; size_in_bytes: number }>;
+      assert.deepEqual(
+        artifacts.map((a) => [a.name, a.size_in_bytes]),
+        [['from-runner', 'built by the gantry runner\n'.length]],
+        res.text,
+      );
     });
 
     test('a step over its timeout-minutes is killed and fails the job', async () => {

@@ -39,6 +39,10 @@ const WORKFLOWS: Record<string, string> = {
     '  push:\n    needs: build\n    runs-on: jc-push\n    strategy:\n      matrix:\n        arch: [arm, x86]\n' +
     '    concurrency: push-${{ needs.build.outputs.target }}-${{ matrix.arch }}\n' +
     steps,
+  // A workflow group that queues, around a job group.
+  'both.yml':
+    'on: workflow_dispatch\nconcurrency:\n  group: wf\n  cancel-in-progress: false\njobs:\n  j:\n    runs-on: jc-both\n    concurrency: jg\n' +
+    steps,
   // A group that does not evaluate; `fine` is not affected.
   'bad.yml':
     "on: workflow_dispatch\njobs:\n  bad:\n    runs-on: jc-bad\n    concurrency:\n      group: ${{ fromJSON('{') }}\n" +
@@ -298,6 +302,56 @@ for (const dialect of testDialects()) {
       const later = [await fetchOne(pusher), await fetchOne(pusher)];
       assert.deepEqual(later.map(runOfTask), [b, b]);
       for (const leg of later) assert.equal(await finish(pusher, leg.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(b), 'success');
+    });
+
+    test('a rerun job is admitted to its group again: held behind the running member', async () => {
+      const deployer = await runner('jc-deploy');
+      const linter = await runner('jc-lint');
+      // Lint jobs the earlier tests left.
+      for (;;) {
+        const res = await linter.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 });
+        if (res.task === undefined) break;
+        assert.equal(await finish(linter, Number(res.task.id), Result.SUCCESS), Result.SUCCESS);
+      }
+      const a = await dispatch('queue.yml', { env: 'rerun' });
+      for (const client of [deployer, linter]) {
+        const task = await fetchOne(client);
+        assert.equal(runOfTask(task), a);
+        assert.equal(await finish(client, task.id, Result.SUCCESS), Result.SUCCESS);
+      }
+      assert.equal(await runStatus(a), 'success');
+      const b = await dispatch('queue.yml', { env: 'rerun' });
+      const running = await fetchOne(deployer);
+      assert.equal(runOfTask(running), b);
+      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${a}/rerun`, { token: owner.token });
+      assert.equal(rerun.status, 201, rerun.text);
+      assert.deepEqual(await jobStatuses(a), { deploy: 'blocked', lint: 'waiting' });
+      await fetchNone(deployer);
+      assert.equal(await finish(deployer, running.id, Result.SUCCESS), Result.SUCCESS);
+      const again = await fetchOne(deployer);
+      assert.equal(runOfTask(again), a);
+      assert.equal(await finish(deployer, again.id, Result.SUCCESS), Result.SUCCESS);
+      for (let i = 0; i < 2; i += 1) {
+        const task = await fetchOne(linter);
+        assert.equal(await finish(linter, task.id, Result.SUCCESS), Result.SUCCESS);
+      }
+      assert.equal(await runStatus(a), 'success');
+      assert.equal(await runStatus(b), 'success');
+    });
+
+    test('a run queued behind its workflow group is admitted to its job group only when it starts', async () => {
+      const client = await runner('jc-both');
+      const a = await dispatch('both.yml');
+      const b = await dispatch('both.yml');
+      assert.deepEqual(await jobStatuses(b), { j: 'waiting' }, 'held with its run, shown waiting as Forgejo does');
+      const first = await fetchOne(client);
+      assert.equal(runOfTask(first), a);
+      await fetchNone(client);
+      assert.equal(await finish(client, first.id, Result.SUCCESS), Result.SUCCESS);
+      const second = await fetchOne(client);
+      assert.equal(runOfTask(second), b);
+      assert.equal(await finish(client, second.id, Result.SUCCESS), Result.SUCCESS);
       assert.equal(await runStatus(b), 'success');
     });
 

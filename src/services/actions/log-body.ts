@@ -53,10 +53,7 @@ export const EMPTY_LOG_BODY: LogBody = {
 /** A short text held in memory (a job that never ran and says why: job-concurrency.ts). */
 export function textLogBody(bytes: Buffer): LogBody {
   return {
-    writeTo: (sink) =>
-      new Promise<void>((resolve, reject) => {
-        sink.write(bytes, (error) => (error ? reject(error) : resolve()));
-      }),
+    writeTo: (sink) => writeAndWait(sink, bytes),
     stream: () => Readable.from([bytes]),
   };
 }

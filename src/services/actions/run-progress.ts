@@ -129,14 +129,16 @@ export class RunProgress {
       });
     if (current.status !== run.status)
       await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });
-    // Last: run creation takes the run counts, then the tasks versions; taking
-    // the versions before updateRunStatus's counts deadlocked with it on PostgreSQL.
-    if (wakeRunners) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
+    // Released jobs of other runs: their runs settle (row after the group
+    // lock, the order above), before the tasks versions below.
     for (const job of released) {
       if (job.runId === runId) continue;
       await this.settle(tx, job.runId, [job.id]);
-      await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
+      wakeRunners = true;
     }
+    // Last: run creation takes the run counts, then the tasks versions; taking
+    // the versions before updateRunStatus's counts deadlocked with it on PostgreSQL.
+    if (wakeRunners) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);
     if (finishing) {
       const next = await releaseNextRun(tx, run, now);
       if (next !== undefined) {

@@ -19,10 +19,13 @@ import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
 
 // `side` finishes whenever its runner gets to it: its reports settle the runs
-// of the group's jobs while they are admitted and released.
-const WORKFLOW =
-  'on: workflow_dispatch\njobs:\n  work:\n    runs-on: race\n    concurrency:\n      group: Race\n      cancel-in-progress: false\n    steps:\n      - run: echo race\n' +
+// of the group's jobs while they are admitted and released. In race-needs.yml
+// `work` needs `side`, so it is admitted when a side report (through either
+// process) makes it ready, racing the releases.
+const work = (needs: string): string =>
+  `on: workflow_dispatch\njobs:\n  work:\n    runs-on: race\n${needs}    concurrency:\n      group: Race\n      cancel-in-progress: false\n    steps:\n      - run: echo race\n` +
   '  side:\n    runs-on: side\n    steps:\n      - run: echo side\n';
+const WORKFLOWS = { 'race.yml': work(''), 'race-needs.yml': work('    needs: side\n') };
 const RUNS = 12;
 /** Runs dispatched before the runners start; the rest arrive while they work. */
 const FIRST_RUNS = 2;
@@ -36,14 +39,14 @@ for (const dialect of testDialects()) {
   describe(`job-level group across two processes [${dialect}]`, () => {
     let s: TestServer;
     let alice: TestUser;
-    let work: WorkDir;
+    let repo: WorkDir;
     let second: GantryChild;
     let registrationToken: string;
 
     const db = () => s.server.deps.database.db;
 
-    const dispatch = async (baseUrl: string): Promise<number> => {
-      const res = await fetch(`${baseUrl}/api/v1/repos/alice/app/actions/workflows/race.yml/dispatches`, {
+    const dispatch = async (baseUrl: string, file: string): Promise<number> => {
+      const res = await fetch(`${baseUrl}/api/v1/repos/alice/app/actions/workflows/${file}/dispatches`, {
         method: 'POST',
         headers: { authorization: `token ${alice.token}`, 'content-type': 'application/json' },
         body: JSON.stringify({ ref: 'main', return_run_info: true }),
@@ -68,9 +71,12 @@ for (const dialect of testDialects()) {
       s = await startTestServer(dialect);
       alice = await s.createUser('alice');
       assert.equal((await s.api('POST', '/user/repos', { token: alice.token, body: { name: 'app' } })).status, 201);
-      work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
-      await work.commit({ '.forgejo/workflows/race.yml': WORKFLOW }, 'Add workflow');
-      const pushed = await work.push('main');
+      repo = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
+      await repo.commit(
+        Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])),
+        'Add workflows',
+      );
+      const pushed = await repo.push('main');
       assert.equal(pushed.code, 0, pushed.stderr);
       const token = await s.api('GET', '/repos/alice/app/actions/runners/registration-token', { token: alice.token });
       assert.equal(token.status, 200, token.text);
@@ -90,11 +96,12 @@ for (const dialect of testDialects()) {
 
     after(async () => {
       await second?.stop();
-      await work?.remove();
+      await repo?.remove();
       await s?.stop();
     });
 
-    test('never two released members, oldest first, while both processes create, claim and finish', async () => {
+    /** `oldestFirst`: the group's jobs are ready in creation order (no needs), so they run in it. */
+    const race = async (file: string, oldestFirst: boolean): Promise<void> => {
       const urls = [s.url, second.url];
       // Each runner polls one process and reports through the other.
       const runners: Array<{ fetcher: RunnerClient; reporter: RunnerClient }> = [];
@@ -115,7 +122,7 @@ for (const dialect of testDialects()) {
       }
 
       const created: number[] = [];
-      for (let i = 0; i < FIRST_RUNS; i += 1) created.push(await dispatch(urls[i % 2] as string));
+      for (let i = 0; i < FIRST_RUNS; i += 1) created.push(await dispatch(urls[i % 2] as string, file));
 
       const order: number[] = [];
       const violations: string[] = [];
@@ -169,7 +176,7 @@ for (const dialect of testDialects()) {
       });
       // The rest of the runs arrive through both processes, two at a time, while the runners work.
       for (let i = FIRST_RUNS; i < RUNS; i += 2) {
-        created.push(...(await Promise.all([dispatch(urls[0] as string), dispatch(urls[1] as string)])));
+        created.push(...(await Promise.all([dispatch(urls[0] as string, file), dispatch(urls[1] as string, file)])));
         await sleep(Math.floor(Math.random() * 40));
       }
       await Promise.all([...loops, ...sideLoops]);
@@ -193,13 +200,22 @@ for (const dialect of testDialects()) {
 
       assert.deepEqual(violations, []);
       assert.equal(order.length, RUNS, 'every run ran');
-      assert.deepEqual(
-        order,
-        [...created].sort((a, b) => a - b),
-        'one at a time, oldest first',
-      );
+      const sorted = [...created].sort((a, b) => a - b);
+      if (oldestFirst) assert.deepEqual(order, sorted, 'one at a time, oldest first');
+      else
+        assert.deepEqual(
+          [...order].sort((a, b) => a - b),
+          sorted,
+          'each run once',
+        );
       const statuses = await db().selectFrom('action_run').select('status').where('id', 'in', created).execute();
       assert.ok(statuses.every((run) => run.status === ActionStatus.success));
-    });
+    };
+
+    test('never two released members, oldest first, while both processes create, claim and finish', () =>
+      race('race.yml', true));
+
+    test('never two released members while jobs are admitted as their needs finish in either process', () =>
+      race('race-needs.yml', false));
   });
 }

@@ -241,3 +241,15 @@ export async function runHasUnfinishedGroupJobs(db: Queryable, runId: number): P
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/** Ready jobs with a job group go back to `blocked` until they are admitted (a rerun); held ones stay held. */
+export async function awaitAdmission(tx: Queryable, jobIds: readonly number[], now: number): Promise<void> {
+  if (jobIds.length === 0) return;
+  await tx
+    .updateTable('action_run_job')
+    .set({ status: ActionStatus.blocked, updated: now })
+    .where('id', 'in', [...jobIds])
+    .where('status', '=', ActionStatus.waiting)
+    .where('task_id', '=', 0)
+    .execute();
+}

@@ -351,8 +351,17 @@ for (const dialect of testDialects()) {
       assert.equal(await finish(client, first.id, Result.SUCCESS), Result.SUCCESS);
       const second = await fetchOne(client);
       assert.equal(runOfTask(second), b);
+      // A rerun of the finished run queues behind the running one with its run, as a new run does.
+      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${a}/rerun`, { token: owner.token });
+      assert.equal(rerun.status, 201, rerun.text);
+      assert.deepEqual(await jobStatuses(a), { j: 'waiting' }, 'held with its run, not by its job group');
+      await fetchNone(client);
       assert.equal(await finish(client, second.id, Result.SUCCESS), Result.SUCCESS);
       assert.equal(await runStatus(b), 'success');
+      const again = await fetchOne(client);
+      assert.equal(runOfTask(again), a);
+      assert.equal(await finish(client, again.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(a), 'success');
     });
 
     test('a group that does not evaluate fails its job and says why in its log; the run goes on', async () => {

@@ -55,6 +55,7 @@ import {
 import type { DomainEvents } from '../events.ts';
 import type { GitRepositories } from '../git-repositories.ts';
 import { holdRerunIfQueued, lockGroupFirst } from './concurrency.ts';
+import { awaitAdmission } from '../../models/concurrency-groups.ts';
 import type { RunProgress } from './run-progress.ts';
 import { plainLogName } from './task-logs.ts';
 import type { TaskLogStore } from './task-logs.ts';
@@ -201,10 +202,8 @@ export class RunControlService {
         if (next.size === 0) throw AppError.invalid('this workflow run has no failed jobs to re-run');
         const now = this.clock.nowSec();
         for (const job of jobs) {
-          let status = next.get(job.id);
+          const status = next.get(job.id);
           if (status === undefined) continue;
-          // A job with a job group waits for its admission (job-concurrency.ts, via settle below).
-          if (job.rawConcurrency !== '' && status === ActionStatus.waiting) status = ActionStatus.blocked;
           // Under the run's lock nothing else moves a finished job; if one did, start over.
           if (!(await prepareNextAttempt(tx, job, status, randomUUID(), now)))
             throw AppError.conflict('the run changed meanwhile, try again');
@@ -213,6 +212,13 @@ export class RunControlService {
         // attempt uploads its own; the retention pass removes the files.
         await markForDeletion(tx, { runId: run.id, name: null }, now);
         await holdRerunIfQueued(tx, current, now);
+        // Jobs with a job group that are ready (and not held with a queued run)
+        // wait for their admission (job-concurrency.ts), which settle below does.
+        await awaitAdmission(
+          tx,
+          jobs.filter((job) => job.rawConcurrency !== '' && next.get(job.id) === ActionStatus.waiting).map((j) => j.id),
+          now,
+        );
         const status = aggregateJobStatus((await listJobsOfRun(tx, run.id)).map(shownJobStatus));
         const restarted = await restartRun(tx, current, status, now);
         if (restarted === undefined) throw AppError.conflict('the run changed meanwhile, try again');

@@ -279,7 +279,16 @@ for (const dialect of testDialects()) {
       );
       const next = await fetchOne(client);
       assert.equal(runOfTask(next), second);
-      assert.equal(await finish(client, next.id, Result.SUCCESS), Result.SUCCESS);
+
+      // A rerun of the first run's job is a newer member: it cancels the running one.
+      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${first}/rerun`, { token: owner.token });
+      assert.equal(rerun.status, 201, rerun.text);
+      assert.equal(await heartbeat(client, next.id), Result.CANCELLED);
+      assert.deepEqual(await jobStatuses(second), { ship: 'cancelled' });
+      const again = await fetchOne(client);
+      assert.equal(runOfTask(again), first);
+      assert.equal(await finish(client, again.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(first), 'success');
     });
 
     test('a group may read needs outputs and the matrix: legs of different groups are not held', async () => {

@@ -118,7 +118,7 @@ export class RunControlService {
   async cancel(repo: Repository, runId: number): Promise<void> {
     const run = await this.runOf(this.db, repo, runId);
     for (let pass = 0; pass < MAX_CANCEL_PASSES; pass += 1) {
-      const busy = await retrying(() => this.db.transaction().execute((tx) => this.cancelPass(tx, run)));
+      const busy = await retrying(() => this.progress.transaction(this.db, (tx) => this.cancelPass(tx, run)));
       if (busy === 0) return;
     }
     throw AppError.conflict('runners kept claiming jobs of the run while it was cancelled, try again');
@@ -190,7 +190,8 @@ export class RunControlService {
     if (!isDone(run.status)) throw AppError.invalid(RUN_NOT_DONE);
     await this.checkWorkflow(repo, run);
     return retrying(() =>
-      this.db.transaction().execute(async (tx) => {
+      // A transaction with after-commit work: a rerun job's cancel in progress (job-concurrency.ts).
+      this.progress.transaction(this.db, async (tx) => {
         await takeWriteLock(tx);
         await this.progress.lockRun(tx, run.id);
         const current = await this.runOf(tx, repo, run.id);

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { expandJobs } from './expand-jobs.ts';
 import { ExpressionFailure } from './expressions.ts';
-import { evaluateJobConcurrency } from './job-concurrency.ts';
+import { evaluateJobConcurrency, storedJobConcurrency } from './job-concurrency.ts';
 import type { StoredJobConcurrency } from './job-concurrency.ts';
 import { parseWorkflow } from './parse.ts';
 
@@ -77,4 +77,22 @@ test('a group or cancel flag that does not evaluate throws ExpressionFailure', (
   assert.throws(() => evaluateJobConcurrency(stored("${{ fromJSON('{') }}"), {}, {}), ExpressionFailure);
   assert.throws(() => evaluateJobConcurrency(stored('${{ secrets.X }}'), {}, {}), ExpressionFailure);
   assert.throws(() => evaluateJobConcurrency(stored('g', 'maybe'), {}, {}), ExpressionFailure);
+});
+
+test('a stored block keeps only the run contexts it reads', () => {
+  const leg = { group: 'g-${{ vars.STAGE }}', cancel: '${{ inputs.env == 1 }}', matrix: {}, strategy: {} };
+  assert.deepEqual(storedJobConcurrency(leg, CONTEXT), {
+    ...leg,
+    github: {},
+    vars: CONTEXT.vars,
+    inputs: CONTEXT.inputs,
+  });
+  assert.deepEqual(storedJobConcurrency({ ...leg, group: 'plain', cancel: true }, CONTEXT), {
+    ...leg,
+    group: 'plain',
+    cancel: true,
+    github: {},
+    vars: {},
+    inputs: {},
+  });
 });

@@ -6,7 +6,7 @@
 // strategy and needs (results and outputs of the jobs it needs).
 import { isMap, isScalar } from 'yaml';
 import { cancelInProgressOf } from './concurrency.ts';
-import { ExpressionScope } from './expressions.ts';
+import { ExpressionScope, readsContext } from './expressions.ts';
 
 /** The block as written: the group template and `cancel-in-progress` (a boolean or an expression). */
 export interface RawJobConcurrency {
@@ -38,6 +38,25 @@ export interface JobConcurrency {
 export interface NeedContext {
   result: string;
   outputs: Record<string, string>;
+}
+
+/**
+ * What a leg's block is stored with: of the run's github, vars and inputs only
+ * the contexts the block reads (a matrix of many legs must not store every
+ * variable in each), the others empty.
+ */
+export function storedJobConcurrency(
+  leg: LegConcurrency,
+  run: Pick<StoredJobConcurrency, 'github' | 'vars' | 'inputs'>,
+): StoredJobConcurrency {
+  const templates = [leg.group, typeof leg.cancel === 'string' ? leg.cancel : ''];
+  const reads = (name: string): boolean => templates.some((template) => readsContext(template, name));
+  return {
+    ...leg,
+    github: reads('github') ? run.github : {},
+    vars: reads('vars') ? run.vars : {},
+    inputs: reads('inputs') ? run.inputs : {},
+  };
 }
 
 /** The job's `concurrency:` node as written, or undefined when the job has none. */

@@ -9,7 +9,7 @@ import { ActionStatus, aggregateJobStatus, shownJobStatus } from '../../modules/
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import { expandJobs, evaluateRunTitle, typedInputs } from '../../modules/workflows/expand-jobs.ts';
-import type { StoredJobConcurrency } from '../../modules/workflows/job-concurrency.ts';
+import { storedJobConcurrency } from '../../modules/workflows/job-concurrency.ts';
 import type { ExpansionContext } from '../../modules/workflows/expand-jobs.ts';
 import { insertRunWithJobs, listJobsOfRun } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, NewJob } from '../../models/action-runs.ts';
@@ -132,12 +132,9 @@ export class RunCreator {
         status: job.needs.length > 0 || job.concurrency !== undefined ? ActionStatus.blocked : ActionStatus.waiting,
         ...(job.concurrency !== undefined
           ? {
-              rawConcurrency: JSON.stringify({
-                ...job.concurrency,
-                github: githubWithoutEvent,
-                vars: context.vars,
-                inputs,
-              } satisfies StoredJobConcurrency),
+              rawConcurrency: JSON.stringify(
+                storedJobConcurrency(job.concurrency, { github: githubWithoutEvent, vars: context.vars, inputs }),
+              ),
             }
           : {}),
       }));

@@ -10,6 +10,7 @@ import addFormats from 'ajv-formats';
 import type { Deps } from './deps.ts';
 import { installAuthHook } from './http/auth-hook.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
+import { installUnreadBodyDrain } from './http/unread-bodies.ts';
 import { hasNulParam, installBodyParsers, queryParameterWithNul } from './http/body-parsers.ts';
 import { AppError } from './modules/errors.ts';
 import { frameworkErrorHandler, installErrorHandlers } from './http/errors.ts';
@@ -25,6 +26,7 @@ import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
 import { actionsJobRoutes } from './http/api/v1/actions-jobs.ts';
 import { actionsArtifactRoutes } from './http/api/v1/actions-artifacts.ts';
 import { artifactTwirpRoutes } from './http/artifacts/twirp-routes.ts';
+import { artifactPipelineRoutes } from './http/artifacts/pipeline-routes.ts';
 import { actionsRunControlRoutes } from './http/api/v1/actions-run-control.ts';
 import { actionsWorkflowRoutes } from './http/api/v1/actions-workflows.ts';
 import { actionsSecretVariableRoutes } from './http/api/v1/actions-secrets-variables.ts';
@@ -39,7 +41,7 @@ import { repoRoutes } from './http/api/v1/repos.ts';
 import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
 import { API_CACHE_CONTROL } from './http/api-cache-control.ts';
-import { webConsole } from './http/web/index.ts';
+import { pageNotFound, webConsole } from './http/web/index.ts';
 
 const JSON_TYPE = 'application/json;charset=utf-8';
 /** Longest path segment the router accepts (longer: 414). */
@@ -112,9 +114,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   installRequestIdHeader(app);
   installRequestDeadlines(app, deadlines);
+  installUnreadBodyDrain(app);
   decorateRequests(app);
   installBodyParsers(app);
-  installErrorHandlers(app, config.rootUrl);
+  installErrorHandlers(app, config.rootUrl, pageNotFound);
   installMetrics(app, deps);
   installRateLimits(app, deps);
 
@@ -225,6 +228,14 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     useTransferDeadlines(artifacts, deadlines);
     artifactTwirpRoutes(artifacts, services);
   });
+  // The v3 protocol (upload-artifact@v3), at ACTIONS_RUNTIME_URL.
+  await app.register(
+    async (pipeline) => {
+      useTransferDeadlines(pipeline, deadlines);
+      artifactPipelineRoutes(pipeline, services);
+    },
+    { prefix: '/api/actions_pipeline' },
+  );
   // The web console: Forgejo's Actions pages, over the same services and guards.
   await app.register(async (web) => webConsole(web, config, services));
 

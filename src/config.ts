@@ -291,13 +291,14 @@ export const SETTINGS: readonly Setting[] = [
   },
   {
     key: 'GANTRY_ARTIFACT_MAX_SIZE',
-    description: 'Largest Actions artifact in bytes (as uploaded, zipped); bytes beyond it are refused with 413.',
+    description:
+      'Largest Actions artifact in bytes, as uploaded (a v4 zip; the files of a v3 artifact as sent, gzip-packed or not); bytes beyond it are refused with 413 (v3: 403).',
     default: '10737418240',
   },
   {
     key: 'GANTRY_ARTIFACT_MAX_RUN_SIZE',
     description:
-      'Most bytes the artifacts of one workflow run may take together; beyond it uploads are refused with 413.',
+      'Most bytes the artifacts of one workflow run may take together; beyond it uploads are refused with 413 (v3: 403).',
     default: '53687091200',
   },
   {

@@ -67,6 +67,7 @@ import { WebhookRetention } from './services/webhooks/retention.ts';
 import { LocalObjectStorage } from './modules/storage/object-storage.ts';
 import { ArtifactService } from './services/actions/artifacts.ts';
 import { ArtifactRestService } from './services/actions/artifacts-rest.ts';
+import { ArtifactV3Service } from './services/actions/artifacts-v3.ts';
 import { ArtifactRetention } from './services/actions/artifact-retention.ts';
 import { ArtifactUrlSigner } from './services/actions/artifact-urls.ts';
 import { RuntimeTokens } from './services/actions/runtime-tokens.ts';
@@ -224,21 +225,33 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
       ? clock
       : acceleratedClock(config.testSchedulerClock.anchorMs, config.testSchedulerClock.speed, clock);
   let scheduler: Scheduler | null = null;
-  const schedules = new ScheduleService(db, scheduleClock, catalog, gitRepositories, runCreator, logger, () =>
-    scheduler?.wake(),
+  const schedules = new ScheduleService(
+    db,
+    scheduleClock,
+    catalog,
+    gitRepositories,
+    runCreator,
+    logger,
+    () => scheduler?.wake(),
+    (repo, runId) => runControl.cancel(repo, runId),
   );
   scheduler = new Scheduler(db, scheduleClock, (schedule) => schedules.fire(schedule), {
     onError: (error) => logger.warn({ err: error }, 'the scheduler pass failed; it retries in a second'),
   });
-  const repos = new RepoService(db, clock, gitRepositories, events, (repo) =>
-    // The edit has committed: a failure here leaves the old schedules, which the next push replaces.
-    schedules.syncRepository(repo).catch((error: unknown) => {
-      logger.error({ err: error, repoId: repo.id }, 'could not update the schedules after a repository edit');
+  const repos = new RepoService(db, clock, gitRepositories, events, (before, after) =>
+    // The edit has committed: a failure here leaves the old schedules (the next push replaces them) or runs unfinished.
+    schedules.onRepositoryEdited(before, after).catch((error: unknown) => {
+      logger.error({ err: error, repoId: after.id }, 'could not update the schedules after a repository edit');
     }),
   );
   const pushTriggers = new PushTriggers(db, events, catalog, runCreator, schedules, config.rootUrl, logger);
   const artifactStorage = new LocalObjectStorage(path.join(config.dataDir, 'actions_artifacts'));
   const runtimeTokens = new RuntimeTokens(db, clock, keys);
+  const artifactLimits = {
+    maxArtifactBytes: config.artifactMaxBytes,
+    maxRunBytes: config.artifactMaxRunBytes,
+    retentionDays: config.artifactRetentionDays,
+  };
   subscribeOwnerDeletion(events, {
     removeRepositoryLogs: (repoId) => taskReports.logs.removeRepository(repoId),
     removeRepositoryArtifacts: (repoId) => artifactStorage.removePrefix(String(repoId)),
@@ -279,12 +292,9 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
       artifactStorage,
       runtimeTokens,
       new ArtifactUrlSigner(keys, config.rootUrl),
-      {
-        maxArtifactBytes: config.artifactMaxBytes,
-        maxRunBytes: config.artifactMaxRunBytes,
-        retentionDays: config.artifactRetentionDays,
-      },
+      artifactLimits,
     ),
+    artifactsV3: new ArtifactV3Service(db, clock, artifactStorage, artifactLimits, config.rootUrl),
     artifactsRest: new ArtifactRestService(db, clock, artifactStorage),
     artifactStorage,
     taskReports,

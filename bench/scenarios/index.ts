@@ -3,6 +3,7 @@
 import type { Scenario } from '../lib/scenario.ts';
 import { actionsRuns } from './actions-runs.ts';
 import { artifacts } from './artifacts.ts';
+import { artifactsV3 } from './artifacts-v3.ts';
 import { authenticatedGetUser } from './authenticated-get-user.ts';
 import { idleFleet } from './idle-fleet.ts';
 import { idleRss } from './idle-rss.ts';
@@ -29,6 +30,7 @@ export const SCENARIOS: readonly Scenario[] = [
   webConsole,
   jobLogDownload,
   artifacts,
+  artifactsV3,
   scaleOut,
   idleRss,
 ];

@@ -12,13 +12,13 @@
 // minus the RSS just before. Where the reset is refused, RSS is sampled
 // every 20 ms instead. Each download runs in a fresh process. The growth is
 // bounded, not proportional to the log: it is buffers allocated per chunk
-// and not yet collected. A running (plain) log is served through two buffers
-// reused for the whole download (services/actions/log-body.ts): growth about
-// 0–2 MB. An archived log still gets a fresh buffer per inflated chunk from
-// zlib, and --trace-gc shows V8 collecting them ("external memory pressure")
-// only once about 32 MB have piled up: growth 31–36 MB (before the reused
-// buffers, both logs grew 31–36 MB). GANTRY_BENCH_LOG_MB changes the log
-// size (default 100).
+// and not yet collected. Both logs are served through buffers reused for the
+// whole download (services/actions/log-body.ts; the archive is inflated into
+// them by modules/archive/gunzip-into.ts): growth about 0–3 MB. Before, every
+// read or inflated chunk was a fresh buffer, and --trace-gc showed V8
+// collecting them ("external memory pressure") only once about 32 MB had
+// piled up: growth 31–36 MB. GANTRY_BENCH_LOG_MB changes the log size
+// (default 100).
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';

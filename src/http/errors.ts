@@ -110,7 +110,17 @@ export function frameworkErrorHandler(rootUrl: string, maxParamLength: number) {
   };
 }
 
-export function installErrorHandlers(app: FastifyInstance, rootUrl: string): void {
+/**
+ * Answers a request no route matched with a page instead of JSON, or returns
+ * null to leave it to the API's answer (the web console decides which).
+ */
+export type PageNotFound = (req: FastifyRequest, reply: FastifyReply) => FastifyReply | null;
+
+export function installErrorHandlers(
+  app: FastifyInstance,
+  rootUrl: string,
+  pageNotFound: PageNotFound = () => null,
+): void {
   app.setErrorHandler((error: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) {
       if (error.options.retryAfterSec !== undefined) reply.header('Retry-After', String(error.options.retryAfterSec));
@@ -127,7 +137,7 @@ export function installErrorHandlers(app: FastifyInstance, rootUrl: string): voi
       .send(errorBody(rootUrl, `internal server error (request ${req.id}); the cause is in the server log`));
   });
 
-  app.setNotFoundHandler((_req, reply) => {
-    return reply.status(404).send(errorBody(rootUrl, NOT_FOUND_MESSAGE, { errors: [] }));
+  app.setNotFoundHandler((req, reply) => {
+    return pageNotFound(req, reply) ?? reply.status(404).send(errorBody(rootUrl, NOT_FOUND_MESSAGE, { errors: [] }));
   });
 }

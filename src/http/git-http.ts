@@ -11,7 +11,6 @@
 // arrived and been checked, so a cut push leaves the repository as it was.
 // Either way the client gets a 413 with a plain-text reason (git itself
 // prints `RPC failed; HTTP 413`; the text shows with GIT_CURL_VERBOSE=1).
-import type { IncomingMessage } from 'node:http';
 import { PassThrough, Transform } from 'node:stream';
 import type { Readable, TransformCallback } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -32,14 +31,10 @@ import type { User } from '../models/users.ts';
 import type { Authentication } from '../services/authentication.ts';
 import type { Services } from '../services/index.ts';
 import { unitAccessMode } from '../services/permissions.ts';
+import { drainUnreadBody } from './unread-bodies.ts';
 
 const CHALLENGE = 'Basic realm="Gantry"';
 const GIT_ROUTE = /^\/:owner\/:repo\/(info\/refs|git-upload-pack|git-receive-pack)$/;
-// After refusing a push, what the client still sends is read and dropped for
-// a while, so it reads the 413 instead of a reset connection (git stops
-// sending once it sees the answer); past these bounds the socket is closed.
-const DISCARD_MAX_BYTES = 4 * 1024 * 1024;
-const DISCARD_MAX_MS = 10_000;
 
 /** True for the routes below (rate limits answer them in plain text, as git expects). */
 export function isGitHttpRoute(routeUrl: string | undefined): boolean {
@@ -121,26 +116,6 @@ function limitPushSize(input: Readable, maxBytes: number): PushSizeLimit {
   });
   input.pipe(limit);
   return limit;
-}
-
-/** Reads and drops the rest of a refused request body, within bounds. */
-function discardRest(raw: IncomingMessage): void {
-  if (raw.readableEnded || raw.destroyed) return;
-  let dropped = 0;
-  const stop = (): void => {
-    clearTimeout(timer);
-    raw.socket.destroy();
-  };
-  const timer = setTimeout(stop, DISCARD_MAX_MS);
-  timer.unref();
-  raw.once('end', () => clearTimeout(timer));
-  raw.once('close', () => clearTimeout(timer));
-  raw.unpipe();
-  raw.on('data', (chunk: Buffer) => {
-    dropped += chunk.length;
-    if (dropped > DISCARD_MAX_BYTES) stop();
-  });
-  raw.resume();
 }
 
 /** The body's declared length when it is what git will receive (no Content-Encoding), else null. */
@@ -277,7 +252,7 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
       const maxPushBytes = services.gitRepositories.maxPushBytes;
       const receive = service === 'git-receive-pack';
       if (receive && (declaredPushBytes(req) ?? 0) > maxPushBytes) {
-        discardRest(req.raw);
+        drainUnreadBody(req.raw);
         req.log.info({ maxPushBytes }, 'push refused: its Content-Length is larger than GANTRY_GIT_MAX_PUSH_SIZE');
         throw pushTooLarge(maxPushBytes);
       }
@@ -311,7 +286,7 @@ export function gitHttpRoutes(app: FastifyInstance, services: Services): void {
       const refuseTooLarge = (): never => {
         // git's own report of the cut pack is not sent: the 413 says why, and the client is still sending.
         response.body.resume();
-        discardRest(req.raw);
+        drainUnreadBody(req.raw);
         req.log.info({ maxPushBytes }, 'push refused: larger than GANTRY_GIT_MAX_PUSH_SIZE');
         throw pushTooLarge(maxPushBytes);
       };

@@ -40,7 +40,7 @@ export interface Artifact {
   expiredUnix: number;
 }
 
-type Row = {
+export type ArtifactRow = {
   id: number;
   run_id: number;
   job_id: number;
@@ -62,7 +62,7 @@ type Row = {
   expired_unix: number;
 };
 
-function fromRow(row: Row): Artifact {
+export function fromRow(row: ArtifactRow): Artifact {
   return {
     id: row.id,
     runId: row.run_id,
@@ -86,7 +86,8 @@ function fromRow(row: Row): Artifact {
   };
 }
 
-const LIVE = [ArtifactStatus.uploadPending, ArtifactStatus.uploadConfirmed];
+/** Rows whose bytes count: an upload in progress or a complete file. */
+export const LIVE = [ArtifactStatus.uploadPending, ArtifactStatus.uploadConfirmed];
 
 export interface NewArtifact {
   runId: number;
@@ -236,11 +237,15 @@ export async function confirmArtifact(db: Queryable, id: number, now: number): P
   return Number(result.numUpdatedRows) === 1;
 }
 
-/** Bytes the run's live artifacts other than `exceptId` take (committed files and staged blocks). */
+/**
+ * Bytes the run's live artifacts other than `exceptId` take (committed files
+ * and staged blocks), as stored: a v3 file uploaded gzip-encoded counts its
+ * compressed size (file_size is its size unpacked).
+ */
 export async function runArtifactBytes(db: Queryable, runId: number, exceptId: number): Promise<number> {
   const row = await db
     .selectFrom('action_artifact')
-    .select(sql<string | number | null>`sum(file_size + staged_size)`.as('total'))
+    .select(sql<string | number | null>`sum(file_compressed_size + staged_size)`.as('total'))
     .where('run_id', '=', runId)
     .where('id', '!=', exceptId)
     .where('status', 'in', LIVE)
@@ -254,13 +259,14 @@ export interface ArtifactFilter {
   id?: number;
 }
 
-/** The run's confirmed artifacts for the v4 ListArtifacts, oldest first. */
+/** The run's confirmed v4 artifacts (one zip each; not the files of v3 ones) for ListArtifacts, oldest first. */
 export async function listConfirmedOfRun(db: Queryable, runId: number, filter: ArtifactFilter): Promise<Artifact[]> {
   let query = db
     .selectFrom('action_artifact')
     .selectAll()
     .where('run_id', '=', runId)
-    .where('status', '=', ArtifactStatus.uploadConfirmed);
+    .where('status', '=', ArtifactStatus.uploadConfirmed)
+    .where('content_encoding', '=', 'application/zip');
   if (filter.name !== undefined) query = query.where('artifact_name', '=', filter.name);
   if (filter.id !== undefined) query = query.where('id', '=', filter.id);
   return (await query.orderBy('id').execute()).map(fromRow);
@@ -342,18 +348,57 @@ export async function listArtifactGroups(
   };
 }
 
-/** Every row of the (run, name) group `id` belongs to, whatever their status. */
-export async function findGroupRows(db: Queryable, repoId: number, id: number): Promise<Artifact[]> {
+/** A REST artifact (a group of visible rows) with what serving it needs to know. */
+export interface GroupSummary {
+  group: ArtifactGroup;
+  /** Visible rows of the group. */
+  rows: number;
+  /** Whether every visible row is confirmed (none expired). */
+  allConfirmed: boolean;
+  /** The group's first row (a v4 artifact's only one). */
+  first: Artifact;
+}
+
+/**
+ * The visible group whose smallest row id is `id`, summed up in SQL (a v3
+ * artifact may have many files); undefined when `id` names no such group of
+ * the repository.
+ */
+export async function summarizeGroup(db: Queryable, repoId: number, id: number): Promise<GroupSummary | undefined> {
   const first = await findArtifactById(db, id);
-  if (first === undefined || first.repoId !== repoId) return [];
-  const rows = await db
+  if (first === undefined || first.repoId !== repoId) return undefined;
+  const row = await db
     .selectFrom('action_artifact')
-    .selectAll()
+    .select([
+      sql<number>`min(id)`.as('id'),
+      sql<number>`count(*)`.as('rows'),
+      sql<number>`cast(sum(file_size) as bigint)`.as('size'),
+      sql<number>`sum(case when status = ${ArtifactStatus.uploadConfirmed} then 0 else 1 end)`.as('unconfirmed'),
+      sql<number>`min(created)`.as('created'),
+      sql<number>`max(updated)`.as('updated'),
+      sql<number>`max(expired_unix)`.as('expired_unix'),
+    ])
     .where('run_id', '=', first.runId)
     .where('artifact_name', '=', first.name)
-    .orderBy('id')
-    .execute();
-  return rows.map(fromRow);
+    .where('status', 'in', VISIBLE)
+    .executeTakeFirst();
+  if (row === undefined || Number(row.rows) === 0 || Number(row.id) !== id) return undefined;
+  const unconfirmed = Number(row.unconfirmed);
+  return {
+    group: {
+      id,
+      runId: first.runId,
+      name: first.name,
+      size: Number(row.size),
+      expired: unconfirmed > 0,
+      created: Number(row.created),
+      updated: Number(row.updated),
+      expiredUnix: Number(row.expired_unix),
+    },
+    rows: Number(row.rows),
+    allConfirmed: unconfirmed === 0,
+    first,
+  };
 }
 
 /** Up to `limit` ids of rows whose files are due to go: live (confirmed, or an abandoned upload) past expiry, or marked for deletion. */

@@ -3,6 +3,7 @@
 // process runs: the due rows, oldest first, through the `next` index; and the
 // claim of one tick, a conditional update of `next` that only one process
 // can win (services/actions/scheduler.ts).
+import { ActionStatus } from '../modules/actions-status.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 
@@ -117,6 +118,33 @@ export async function deleteSchedule(tx: Queryable, id: number): Promise<void> {
 
 export async function deleteSchedulesOfWorkflow(tx: Queryable, repoId: number, workflowId: string): Promise<void> {
   await tx.deleteFrom('action_schedule').where('repo_id', '=', repoId).where('workflow_id', '=', workflowId).execute();
+}
+
+/**
+ * Up to `limit` ids, after `afterId`, of the repository's scheduled runs on
+ * `ref` that have not finished (waiting, running or blocked), oldest first,
+ * through the (repo_id, ref, id) index: what Forgejo's CancelPreviousJobs
+ * finds for the `schedule` trigger event.
+ */
+export async function listUnfinishedScheduleRunIds(
+  db: Queryable,
+  repoId: number,
+  ref: string,
+  afterId: number,
+  limit: number,
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('action_run')
+    .select('id')
+    .where('repo_id', '=', repoId)
+    .where('ref', '=', ref)
+    .where('id', '>', afterId)
+    .where('trigger_event', '=', 'schedule')
+    .where('status', 'in', [ActionStatus.waiting, ActionStatus.running, ActionStatus.blocked])
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => Number(row.id));
 }
 
 export async function listSchedulesOfRepository(db: Queryable, repoId: number): Promise<Schedule[]> {

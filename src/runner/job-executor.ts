@@ -18,6 +18,7 @@ import type { Task } from '../gen/runner/v1/messages_pb.ts';
 import { Result } from '../gen/runner/v1/messages_pb.ts';
 import { ExpressionScope } from '../modules/workflows/expressions.ts';
 import { evaluateCondition, statusFunctions, truthy } from './conditions.ts';
+import { hashFilesFunction } from './hash-files.ts';
 import type { JobStatus } from './conditions.ts';
 import { pathWithAdditions, runCommand } from './command-step.ts';
 import type { JobState, StepOutcomeName } from './command-step.ts';
@@ -102,6 +103,11 @@ export class JobExecution {
   readonly masker = new Masker();
   definition: JobDefinition | null = null;
   paths: Paths | null = null;
+  /** hashFiles() over this job's workspace (known once the job has started). */
+  private readonly hashFilesFunction = hashFilesFunction(() => {
+    if (this.paths === null) throw new Error('the job has not started');
+    return this.paths.workspace;
+  });
   jobState: JobState | null = null;
   /** The steps context: outputs, outcome and conclusion of each step with an id. */
   readonly stepsContext: Record<string, { outputs: Record<string, string>; outcome: string; conclusion: string }> = {};
@@ -159,10 +165,10 @@ export class JobExecution {
 
   /** A scope with its own status (a composite action's steps): `contexts` replace the job's. */
   scopeWithStatus(contexts: Mapping, status: () => JobStatus): ExpressionScope {
-    return ExpressionScope.of(
-      { ...this.baseContexts, job: { status: status() }, ...contexts },
-      statusFunctions(status),
-    );
+    return ExpressionScope.of({ ...this.baseContexts, job: { status: status() }, ...contexts }, [
+      ...statusFunctions(status),
+      this.hashFilesFunction,
+    ]);
   }
 
   /**
@@ -251,10 +257,10 @@ export class JobExecution {
         steps: {},
         job: {},
       };
-      this.baseScope = ExpressionScope.of(
-        this.baseContexts,
-        statusFunctions(() => this.status),
-      );
+      this.baseScope = ExpressionScope.of(this.baseContexts, [
+        ...statusFunctions(() => this.status),
+        this.hashFilesFunction,
+      ]);
       // Workflow env, then job env, each evaluated with what came before it.
       const env: Record<string, string> = {};
       for (const source of [definition.workflowEnv, (definition.job.env ?? {}) as Mapping])

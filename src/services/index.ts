@@ -31,6 +31,7 @@ import type { RepoService } from './repos.ts';
 import type { CommitStatusService } from './commit-statuses.ts';
 import type { ArtifactService } from './actions/artifacts.ts';
 import type { ArtifactRestService } from './actions/artifacts-rest.ts';
+import type { ArtifactV3Service } from './actions/artifacts-v3.ts';
 import type { ObjectStorage } from '../modules/storage/object-storage.ts';
 import type { WebSessionService } from './web-sessions.ts';
 
@@ -51,6 +52,8 @@ export interface Services {
   runControl: RunControlService;
   /** The v4 artifact protocol (runtime token, signed URLs). */
   artifacts: ArtifactService;
+  /** The v3 artifact protocol (upload-artifact@v3: files in chunks under /api/actions_pipeline). */
+  artifactsV3: ArtifactV3Service;
   /** Artifacts as the REST API shows them. */
   artifactsRest: ArtifactRestService;
   /** Where artifact files live. */

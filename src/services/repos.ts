@@ -67,10 +67,14 @@ export class RepoService {
     private readonly events: DomainEvents,
     /**
      * After an edit that changes where schedules come from or whether they
-     * run (archived, the Actions unit, the default branch): schedules.ts
-     * syncRepository, as Forgejo's services/repository/setting.go does.
+     * run (archived, the Actions unit, the default branch), with the
+     * repository before and after it: schedules.ts onRepositoryEdited, as
+     * Forgejo's services/repository/setting.go does.
      */
-    private readonly afterScheduleSourceChange: (repo: Repository) => Promise<void> = async () => {},
+    private readonly afterScheduleSourceChange: (
+      before: Repository,
+      after: Repository,
+    ) => Promise<void> = async () => {},
   ) {}
 
   /** Where a repository's bare git directory lives. */
@@ -211,7 +215,7 @@ export class RepoService {
         updated.units.actions !== repo.units.actions ||
         updated.defaultBranch !== repo.defaultBranch
       )
-        await this.afterScheduleSourceChange(updated);
+        await this.afterScheduleSourceChange(repo, updated);
       return updated;
     } catch (error) {
       if (isUniqueViolation(error)) throw AppError.conflict(EXISTS_MESSAGE);

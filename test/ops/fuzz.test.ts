@@ -11,14 +11,6 @@
 //   GANTRY_FUZZ_SEED=42 GANTRY_FUZZ_PATH='17:3:1' …   replays one failing batch
 //   GANTRY_FUZZ_SECONDS=600 …                        a longer time cap
 //   GANTRY_FUZZ_SURVEY=1 …                           lists every distinct failure instead of stopping at the first
-//
-// Known open problem (stop 12): after this round's merges, about one request
-// in a few thousand gets no answer within 10 s (seed 20150315, batch 172 or
-// 307: a run cancel, a 405 route, a push to a missing repository — different
-// requests from run to run, while the rest of the batch answers in ms). Until
-// it is found, a hang is reported (diagnostic + TODO) instead of failing the
-// run; 5xx answers, bad error bodies and server errors still fail it.
-// GANTRY_FUZZ_HANGS_FAIL=1 makes hangs fail again.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
@@ -149,8 +141,9 @@ for (const dialect of testDialects()) {
         msByRoute: new Map(),
       };
       let lastFailures: Failure[] = [];
-      const hangs: Failure[] = [];
-      const HANGS_FAIL = process.env.GANTRY_FUZZ_HANGS_FAIL === '1';
+      // A hang is often another request's doing (one left its keep-alive connection unusable), so a
+      // failing batch is kept whole: the report lists what else was sent alongside.
+      let lastBatch: string[] = [];
       const surveyed = new Map<string, Failure>();
       // Routes that read a body have more to get wrong: they are drawn twice as often.
       const weighted = routes.map((route) => ({
@@ -171,9 +164,7 @@ for (const dialect of testDialects()) {
             if (answer.status < 400) stats.routesReached.add(request.route);
           }
           const problem = judge(request, answer);
-          if (problem !== null && !HANGS_FAIL && typeof answer === 'string' && answer.startsWith('no answer within'))
-            hangs.push({ request, problem });
-          else if (problem !== null) failures.push({ request, problem });
+          if (problem !== null) failures.push({ request, problem });
         });
         if (
           requests.some(
@@ -188,6 +179,10 @@ for (const dialect of testDialects()) {
           return true;
         }
         lastFailures = failures;
+        lastBatch = requests.map((r, i) => {
+          const answer = answers[i] as FuzzAnswer | string;
+          return `${describeRequest(r).split('\n')[0]}  → ${typeof answer === 'string' ? answer : `${answer.status} in ${answer.ms} ms`}`;
+        });
         return false;
       });
       const started = Date.now();
@@ -214,12 +209,6 @@ for (const dialect of testDialects()) {
       t.diagnostic(
         `most time spent on: ${costliest.map(([route, ms]) => `${route} ${(ms / 1000).toFixed(1)} s`).join(', ')}`,
       );
-      if (hangs.length > 0) {
-        t.diagnostic(
-          `KNOWN OPEN PROBLEM, requests without an answer: ${hangs.map((f) => describeRequest(f.request).split('\n')[0]).join(' | ')}`,
-        );
-        t.todo(`${hangs.length} request(s) got no answer within the limit (see the header of this file)`);
-      }
       if (surveyed.size > 0)
         assert.fail([...surveyed.values()].map((f) => `${describeRequest(f.request)}\n  → ${f.problem}`).join('\n\n'));
       if (details.failed) {
@@ -227,6 +216,7 @@ for (const dialect of testDialects()) {
           `fuzz failure [${dialect}] — replay with GANTRY_FUZZ_SEED=${SEED} GANTRY_FUZZ_PATH='${details.counterexamplePath ?? ''}' (shrunk ${details.numShrinks} times):`,
           ...lastFailures.map((f) => `${describeRequest(f.request)}\n  → ${f.problem}`),
           details.errorInstance ? `property error: ${String(details.errorInstance)}` : '',
+          `the whole batch, sent at once over the same keep-alive connections:\n${lastBatch.join('\n')}`,
         ].join('\n\n');
         assert.fail(report);
       }

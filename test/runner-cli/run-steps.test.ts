@@ -119,6 +119,23 @@ jobs:
       - if: success()
         run: echo "success step must not run"
 `,
+  'hashfiles.yml': `on: workflow_dispatch
+jobs:
+  key:
+    runs-on: cli-runner
+    steps:
+      - run: |
+          mkdir -p a b/c
+          echo one > a/package-lock.json
+          echo two > b/c/package-lock.json
+          echo other > b/c/other.json
+      - run: |
+          echo "key=\${{ hashFiles('**/package-lock.json') }}"
+          echo "want=$(cat a/package-lock.json b/c/package-lock.json | sha256sum | cut -d' ' -f1)"
+          echo "excluded=\${{ hashFiles('**/*.json', '!b/**') }}"
+          echo "want-excluded=$(cat a/package-lock.json | sha256sum | cut -d' ' -f1)"
+          echo "none=[\${{ hashFiles('**/*.nothing') }}]"
+`,
   'timeout.yml': `on: workflow_dispatch
 jobs:
   slow:
@@ -247,6 +264,18 @@ for (const dialect of testDialects()) {
       const runId = await f.dispatch('chain.yml');
       const run = await f.waitForRun(runId, 90_000);
       assert.equal(run.status, 'success', daemon.output);
+    });
+
+    test('hashFiles() hashes the selected workspace files as forgejo-runner does (a cache key), and is empty when none matches', async () => {
+      const { conclusion, logs } = await finished('hashfiles.yml');
+      const log = logs.get('key') ?? '';
+      assert.equal(conclusion, 'success', log);
+      const value = (name: string) => new RegExp(`(?<![\\w-])${name}=([0-9a-f]{64})$`, 'm').exec(log)?.[1];
+      assert.ok(value('key'), log);
+      assert.equal(value('key'), value('want'), log);
+      assert.equal(value('excluded'), value('want-excluded'), log);
+      assert.notEqual(value('key'), value('excluded'));
+      assert.match(log, /none=\[\]/);
     });
 
     test('a step over its timeout-minutes is killed and fails the job', async () => {

@@ -26,15 +26,13 @@ const JSON_TYPE = 'application/json;charset=utf-8';
 const MAX_TWIRP_BODY_BYTES = 64 * 1024;
 
 /** Reads a request body up to `max` bytes; 413 past it. */
-async function readBody(body: Readable, max: number): Promise<string> {
+export async function readBody(body: Readable, max: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body.iterator({ destroyOnReturn: false })) {
     size += (chunk as Buffer).length;
-    if (size > max) {
-      body.resume();
-      throw AppError.tooLarge(`request body is larger than ${max} bytes`);
-    }
+    // The rest is dropped once the answer is out (unread-bodies.ts).
+    if (size > max) throw AppError.tooLarge(`request body is larger than ${max} bytes`);
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -108,8 +106,6 @@ export function artifactTwirpRoutes(app: FastifyInstance, services: Services): v
   app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
 
   app.setErrorHandler(async (error, req, reply) => {
-    // The rest of a refused upload is read and dropped, so the client sees the answer, not a reset.
-    if (!req.raw.complete) req.raw.resume();
     if (error instanceof AppError)
       return reply.status(STATUS_OF_KIND[error.kind]).type('text/plain; charset=utf-8').send(error.message);
     // What Fastify refuses before the handler (a malformed Content-Type, a short body): the client's error.

@@ -55,6 +55,36 @@ function loadAssets(): Map<string, { body: Buffer; type: string }> {
   return assets;
 }
 
+/** What every page is sent with: the CSP above, no sniffing or framing, not cached unless the route says so. */
+function setPageHeaders(reply: FastifyReply): void {
+  reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+  reply.header('X-Content-Type-Options', 'nosniff');
+  reply.header('X-Frame-Options', 'DENY');
+  reply.header('Referrer-Policy', 'same-origin');
+  if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
+}
+
+/** Prefixes of what machines read (the API, the runner and artifact protocols): never a page. */
+const MACHINE_PREFIXES = ['/api/', '/twirp/'];
+
+/**
+ * The console's 404 page for a browser that follows a wrong link (Forgejo
+ * answers every unknown web URL with its 404 page). Only a GET or HEAD that
+ * asks for HTML and is not under a machine prefix gets it: scripts and
+ * clients, which do not send `Accept: text/html`, keep the API's JSON 404.
+ * The page is drawn signed out: no route ran, so no session was read.
+ */
+export function pageNotFound(req: FastifyRequest, reply: FastifyReply): FastifyReply | null {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return null;
+  if (!/\btext\/html\b/i.test(req.headers.accept ?? '')) return null;
+  const pathOnly = req.url.split('?')[0] ?? '';
+  if (MACHINE_PREFIXES.some((prefix) => pathOnly.startsWith(prefix))) return null;
+  reply.status(404);
+  setPageHeaders(reply);
+  const chrome = { title: '404', doer: null, csrf: '', flash: null };
+  return sendPage(reply, 'error', chrome, { status: 404, message: 'The page you asked for does not exist.' });
+}
+
 export async function webConsole(app: FastifyInstance, config: Config, services: Services): Promise<void> {
   const cookies = cookieSettings(config.rootUrl);
   const ctx: WebContext = { config, services, guards: createGuards(services), cookies };
@@ -66,11 +96,7 @@ export async function webConsole(app: FastifyInstance, config: Config, services:
   });
   await app.register(cookie);
   app.addHook('onSend', async (_req, reply, payload) => {
-    reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-    reply.header('X-Content-Type-Options', 'nosniff');
-    reply.header('X-Frame-Options', 'DENY');
-    reply.header('Referrer-Policy', 'same-origin');
-    if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
+    setPageHeaders(reply);
     return payload;
   });
 

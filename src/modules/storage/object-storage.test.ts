@@ -56,3 +56,16 @@ test('names cannot leave the root; removal is idempotent', async () => {
   assert.equal(await storage.size('9/1/f'), null);
   await assert.rejects(storage.open('9/1/f'), { code: 'ENOENT' });
 });
+
+test('list names the objects directly in a folder with their sizes: not subfolders, not puts in progress', async () => {
+  await storage.put('7/chunks/10_0_4', Readable.from([Buffer.from('abcd')]));
+  await storage.put('7/chunks/10_4_6', Readable.from([Buffer.from('efghij')]));
+  await storage.put('7/chunks/deeper/x', Readable.from([Buffer.from('x')]));
+  await fs.writeFile(path.join(root, '7', 'chunks', '10_4_6.abc.tmp'), 'partial');
+  const listed = (await storage.list('7/chunks')).sort((a, b) => a.name.localeCompare(b.name));
+  assert.deepEqual(listed, [
+    { name: '10_0_4', size: 4 },
+    { name: '10_4_6', size: 6 },
+  ]);
+  assert.deepEqual(await storage.list('7/none'), []);
+});

@@ -11,6 +11,7 @@
 //   reader and `put`'s loop let callers reuse one buffer (no garbage per chunk).
 // - `remove` and `removePrefix` succeed when there is nothing to remove.
 import { randomBytes } from 'node:crypto';
+import type { Dirent } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -52,6 +53,12 @@ export interface ObjectStorage {
   remove(name: string): Promise<void>;
   /** Removes every object whose name starts with `prefix/`. */
   removePrefix(prefix: string): Promise<void>;
+  /**
+   * The objects directly inside `prefix/` (names relative to it) with their
+   * sizes, in no particular order; [] when there are none. For small folders
+   * (the chunks of one file), never a whole tree.
+   */
+  list(prefix: string): Promise<{ name: string; size: number }[]>;
 }
 
 /** Objects as files under `root` (created on first write, private to the server's user). */
@@ -139,5 +146,22 @@ export class LocalObjectStorage implements ObjectStorage {
 
   async removePrefix(prefix: string): Promise<void> {
     await fs.rm(this.resolve(prefix), { recursive: true, force: true });
+  }
+
+  async list(prefix: string): Promise<{ name: string; size: number }[]> {
+    const folder = this.resolve(prefix);
+    let entries: Dirent[];
+    try {
+      entries = await fs.readdir(folder, { withFileTypes: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const objects: { name: string; size: number }[] = [];
+    // Temporary files of a put in progress end in .tmp: not objects yet.
+    for (const entry of entries)
+      if (entry.isFile() && !entry.name.endsWith('.tmp'))
+        objects.push({ name: entry.name, size: (await fs.stat(path.join(folder, entry.name))).size });
+    return objects;
   }
 }

@@ -11,6 +11,7 @@
 // one removes its files — after the claim has committed, so a crash in
 // between leaves files behind (harmless, never a row pointing at nothing).
 import type { Clock } from '../../modules/clock.ts';
+import { PeriodicPass } from '../../modules/periodic-pass.ts';
 import type { ObjectStorage } from '../../modules/storage/object-storage.ts';
 import type { Db } from '../../models/database.ts';
 import { claimForCleanup, findDueForCleanup } from '../../models/artifacts.ts';
@@ -23,8 +24,10 @@ export interface ArtifactRetentionOptions {
 }
 
 export class ArtifactRetention {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<number> | null = null;
+  private readonly periodic = new PeriodicPass(
+    () => this.cleanOnce(),
+    (error) => this.options.onError?.(error),
+  );
 
   constructor(
     private readonly db: Db,
@@ -51,31 +54,10 @@ export class ArtifactRetention {
   }
 
   start(intervalMs: number): void {
-    if (this.timer) return;
-    const tick = () => {
-      this.running = this.cleanOnce().catch((error: unknown) => {
-        this.options.onError?.(error);
-        return 0;
-      });
-    };
-    // First pass soon after start (not at once: startup has enough to do).
-    this.timer = setTimeout(
-      () => {
-        tick();
-        this.timer = setInterval(tick, intervalMs);
-        this.timer.unref?.();
-      },
-      Math.min(intervalMs, 30_000),
-    );
-    this.timer.unref?.();
+    this.periodic.start(intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      clearInterval(this.timer);
-    }
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 }

@@ -27,6 +27,7 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../../modules/errors.ts';
 import type { Clock } from '../../modules/clock.ts';
 import type { ObjectReader, ObjectStorage } from '../../modules/storage/object-storage.ts';
+import { noteReceived } from '../../modules/young-garbage.ts';
 import type { Db } from '../../models/database.ts';
 import {
   ArtifactStatus,
@@ -153,6 +154,10 @@ export class ArtifactService {
       const requested = Math.round((at / 1000 - now) / DAY_SEC);
       if (requested > 0) days = requested;
     }
+    // A name whose files a v3 upload holds in this run cannot become a v4 zip too (artifacts-v3.ts refuses the reverse).
+    const live = await findLiveArtifact(this.db, task.runId, input.name);
+    if (live !== undefined && live.contentEncoding !== 'application/zip')
+      throw AppError.conflict(`Error artifact ${input.name} was uploaded with upload-artifact@v3 in this run`);
     const artifact = await createOrReuseArtifact(
       this.db,
       {
@@ -201,7 +206,12 @@ export class ArtifactService {
     let size: number;
     try {
       const room = await this.roomFor(artifact);
-      size = await this.storage.put(name, body, sizeLimit(room, this.quotaMessage(room)));
+      const limit = sizeLimit(room, this.quotaMessage(room));
+      size = await this.storage.put(name, body, (chunk) => {
+        limit(chunk);
+        // Each chunk is a fresh buffer from the HTTP parser: collected every few MiB, not every 32 MB.
+        noteReceived(chunk.length);
+      });
     } catch (error) {
       if (error instanceof AppError && error.kind === 'too_large') await this.failUpload(artifact);
       throw error;

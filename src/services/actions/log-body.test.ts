@@ -1,6 +1,6 @@
 // A log range written into a sink: the exact bytes whatever the range and
-// however slowly the sink takes them, a plain log through two buffers reused
-// for the whole range, and a sink that goes away mid-range ends the write
+// however slowly the sink takes them, a plain or archived log through two
+// buffers reused for the whole range, and a sink that goes away mid-range ends the write
 // (rejected, file closed) instead of hanging.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -69,7 +69,7 @@ describe('log bodies', () => {
     }
   });
 
-  test('an archived log range arrives exact, the bytes before it skipped after inflating', async () => {
+  test('an archived log range arrives exact, the bytes before it skipped after inflating, in two buffers reused for the whole range', async () => {
     for (const [start, end] of ranges) {
       const sink = new SlowSink();
       await new ArchivedLogBody(
@@ -79,6 +79,48 @@ describe('log bodies', () => {
         start === 0 && end === content.length - 1,
       ).writeTo(sink);
       assert.ok(sink.bytes().equals(content.subarray(start, end + 1)), `${start}-${end}`);
+      assert.ok(new Set(sink.given.map((chunk) => chunk.buffer)).size <= 2, `${start}-${end}: two buffers at most`);
+    }
+  });
+
+  test('an archived log range arrives exact through the gunzip stream too (the path for a Node without the zlib handle)', async () => {
+    for (const [start, end] of ranges) {
+      const sink = new SlowSink();
+      await new ArchivedLogBody(
+        await fs.open(gzipFile, 'r'),
+        start,
+        end - start + 1,
+        start === 0 && end === content.length - 1,
+        false,
+      ).writeTo(sink);
+      assert.ok(sink.bytes().equals(content.subarray(start, end + 1)), `${start}-${end}`);
+    }
+  });
+
+  test('an archive of several gzip members (as appended logs may be) inflates whole', async () => {
+    const members = path.join(dir, 'members.log.gz');
+    const cut = 100_001;
+    await fs.writeFile(members, Buffer.concat([gzipSync(content.subarray(0, cut)), gzipSync(content.subarray(cut))]));
+    const sink = new SlowSink();
+    await new ArchivedLogBody(await fs.open(members, 'r'), 0, content.length, true).writeTo(sink);
+    assert.ok(sink.bytes().equals(content));
+  });
+
+  test('a corrupt or truncated archive is an error and the file is closed', async () => {
+    const packed = gzipSync(content);
+    const corrupt = path.join(dir, 'corrupt.log.gz');
+    const truncated = path.join(dir, 'truncated.log.gz');
+    const damaged = Buffer.from(packed);
+    for (let i = 200; i < 400; i += 1) damaged[i] = 0xff;
+    await fs.writeFile(corrupt, damaged);
+    await fs.writeFile(truncated, packed.subarray(0, packed.length - 100));
+    for (const file of [corrupt, truncated]) {
+      for (const reuseBuffers of [true, false]) {
+        const body = new ArchivedLogBody(await fs.open(file, 'r'), 0, content.length, true, reuseBuffers);
+        const handle = (body as unknown as { handle: fs.FileHandle }).handle;
+        await assert.rejects(body.writeTo(new SlowSink()), `${path.basename(file)} ${reuseBuffers}`);
+        assert.equal(handle.fd, -1, 'closed');
+      }
     }
   });
 
@@ -86,6 +128,7 @@ describe('log bodies', () => {
     for (const open of [
       async () => new PlainLogBody(await fs.open(plainFile, 'r'), 0, content.length - 1),
       async () => new ArchivedLogBody(await fs.open(gzipFile, 'r'), 0, content.length, true),
+      async () => new ArchivedLogBody(await fs.open(gzipFile, 'r'), 0, content.length, true, false),
     ]) {
       const body = await open();
       const handle = (body as unknown as { handle: fs.FileHandle }).handle;

@@ -13,12 +13,14 @@
 //   until then the socket's write queue may still hold it (a write the
 //   kernel did not take at once is sent later from the caller's buffer, not
 //   from a copy). One read overlaps one write.
-// - archived log: the compressed file is read into two reused buffers in
-//   turn and written to gunzip, each refilled only after gunzip's write
-//   callback (zlib is done with its input then). zlib's output chunks are
-//   its own fresh buffers (Node offers no public way to inflate into a
-//   caller's buffer), so they are written as pipe() would: waiting only for
-//   'drain'.
+// - archived log: the compressed file is read into one reused buffer and
+//   inflated (modules/archive/gunzip-into.ts) into two reused output buffers
+//   in turn, handed to the sink as the plain log's are: one inflation
+//   overlaps one write, and a buffer is inflated into again only after the
+//   sink's write callback. Inflating is synchronous, one output buffer
+//   (64 KiB) per turn, so the event loop is never held for long. Where this
+//   Node cannot inflate into a buffer, the gunzip stream is used as before
+//   (its chunks are zlib's fresh buffers, written as pipe() would).
 //
 // stream() is the plain Readable, for consumers that are not a socket (the
 // run-logs zip). Use exactly one of writeTo and stream, once: either closes
@@ -28,11 +30,14 @@ import { Readable } from 'node:stream';
 import type { Writable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { Gunzip } from 'node:zlib';
+import { GunzipInto } from '../../modules/archive/gunzip-into.ts';
 
 /** One read of a plain log: large enough for few system calls, two per download. */
 const PLAIN_CHUNK_BYTES = 64 * 1024;
 /** One read of an archive: 16 KiB of gzip inflates to several times that before backpressure applies. */
 const ARCHIVE_CHUNK_BYTES = 16 * 1024;
+/** One inflated chunk of an archive, two per download. */
+const INFLATED_CHUNK_BYTES = 64 * 1024;
 
 export interface LogBody {
   /**
@@ -181,9 +186,63 @@ export class ArchivedLogBody implements LogBody {
     private readonly length: number,
     /** The range is the whole log: the stream needs no slicing. */
     private readonly whole: boolean,
+    /** Inflate into reused buffers where this Node allows it (false: through zlib's stream, as a test may ask). */
+    private readonly reuseBuffers = true,
   ) {}
 
   async writeTo(sink: Writable): Promise<void> {
+    if (!this.reuseBuffers || !GunzipInto.available()) return this.writeThroughStream(sink);
+    const inflater = new GunzipInto();
+    const input = Buffer.allocUnsafeSlow(ARCHIVE_CHUNK_BYTES);
+    const outputs = [Buffer.allocUnsafeSlow(INFLATED_CHUNK_BYTES), Buffer.allocUnsafeSlow(INFLATED_CHUNK_BYTES)];
+    let next = 0;
+    let position = 0;
+    let inputStart = 0;
+    let inputEnd = 0;
+    let endOfFile = false;
+    let toSkip = this.skip;
+    let left = this.length;
+    let writing: Promise<void> | null = null;
+    try {
+      while (left > 0) {
+        if (inputStart === inputEnd && !endOfFile) {
+          const { bytesRead } = await this.handle.read(input, 0, input.length, position);
+          position += bytesRead;
+          inputStart = 0;
+          inputEnd = bytesRead;
+          endOfFile = bytesRead === 0;
+        }
+        // Not the buffer being written (if any): that one is the other, until its write is awaited below.
+        const output = outputs[next] as Buffer;
+        const { consumed, produced } = inflater.inflate(input, inputStart, inputEnd - inputStart, output, endOfFile);
+        inputStart += consumed;
+        // With input or the end of the file to pass and room to inflate into, zlib moves unless its data has ended.
+        if (consumed === 0 && produced === 0) break;
+        let data = output.subarray(0, produced);
+        if (toSkip > 0) {
+          const skipped = Math.min(toSkip, data.length);
+          toSkip -= skipped;
+          data = data.subarray(skipped);
+        }
+        if (data.length === 0) continue;
+        if (data.length > left) data = data.subarray(0, left);
+        if (writing !== null) await writing;
+        writing = writeAndWait(sink, data);
+        // Awaited on the next write or below; until then a failed write must not count as unhandled.
+        writing.catch(() => {});
+        next = 1 - next;
+        left -= data.length;
+      }
+      if (writing !== null) await writing;
+      if (left > 0) throw shortFile();
+    } finally {
+      inflater.close();
+      await this.handle.close();
+    }
+  }
+
+  /** The previous way, through zlib's stream: its output chunks are fresh buffers, so they are written as pipe() would. */
+  private async writeThroughStream(sink: Writable): Promise<void> {
     const gunzip = createGunzip();
     const feeding = this.feed(gunzip);
     let toSkip = this.skip;

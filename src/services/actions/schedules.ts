@@ -11,6 +11,15 @@
 // - An archived repository, or one whose Actions unit is off, has none;
 //   unarchiving or enabling re-reads the default branch (syncRepository).
 //   Disabling a workflow deletes its entries, enabling re-reads the branch.
+// - Archiving the repository, switching its Actions unit off or changing its
+//   default branch also cancels the scheduled runs of the (old) default
+//   branch that have not finished, whatever their workflow (Forgejo's
+//   CleanRepoScheduleTasks with cancelPreviousJobs, from
+//   services/repository/setting.go and routers/api/v1/repo/repo.go, and
+//   SetRepoDefaultBranch in services/repository/branch.go, all through
+//   CancelPreviousJobs in services/actions/schedule_tasks.go). Disabling one
+//   workflow cancels nothing, as in Forgejo and Gitea (they only record the
+//   setting). Deleting the repository deletes its runs.
 // - A spec Forgejo's dialect rejects (modules/cron-spec.ts) skips that entry
 //   only: the repository keeps its other schedules (Forgejo drops them all
 //   after deleting the old ones; the workflows API reports the spec here,
@@ -37,6 +46,7 @@ import {
   deleteSchedule,
   deleteSchedulesOfRepository,
   deleteSchedulesOfWorkflow,
+  listUnfinishedScheduleRunIds,
   replaceSchedulesOfRepository,
 } from '../../models/schedules.ts';
 import type { NewSchedule, Schedule } from '../../models/schedules.ts';
@@ -70,6 +80,8 @@ function entriesOf(workflow: WorkflowFile): Entry[] {
 
 /** Parsed specs are small and pure: kept by text, the table emptied when it is full. */
 const SPEC_CACHE_ENTRIES = 20_000;
+/** Unfinished scheduled runs read per query when they are cancelled. */
+const CANCEL_PAGE = 50;
 
 export class ScheduleService {
   private readonly specs = new Map<string, CronSpec>();
@@ -78,6 +90,7 @@ export class ScheduleService {
    * @param clock the schedule clock (deps.ts: the process clock, or the test seam's faster one);
    *   `next` is computed and compared on it.
    * @param onRegistered tells this process's scheduler that earlier ticks may exist now.
+   * @param cancelRun cancels one run as the run-control API does (run-control.ts cancel).
    */
   constructor(
     private readonly db: Db,
@@ -87,6 +100,7 @@ export class ScheduleService {
     private readonly runs: RunCreator,
     private readonly logger: Logger,
     private readonly onRegistered: () => void = () => {},
+    private readonly cancelRun: (repo: Repository, runId: number) => Promise<void> = async () => {},
   ) {}
 
   /** The entries of a workflow that Forgejo's dialect rejects, each with the reason (the workflows API shows them). */
@@ -160,6 +174,43 @@ export class ScheduleService {
       .transaction()
       .execute((tx) => replaceSchedulesOfRepository(tx, repo.id, rows, Math.floor(nowMs / 1000)));
     if (rows.length > 0) this.onRegistered();
+  }
+
+  /**
+   * After an edit of the repository (`before` → `after`) that changed whether
+   * or where its schedules run: re-registers them, then, when the edit
+   * archived the repository, switched its Actions unit off or moved its
+   * default branch, cancels the unfinished scheduled runs of the old default
+   * branch. The schedules go first, so no tick adds a run behind the cancel
+   * (fire() also skips an archived repository or a unit that is off).
+   */
+  async onRepositoryEdited(before: Repository, after: Repository): Promise<void> {
+    await this.syncRepository(after);
+    const stopped = (after.isArchived && !before.isArchived) || (!after.units.actions && before.units.actions);
+    if (stopped || after.defaultBranch !== before.defaultBranch)
+      await this.cancelUnfinishedRuns(after, `refs/heads/${before.defaultBranch}`);
+  }
+
+  /**
+   * Cancels the repository's scheduled runs on `ref` that have not finished,
+   * oldest first, one run-control cancel each. A run that cannot be cancelled
+   * now (runners kept claiming its jobs) is logged and left: housekeeping or a
+   * user's cancel ends it, and it blocks none of the others.
+   */
+  private async cancelUnfinishedRuns(repo: Repository, ref: string): Promise<void> {
+    for (let afterId = 0; ;) {
+      const ids = await listUnfinishedScheduleRunIds(this.db, repo.id, ref, afterId, CANCEL_PAGE);
+      for (const runId of ids) {
+        try {
+          await this.cancelRun(repo, runId);
+        } catch (error) {
+          this.logger.warn({ err: error, repoId: repo.id, runId }, 'a scheduled run could not be cancelled');
+        }
+      }
+      const last = ids.at(-1);
+      if (last === undefined || ids.length < CANCEL_PAGE) return;
+      afterId = last;
+    }
   }
 
   /** A disabled workflow's entries go (enabling it calls syncRepository). */

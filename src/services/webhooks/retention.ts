@@ -4,6 +4,7 @@
 // once only repeat work. Small batches, each its own transaction, so SQLite's
 // write lock is never held long and deliveries keep flowing.
 import type { Clock } from '../../modules/clock.ts';
+import { PeriodicPass } from '../../modules/periodic-pass.ts';
 import type { Db } from '../../models/database.ts';
 import { deleteFinishedHookTasks, findExpiredHookTasks } from '../../models/hook-task-retention.ts';
 
@@ -17,8 +18,10 @@ export interface WebhookRetentionOptions {
 }
 
 export class WebhookRetention {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<number> | null = null;
+  private readonly periodic = new PeriodicPass(
+    () => this.pruneOnce(),
+    (error) => this.options.onError?.(error),
+  );
 
   constructor(
     private readonly db: Db,
@@ -42,31 +45,11 @@ export class WebhookRetention {
   }
 
   start(intervalMs: number): void {
-    if (this.timer || this.options.retentionDays === 0) return;
-    const tick = () => {
-      this.running = this.pruneOnce().catch((error: unknown) => {
-        this.options.onError?.(error);
-        return 0;
-      });
-    };
-    // First pass soon after start (not at once: startup has enough to do).
-    this.timer = setTimeout(
-      () => {
-        tick();
-        this.timer = setInterval(tick, intervalMs);
-        this.timer.unref?.();
-      },
-      Math.min(intervalMs, 30_000),
-    );
-    this.timer.unref?.();
+    if (this.options.retentionDays === 0) return;
+    this.periodic.start(intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      clearInterval(this.timer);
-    }
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 }

@@ -5,6 +5,7 @@
 // routes; deleting needs a token and write access to Actions.
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Readable } from 'node:stream';
 import { linkHeader, parseIdParam, parsePage } from '../../../modules/pagination.ts';
 import type { ArtifactGroup } from '../../../models/artifacts.ts';
 import { requireRepo } from '../../request-context.ts';
@@ -148,20 +149,28 @@ export function actionsArtifactRoutes(app: ApiApp, ctx: RouteContext): void {
       schema: {
         operationId: 'DownloadActionArtifact',
         tags,
-        description: "The artifact as a zip (a v4 artifact's stored zip, streamed).",
+        description:
+          "The artifact as a zip (a v4 artifact's stored zip, or a v3 artifact's files zipped on the fly; streamed). 422: a v3 artifact too large for a zip without ZIP64 (4 GiB).",
         params: artifactParams,
-        response: { ...errorResponses(403, 404) },
+        response: { ...errorResponses(403, 404, 422) },
       },
       preValidation: readGuards,
     },
     async (req, reply) => {
       const id = parseIdParam((req.params as { artifact_id: string }).artifact_id);
       const zip = await services.artifactsRest.openZip(requireRepo(req).repo, id);
+      const disposition = `attachment; filename="${encodeURIComponent(zip.name)}.zip"`;
+      if ('chunks' in zip)
+        // A v3 artifact, zipped as it is read: no length is known beforehand.
+        return reply
+          .type('application/zip')
+          .header('content-disposition', disposition)
+          .send(Readable.from(zip.chunks, { objectMode: false }));
       // The API's onSend hook does not run for this hijacked reply: its Cache-Control is set here.
       reply.header('Cache-Control', 'max-age=0, private, must-revalidate, no-transform');
       await sendObject(req, reply, zip.reader, {
         'content-type': 'application/zip',
-        'content-disposition': `attachment; filename="${encodeURIComponent(zip.name)}.zip"`,
+        'content-disposition': disposition,
       });
     },
   );

@@ -218,6 +218,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     config.rootUrl.replace(/\/$/, ''),
     { maxJobsPerRun: config.actionsMaxJobsPerRun, maxRunPayloadBytes: config.actionsMaxRunPayloadBytes },
     (repo, runId) => runControl.cancel(repo, runId),
+    runProgress,
   );
   const scheduleClock =
     config.testSchedulerClock === null

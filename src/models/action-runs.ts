@@ -8,7 +8,7 @@ import type { Queryable, Tx } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 
-// 16 values a row: 1,000 rows stay far below either database's bound-value limit.
+// 17 values a row: 1,000 rows stay far below either database's bound-value limit.
 const JOBS_PER_INSERT = 1000;
 
 export interface ActionRun {
@@ -39,6 +39,8 @@ export interface ActionRun {
   concurrencyGroup: string;
   /** ConcurrencyMode (modules/concurrency-mode.ts). */
   concurrencyType: number;
+  /** Some job of the run declares a job-level `concurrency:` (services/actions/job-concurrency.ts). */
+  jobConcurrency: boolean;
   created: number;
   updated: number;
 }
@@ -61,6 +63,15 @@ export interface ActionRunJob {
   status: ActionStatusValue;
   /** Stored `blocked` only because the run queues behind an older member of its concurrency group. */
   concurrencyHeld: boolean;
+  /** The job's `concurrency:` with its contexts (JSON, job-concurrency.ts); '' none. */
+  rawConcurrency: string;
+  /** The job's evaluated group ('' none or not yet evaluated). */
+  concurrencyGroup: string;
+  concurrencyCancel: boolean;
+  /** Stored `blocked` because another member of its job group is waiting or running. */
+  groupHeld: boolean;
+  /** Why the job's `concurrency:` did not evaluate (the job failed); '' none. */
+  concurrencyError: string;
   started: number;
   stopped: number;
   created: number;
@@ -93,6 +104,7 @@ export function runFromRow(row: Selectable<ActionRunTable>): ActionRun {
     previousDuration: row.previous_duration,
     concurrencyGroup: row.concurrency_group,
     concurrencyType: row.concurrency_type,
+    jobConcurrency: row.job_concurrency === 1,
     created: row.created,
     updated: row.updated,
   };
@@ -121,6 +133,11 @@ export function jobFromRow(row: Selectable<ActionRunJobTable>): ActionRunJob {
     taskId: row.task_id,
     status: row.status,
     concurrencyHeld: row.concurrency_held === 1,
+    rawConcurrency: row.raw_concurrency,
+    concurrencyGroup: row.concurrency_group,
+    concurrencyCancel: row.concurrency_cancel === 1,
+    groupHeld: row.group_held === 1,
+    concurrencyError: row.concurrency_error,
     started: row.started,
     stopped: row.stopped,
     created: row.created,
@@ -148,6 +165,8 @@ export interface NewRun {
   scheduleId?: number;
   concurrencyGroup?: string;
   concurrencyType?: number;
+  /** Some job carries `rawConcurrency`. */
+  jobConcurrency?: boolean;
 }
 
 export interface NewJob {
@@ -161,6 +180,8 @@ export interface NewJob {
   status: ActionStatusValue;
   /** With `status` blocked: held behind an older run of the run's concurrency group. */
   concurrencyHeld?: boolean;
+  /** The job's `concurrency:` with its contexts (job-concurrency.ts); the job is inserted blocked. */
+  rawConcurrency?: string;
 }
 
 /**
@@ -234,6 +255,7 @@ export async function insertRunWithJobs(
       schedule_id: run.scheduleId ?? 0,
       concurrency_group: run.concurrencyGroup ?? '',
       concurrency_type: run.concurrencyType ?? 0,
+      job_concurrency: run.jobConcurrency === true ? 1 : 0,
       created: now,
       updated: now,
     })
@@ -266,6 +288,7 @@ export async function insertRunWithJobs(
           has_if: job.hasIf ? 1 : 0,
           status: job.status,
           concurrency_held: job.concurrencyHeld === true ? 1 : 0,
+          raw_concurrency: job.rawConcurrency ?? '',
           created: now,
           updated: now,
         })),
@@ -449,6 +472,10 @@ export interface JobStatusRow {
   status: ActionStatusValue;
   /** Stored `blocked` only because the run queues behind its concurrency group. */
   concurrencyHeld: boolean;
+  /** Stored `blocked` because another member of its job group is waiting or running. */
+  groupHeld: boolean;
+  /** Declares a job-level `concurrency:`. */
+  hasConcurrency: boolean;
 }
 
 /**
@@ -459,7 +486,16 @@ export interface JobStatusRow {
 export async function listJobStatusesOfRun(db: Queryable, runId: number): Promise<JobStatusRow[]> {
   const rows = await db
     .selectFrom('action_run_job')
-    .select(['id', 'job_id', 'needs', 'has_if', 'status', 'concurrency_held'])
+    .select([
+      'id',
+      'job_id',
+      'needs',
+      'has_if',
+      'status',
+      'concurrency_held',
+      'group_held',
+      (eb) => eb(eb.fn('length', ['raw_concurrency']), '>', 0).as('has_concurrency'),
+    ])
     .where('run_id', '=', runId)
     .orderBy('id')
     .execute();
@@ -471,6 +507,9 @@ export async function listJobStatusesOfRun(db: Queryable, runId: number): Promis
     hasIf: row.has_if === 1,
     status: row.status,
     concurrencyHeld: row.concurrency_held === 1,
+    groupHeld: row.group_held === 1,
+    // SQLite answers a comparison as 0/1, PostgreSQL as a boolean.
+    hasConcurrency: Boolean(row.has_concurrency),
   }));
 }
 

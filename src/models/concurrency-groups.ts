@@ -106,3 +106,150 @@ export async function runHasHeldJobs(db: Queryable, runId: number): Promise<bool
     .executeTakeFirst();
   return row !== undefined;
 }
+
+// Job-level groups (services/actions/job-concurrency.ts). A member is a job
+// of the repository whose evaluated group is the group; it is active when
+// waiting (claimable) or running, held when blocked with group_held.
+
+/** Whether a job of the group other than `exceptJobId` is waiting, running or held. */
+export async function jobGroupIsBusy(
+  tx: Queryable,
+  repoId: number,
+  group: string,
+  exceptJobId: number,
+): Promise<boolean> {
+  const row = await tx
+    .selectFrom('action_run_job')
+    .select('id')
+    .where('repo_id', '=', repoId)
+    .where('concurrency_group', '=', group)
+    .where('id', '!=', exceptJobId)
+    .where((eb) =>
+      eb.or([
+        eb('status', 'in', [ActionStatus.waiting, ActionStatus.running]),
+        eb.and([eb('status', '=', ActionStatus.blocked), eb('group_held', '=', 1)]),
+      ]),
+    )
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The unfinished members of a job group but `exceptJobId`, oldest first (cancel in progress cancels them). */
+export async function listUnfinishedJobMembers(
+  tx: Queryable,
+  repoId: number,
+  group: string,
+  exceptJobId: number,
+): Promise<Array<{ id: number; runId: number }>> {
+  const rows = await tx
+    .selectFrom('action_run_job')
+    .select(['id', 'run_id'])
+    .where('repo_id', '=', repoId)
+    .where('concurrency_group', '=', group)
+    .where('id', '!=', exceptJobId)
+    .where('status', 'in', UNFINISHED)
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({ id: row.id, runId: row.run_id }));
+}
+
+/** Stores a ready job's evaluated group; `held` keeps it blocked behind another member. */
+export async function admitJob(
+  tx: Queryable,
+  jobId: number,
+  admission: { group: string; cancel: boolean; held: boolean },
+  now: number,
+): Promise<boolean> {
+  const result = await tx
+    .updateTable('action_run_job')
+    .set({
+      concurrency_group: admission.group,
+      concurrency_cancel: admission.cancel ? 1 : 0,
+      group_held: admission.held ? 1 : 0,
+      ...(admission.held ? {} : { status: ActionStatus.waiting }),
+      updated: now,
+    })
+    .where('id', '=', jobId)
+    .where('status', '=', ActionStatus.blocked)
+    .where('group_held', '=', 0)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** A ready job whose group does not evaluate fails, with the reason. */
+export async function failJobConcurrency(tx: Queryable, jobId: number, reason: string, now: number): Promise<boolean> {
+  const result = await tx
+    .updateTable('action_run_job')
+    .set({ status: ActionStatus.failure, concurrency_error: reason, stopped: now, updated: now })
+    .where('id', '=', jobId)
+    .where('status', '=', ActionStatus.blocked)
+    .where('group_held', '=', 0)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * When no member of the group is active, the oldest held one becomes
+ * waiting; returns it (its run settles), or undefined.
+ */
+export async function releaseOldestHeldJob(
+  tx: Queryable,
+  repoId: number,
+  group: string,
+  now: number,
+): Promise<{ id: number; runId: number } | undefined> {
+  const active = await tx
+    .selectFrom('action_run_job')
+    .select('id')
+    .where('repo_id', '=', repoId)
+    .where('concurrency_group', '=', group)
+    .where('status', 'in', [ActionStatus.waiting, ActionStatus.running])
+    .limit(1)
+    .executeTakeFirst();
+  if (active !== undefined) return undefined;
+  const next = await tx
+    .selectFrom('action_run_job')
+    .select(['id', 'run_id'])
+    .where('repo_id', '=', repoId)
+    .where('concurrency_group', '=', group)
+    .where('status', '=', ActionStatus.blocked)
+    .where('group_held', '=', 1)
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  if (next === undefined) return undefined;
+  const result = await tx
+    .updateTable('action_run_job')
+    .set({ status: ActionStatus.waiting, group_held: 0, updated: now })
+    .where('id', '=', next.id)
+    .where('status', '=', ActionStatus.blocked)
+    .where('group_held', '=', 1)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0 ? { id: next.id, runId: next.run_id } : undefined;
+}
+
+/** Whether the run has a job that declares a job-level `concurrency:` and is not done. */
+export async function runHasUnfinishedGroupJobs(db: Queryable, runId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('action_run_job')
+    .select('id')
+    .where('run_id', '=', runId)
+    .where('raw_concurrency', '!=', '')
+    .where('status', 'in', UNFINISHED)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Ready jobs with a job group go back to `blocked` until they are admitted (a rerun); held ones stay held. */
+export async function awaitAdmission(tx: Queryable, jobIds: readonly number[], now: number): Promise<void> {
+  if (jobIds.length === 0) return;
+  await tx
+    .updateTable('action_run_job')
+    .set({ status: ActionStatus.blocked, updated: now })
+    .where('id', 'in', [...jobIds])
+    .where('status', '=', ActionStatus.waiting)
+    .where('task_id', '=', 0)
+    .execute();
+}

@@ -45,7 +45,20 @@ export async function prepareNextAttempt(
 ): Promise<boolean> {
   const result = await tx
     .updateTable('action_run_job')
-    .set({ attempt: Math.max(job.attempt, 1) + 1, handle, task_id: 0, status, started: 0, stopped: 0, updated: now })
+    .set({
+      attempt: Math.max(job.attempt, 1) + 1,
+      handle,
+      task_id: 0,
+      status,
+      started: 0,
+      stopped: 0,
+      // A job group is evaluated again when the new attempt becomes ready.
+      concurrency_group: '',
+      concurrency_cancel: 0,
+      group_held: 0,
+      concurrency_error: '',
+      updated: now,
+    })
     .where('id', '=', job.id)
     .where('status', '=', job.status)
     .where('attempt', '=', job.attempt)

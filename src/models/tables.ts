@@ -151,6 +151,8 @@ export interface ActionRunTable {
   concurrency_group: Generated<string>;
   /** Forgejo's ConcurrencyMode: 0 unlimited, 1 queue behind, 2 cancel in progress. */
   concurrency_type: Generated<number>;
+  /** 1: some job of the run declares a job-level `concurrency:`. */
+  job_concurrency: Generated<number>;
   created: number;
   updated: number;
 }
@@ -245,6 +247,15 @@ export interface ActionRunJobTable {
   status: ActionStatusValue;
   /** 1: `blocked` only because its run queues behind an older run of its concurrency group. */
   concurrency_held: Generated<number>;
+  /** The job's `concurrency:` with the contexts of its run's creation (JSON), '' none. */
+  raw_concurrency: Generated<string>;
+  /** The job's evaluated group, lowercased; '' none or not evaluated yet. */
+  concurrency_group: Generated<string>;
+  concurrency_cancel: Generated<number>;
+  /** 1: `blocked` because another member of its job group runs. */
+  group_held: Generated<number>;
+  /** Why the job's `concurrency:` did not evaluate (the job failed); '' none. */
+  concurrency_error: Generated<string>;
   started: Generated<number>;
   stopped: Generated<number>;
   created: number;

@@ -45,7 +45,7 @@ export function defaultConcurrencyGroup(run: ConcurrencyRun): string {
 }
 
 /** `cancel-in-progress` as written: a boolean, or an expression that must come out as one. */
-function cancelInProgressOf(raw: unknown, evaluate: (template: string) => unknown): boolean | undefined {
+export function cancelInProgressOf(raw: unknown, evaluate: (template: string) => unknown): boolean | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw === 'boolean') return raw;
   const value = typeof raw === 'string' ? evaluate(raw) : raw;

@@ -6,6 +6,8 @@
 import { Document, isMap, isScalar, isSeq, Pair, YAMLMap } from 'yaml';
 import { containsExpression, ExpressionScope, readsContext } from './expressions.ts';
 import type { ParsedWorkflow, WorkflowJobSpec, WorkflowSource } from './parse.ts';
+import { rawJobConcurrency } from './job-concurrency.ts';
+import type { LegConcurrency } from './job-concurrency.ts';
 
 export interface ExpansionContext {
   /** github context: event_name, ref, ref_name, sha, repository, actor, event (payload), … */
@@ -53,6 +55,8 @@ export interface ExpandedJob {
   hasIf: boolean;
   /** YAML of a workflow holding only this job and leg, as the runner receives it. */
   workflowPayload: string;
+  /** The job's `concurrency:` as written, with the leg's matrix (job-concurrency.ts); absent when none. */
+  concurrency?: LegConcurrency;
 }
 
 /** The reason one job cannot be planned; reported, never thrown out of expandJobs. */
@@ -458,13 +462,18 @@ function buildPayload(
 
 /** github, vars and inputs; inputs declared `type: boolean` read as true/false (Forgejo does). */
 export function planningScope(parsed: ParsedWorkflow, ctx: ExpansionContext): ExpressionScope {
+  return ExpressionScope.of({ github: ctx.github, vars: ctx.vars, inputs: typedInputs(parsed, ctx) });
+}
+
+/** The `inputs` context: dispatch inputs as strings, those declared `type: boolean` as booleans. */
+export function typedInputs(parsed: ParsedWorkflow, ctx: ExpansionContext): Record<string, unknown> {
   const declared = parsed.events.workflow_dispatch?.inputs ?? {};
   const inputs: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(ctx.inputs)) {
     const isBoolean = String(declared[key]?.type) === 'boolean' && (value === 'true' || value === 'false');
     setOwn(inputs, key, isBoolean ? value === 'true' : value);
   }
-  return ExpressionScope.of({ github: ctx.github, vars: ctx.vars, inputs });
+  return inputs;
 }
 
 interface PlannedJob {
@@ -489,6 +498,7 @@ function expandJob(
     const runsOn = evaluateRunsOn(job, legScope);
     const workflowPayload = buildPayload(source, spec.id, job, leg.values, name, runsOn);
     charge(Buffer.byteLength(workflowPayload));
+    const concurrency = rawJobConcurrency(job.get('concurrency', true));
     expanded.push({
       jobId: spec.id,
       name: truncateJobName(name),
@@ -496,6 +506,15 @@ function expandJob(
       runsOn,
       hasIf: spec.hasIf,
       workflowPayload,
+      ...(concurrency !== undefined
+        ? {
+            concurrency: {
+              ...concurrency,
+              matrix: leg.values,
+              strategy: { 'job-index': index, 'job-total': legs.length },
+            },
+          }
+        : {}),
     });
   }
   return expanded;

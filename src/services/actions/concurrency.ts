@@ -42,6 +42,9 @@
 //   housekeeping's 24-hour abandon of a held job racing the release of that
 //   very run: PostgreSQL's deadlock detection aborts one, and the next pass
 //   (or the runner's repeated UpdateTask) does it again.
+// - A run whose jobs have job-level groups (job-concurrency.ts) takes the
+//   group lock before its own row whenever it settles; the group lock still
+//   comes before any other run's row.
 // - Every run creation numbers its run on the same row (action_run_index), so
 //   even runs that never queue are serialised with the releases.
 // - Cancel in progress is a best effort before the insert, as in Forgejo: two

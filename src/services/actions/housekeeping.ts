@@ -10,7 +10,6 @@
 // Several processes may run this at once: every transition is a conditional
 // update on the state it found (`status = running AND updated < cutoff`), so
 // exactly one of them applies it, and only that one settles the run.
-import { lockRun } from '../../models/action-runs.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { ActionStatus } from '../../modules/actions-status.ts';
 import type { Db } from '../../models/database.ts';
@@ -149,11 +148,11 @@ export class ActionsHousekeeping {
   }
 
   private async failZombie(task: StaleTask, cutoff: number): Promise<boolean> {
-    return this.db.transaction().execute(async (tx) => {
+    return this.reports.runProgress.transaction(this.db, async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
       const job = await findTaskJob(tx, task.jobId);
-      if (job !== null) await lockRun(tx, job.runId);
+      if (job !== null) await this.reports.runProgress.lockRun(tx, job.runId);
       if (!(await failZombieTask(tx, task.id, cutoff, now))) return false;
       await closeUnfinishedSteps(tx, task.id, ActionStatus.failure, now);
       if (job !== null && (await finishJobOfTask(tx, job.id, task.id, ActionStatus.failure, now))) {
@@ -178,10 +177,10 @@ export class ActionsHousekeeping {
   }
 
   private async cancelJob(job: StaleJob, cutoff: number): Promise<boolean> {
-    return this.db.transaction().execute(async (tx) => {
+    return this.reports.runProgress.transaction(this.db, async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
-      await lockRun(tx, job.runId);
+      await this.reports.runProgress.lockRun(tx, job.runId);
       if (!(await cancelAbandonedJob(tx, job.id, cutoff, now))) return false;
       await this.reports.runProgress.settle(tx, job.runId, [job.id]);
       return true;

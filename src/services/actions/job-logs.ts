@@ -24,6 +24,7 @@ import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import { findJobTaskByAttempt, findJobTaskById } from '../../models/run-jobs.ts';
 import type { JobTask } from '../../models/run-jobs.ts';
+import { textLogBody } from './log-body.ts';
 import type { LogBody } from './log-body.ts';
 import type { TaskLogStore } from './task-logs.ts';
 import { jobOfRepo, runOfRepo } from './jobs.ts';
@@ -54,6 +55,21 @@ export function zipEntryJobName(name: string): string {
   return cleaned === '' ? 'job' : cleaned;
 }
 
+/** The log of a job that failed before any runner took it: the reason, one line. */
+function reasonText(job: ActionRunJob): Buffer {
+  return Buffer.from(`${job.concurrencyError}\n`);
+}
+
+function reasonLog(job: ActionRunJob): JobLog {
+  const text = reasonText(job);
+  return {
+    filename: `job-${job.id}-attempt-${Math.max(job.attempt, 1)}.log`,
+    modified: job.stopped,
+    size: text.length,
+    read: async (start, end) => textLogBody(text.subarray(start, end + 1)),
+  };
+}
+
 export class JobLogService {
   constructor(
     private readonly db: Db,
@@ -74,6 +90,7 @@ export class JobLogService {
       if (task === null)
         throw AppError.notFoundMessage(`task with job_id ${job.id} and attempt ${attempt}: resource does not exist`);
     } else {
+      if (job.taskId === 0 && job.concurrencyError !== '') return reasonLog(job);
       if (job.taskId === 0) throw AppError.notFoundMessage('job has not been executed yet');
       task = await findJobTaskById(this.db, job.taskId);
       if (task === null) throw AppError.notFoundMessage(`task with id ${job.taskId}: resource does not exist`);
@@ -104,6 +121,10 @@ export class JobLogService {
     for (const job of jobs) {
       const base = `${zipEntryJobName(job.name)}-${job.id}-attempt-${job.attempt}`;
       const missing = (reason: string) => zip.entry(`${base}.MISSING`, [`${reason}\n`]);
+      if (job.taskId === 0 && job.concurrencyError !== '') {
+        yield* zip.entry(`${base}.log`, [reasonText(job)]);
+        continue;
+      }
       if (job.taskId === 0) {
         yield* missing('job has not been executed yet');
         continue;

@@ -55,6 +55,14 @@ export const EMPTY_LOG_BODY: LogBody = {
   stream: () => Readable.from([]),
 };
 
+/** A short text held in memory (a job that never ran and says why: job-concurrency.ts). */
+export function textLogBody(bytes: Buffer): LogBody {
+  return {
+    writeTo: (sink) => writeAndWait(sink, bytes),
+    stream: () => Readable.from([bytes]),
+  };
+}
+
 /**
  * Writes `chunk` and resolves once `sink` is done with it, so its buffer may
  * be refilled. A sink destroyed meanwhile (the client went away) may never

@@ -55,6 +55,7 @@ import {
 import type { DomainEvents } from '../events.ts';
 import type { GitRepositories } from '../git-repositories.ts';
 import { holdRerunIfQueued, lockGroupFirst } from './concurrency.ts';
+import { awaitAdmission } from '../../models/concurrency-groups.ts';
 import type { RunProgress } from './run-progress.ts';
 import { plainLogName } from './task-logs.ts';
 import type { TaskLogStore } from './task-logs.ts';
@@ -100,6 +101,8 @@ export class RunControlService {
   ) {
     events.afterCommit(async (event) => {
       if (event.type === 'actions.run.deleted') await this.removeLogs(event.tasks);
+      // Cancel in progress of a job group (job-concurrency.ts).
+      else if (event.type === 'actions.jobs.superseded') await this.cancelJobs(event.jobIds);
     });
   }
 
@@ -115,31 +118,63 @@ export class RunControlService {
   async cancel(repo: Repository, runId: number): Promise<void> {
     const run = await this.runOf(this.db, repo, runId);
     for (let pass = 0; pass < MAX_CANCEL_PASSES; pass += 1) {
-      const busy = await retrying(() => this.db.transaction().execute((tx) => this.cancelPass(tx, run)));
+      const busy = await retrying(() => this.progress.transaction(this.db, (tx) => this.cancelPass(tx, run)));
       if (busy === 0) return;
     }
     throw AppError.conflict('runners kept claiming jobs of the run while it was cancelled, try again');
   }
 
-  /** One transaction of a cancel; returns how many unfinished jobs it could not lock (claims in flight). */
-  private async cancelPass(tx: Tx, run: ActionRun): Promise<number> {
+  /**
+   * Cancels jobs of any runs as the cancel API cancels a run's waiting and
+   * running jobs (a job group's cancel in progress, job-concurrency.ts): each
+   * run in its own transactions, its dependants skipped. A job that finished
+   * meanwhile is left as it is; a run whose jobs runners kept claiming is left
+   * (logged by the caller of the after-commit hook).
+   */
+  async cancelJobs(jobIds: readonly number[]): Promise<void> {
+    const byRun = new Map<number, Set<number>>();
+    for (const id of jobIds) {
+      const job = await findJobById(this.db, id);
+      if (job === null || isDone(job.status)) continue;
+      byRun.set(job.runId, (byRun.get(job.runId) ?? new Set()).add(id));
+    }
+    for (const [runId, ids] of byRun) {
+      const run = await findRunById(this.db, runId);
+      if (run === null) continue;
+      for (let pass = 0; pass < MAX_CANCEL_PASSES; pass += 1) {
+        const busy = await retrying(() => this.progress.transaction(this.db, (tx) => this.cancelPass(tx, run, ids)));
+        if (busy === 0) break;
+      }
+    }
+  }
+
+  /**
+   * One transaction of a cancel (of the run, or of `only` its jobs); returns
+   * how many unfinished jobs it could not lock (claims in flight).
+   */
+  private async cancelPass(tx: Tx, run: ActionRun, only?: ReadonlySet<number>): Promise<number> {
     const runId = run.id;
     await takeWriteLock(tx);
     await lockGroupFirst(tx, run);
-    await lockRun(tx, runId);
+    await this.progress.lockRun(tx, runId);
     const now = this.clock.nowSec();
-    const { jobs, busy } = await lockUnfinishedJobsOfRun(tx, runId);
+    const locked = await lockUnfinishedJobsOfRun(tx, runId);
+    const jobs = only === undefined ? locked.jobs : locked.jobs.filter((job) => only.has(job.id));
+    const busy = only === undefined ? locked.busy : 0;
     const changed: number[] = [];
-    // A job held behind an older run of its concurrency group is waiting to
-    // the user (concurrency.ts): cancelled like one.
-    const needsBlocked = (job: ActionRunJob): boolean => job.status === ActionStatus.blocked && !job.concurrencyHeld;
+    // A job held behind an older run of its concurrency group, or behind a
+    // member of its job group, is waiting to the user (concurrency.ts,
+    // job-concurrency.ts): cancelled like one.
+    const needsBlocked = (job: ActionRunJob): boolean =>
+      job.status === ActionStatus.blocked && !job.concurrencyHeld && !job.groupHeld;
     for (const job of jobs) {
       if (needsBlocked(job)) continue;
       if (await this.cancelOne(tx, job, now)) changed.push(job.id);
     }
     // Dependants never start: skipped, as the job emitter would mark them
     // after a cancelled need (a dependant with `if:` would otherwise be released).
-    const blocked = jobs.filter(needsBlocked);
+    // Cancelling some jobs leaves the others to the job emitter (settle).
+    const blocked = only === undefined ? jobs.filter(needsBlocked) : [];
     changed.push(...(await unblockJobs(tx, new Map(blocked.map((job) => [job.id, ActionStatus.skipped])), now)));
     if (changed.length > 0) await this.progress.settle(tx, runId, changed);
     return busy;
@@ -155,9 +190,10 @@ export class RunControlService {
     if (!isDone(run.status)) throw AppError.invalid(RUN_NOT_DONE);
     await this.checkWorkflow(repo, run);
     return retrying(() =>
-      this.db.transaction().execute(async (tx) => {
+      // A transaction with after-commit work: a rerun job's cancel in progress (job-concurrency.ts).
+      this.progress.transaction(this.db, async (tx) => {
         await takeWriteLock(tx);
-        await lockRun(tx, run.id);
+        await this.progress.lockRun(tx, run.id);
         const current = await this.runOf(tx, repo, run.id);
         const jobs = await listJobsOfRun(tx, run.id);
         if (!isDone(current.status) || !jobs.every((job) => isDone(job.status))) throw AppError.invalid(RUN_NOT_DONE);
@@ -177,6 +213,13 @@ export class RunControlService {
         // attempt uploads its own; the retention pass removes the files.
         await markForDeletion(tx, { runId: run.id, name: null }, now);
         await holdRerunIfQueued(tx, current, now);
+        // Jobs with a job group that are ready (and not held with a queued run)
+        // wait for their admission (job-concurrency.ts), which settle below does.
+        await awaitAdmission(
+          tx,
+          jobs.filter((job) => job.rawConcurrency !== '' && next.get(job.id) === ActionStatus.waiting).map((j) => j.id),
+          now,
+        );
         const status = aggregateJobStatus((await listJobsOfRun(tx, run.id)).map(shownJobStatus));
         const restarted = await restartRun(tx, current, status, now);
         if (restarted === undefined) throw AppError.conflict('the run changed meanwhile, try again');
@@ -231,7 +274,7 @@ export class RunControlService {
   private async cancelOne(tx: Tx, job: ActionRunJob, now: number): Promise<boolean> {
     let current: ActionRunJob | null = job;
     for (let attempt = 0; attempt < MAX_TX_ATTEMPTS && current !== null; attempt += 1) {
-      const held = current.status === ActionStatus.blocked && current.concurrencyHeld;
+      const held = current.status === ActionStatus.blocked && (current.concurrencyHeld || current.groupHeld);
       if (current.status !== ActionStatus.waiting && current.status !== ActionStatus.running && !held) return false;
       if (await cancelJob(tx, current, now)) {
         if (current.taskId !== 0) await this.stopTask(tx, current.taskId, now);

@@ -8,15 +8,17 @@ import { randomUUID } from 'node:crypto';
 import { ActionStatus, aggregateJobStatus, shownJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
-import { expandJobs, evaluateRunTitle } from '../../modules/workflows/expand-jobs.ts';
+import { expandJobs, evaluateRunTitle, typedInputs } from '../../modules/workflows/expand-jobs.ts';
+import { storedJobConcurrency } from '../../modules/workflows/job-concurrency.ts';
 import type { ExpansionContext } from '../../modules/workflows/expand-jobs.ts';
-import { insertRunWithJobs } from '../../models/action-runs.ts';
+import { insertRunWithJobs, listJobsOfRun } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, NewJob } from '../../models/action-runs.ts';
 import type { Db, Queryable } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { Repository } from '../../models/repos.ts';
 import type { User } from '../../models/users.ts';
 import type { DomainEvents } from '../events.ts';
+import type { RunProgress } from './run-progress.ts';
 import { cancelPreviousRuns, mustQueue, planRunConcurrency } from './concurrency.ts';
 import type { CancelRun, RunConcurrency } from './concurrency.ts';
 import { runTooLargeMessage } from './run-limits.ts';
@@ -90,6 +92,8 @@ export class RunCreator {
     private readonly limits: Pick<RunLimits, 'maxJobsPerRun' | 'maxRunPayloadBytes'>,
     /** Cancel in progress cancels older runs of the group through the cancel API's service. */
     private readonly cancelRun: CancelRun = async () => {},
+    /** Admits the jobs that declare a job-level `concurrency:` (job-concurrency.ts). */
+    private readonly progress?: RunProgress,
   ) {}
 
   async create(trigger: RunTrigger): Promise<CreatedRun> {
@@ -112,6 +116,9 @@ export class RunCreator {
         errors.push(message);
       }
       errors.push(...expanded.errors);
+      const { github } = context;
+      const { event: _event, ...githubWithoutEvent } = github;
+      const inputs = typedInputs(workflow.parsed, context);
       jobs = expanded.jobs.map((job) => ({
         name: job.name,
         jobId: job.jobId,
@@ -120,8 +127,16 @@ export class RunCreator {
         runsOn: job.runsOn,
         hasIf: job.hasIf,
         workflowPayload: job.workflowPayload,
-        // Jobs whose needs are not done yet wait in `blocked` (Forgejo's job emitter unblocks them).
-        status: job.needs.length > 0 ? ActionStatus.blocked : ActionStatus.waiting,
+        // Jobs whose needs are not done yet wait in `blocked` (Forgejo's job emitter unblocks them);
+        // so do jobs with a job-level group, until they are admitted to it (job-concurrency.ts).
+        status: job.needs.length > 0 || job.concurrency !== undefined ? ActionStatus.blocked : ActionStatus.waiting,
+        ...(job.concurrency !== undefined
+          ? {
+              rawConcurrency: JSON.stringify(
+                storedJobConcurrency(job.concurrency, { github: githubWithoutEvent, vars: context.vars, inputs }),
+              ),
+            }
+          : {}),
       }));
     }
     // The concurrency block (concurrency.ts): evaluated once, here, with the run's contexts.
@@ -143,14 +158,16 @@ export class RunCreator {
     // A workflow that cannot run still gets a run: failed, without jobs, with
     // the reason, so the author sees why nothing happened.
     const invalid = errors.length > 0;
-    return this.db.transaction().execute(async (tx) => {
+    const jobConcurrency = !invalid && jobs.some((job) => job.rawConcurrency !== undefined);
+    return this.events.transaction(this.db, async (tx) => {
       if (trigger.claim !== undefined && !(await trigger.claim(tx))) throw new TriggerTaken('trigger already taken');
       // Queue behind an unfinished run of the group: the jobs that would wait are held instead.
       const queued = !invalid && concurrency !== undefined && (await mustQueue(tx, repo.id, concurrency));
+      // (A job that waits for its job group's admission counts as ready: it is held with the run.)
+      const ready = (job: NewJob): boolean =>
+        job.status === ActionStatus.waiting || (job.rawConcurrency !== undefined && job.needs.length === 0);
       const newJobs = queued
-        ? jobs.map((job) =>
-            job.status === ActionStatus.waiting ? { ...job, status: ActionStatus.blocked, concurrencyHeld: true } : job,
-          )
+        ? jobs.map((job) => (ready(job) ? { ...job, status: ActionStatus.blocked, concurrencyHeld: true } : job))
         : jobs;
       const created = await insertRunWithJobs(
         tx,
@@ -176,6 +193,7 @@ export class RunCreator {
             ? { concurrencyGroup: concurrency.group, concurrencyType: concurrency.mode }
             : {}),
           ...(invalid ? { preExecutionError: errors.join('\n'), stopped: now } : {}),
+          ...(jobConcurrency ? { jobConcurrency } : {}),
         },
         invalid ? [] : newJobs,
         now,
@@ -190,6 +208,10 @@ export class RunCreator {
         jobs: created.jobs,
         triggerUser: trigger.triggerUser,
       });
+      if (jobConcurrency && this.progress !== undefined) {
+        const run = (await this.progress.settle(tx, created.run.id)) ?? created.run;
+        return { run, jobs: await listJobsOfRun(tx, created.run.id) };
+      }
       return created;
     });
   }

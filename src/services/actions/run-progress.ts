@@ -5,7 +5,10 @@
 // status change is recorded as a domain event in that same transaction (the
 // webhook outbox turns them into workflow_job / workflow_run / action_run_*).
 // A run that reaches a final state releases the next held run of its
-// concurrency group in the same transaction (concurrency.ts).
+// concurrency group in the same transaction (concurrency.ts). Jobs with a
+// job-level `concurrency:` are admitted to their group when they become
+// ready, and a job of a group that finishes releases the next held one
+// (job-concurrency.ts).
 import { ActionStatus, aggregateJobStatus, isDone, shownJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { unblockedJobs } from '../../modules/job-graph.ts';
@@ -17,11 +20,19 @@ import {
   unblockJobs,
   updateRunStatus,
 } from '../../models/action-runs.ts';
-import type { ActionRun, RunStatusChange } from '../../models/action-runs.ts';
-import type { Tx } from '../../models/database.ts';
+import type { ActionRun, JobStatusRow, RunStatusChange } from '../../models/action-runs.ts';
+import type { Db, Tx } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { DomainEvents } from '../events.ts';
 import { lockGroupOf, releaseNextRun } from './concurrency.ts';
+import { admitReadyJobs, lockJobGroupsFirst, releaseJobGroups } from './job-concurrency.ts';
+
+/** What unblocking reads of a job: a job held by a group (its run's or its own) waits, it is not blocked by needs. */
+function readiness(job: JobStatusRow): JobStatusRow {
+  return job.status === ActionStatus.blocked && (job.concurrencyHeld || job.groupHeld)
+    ? { ...job, status: ActionStatus.waiting }
+    : job;
+}
 
 export class RunProgress {
   constructor(
@@ -30,10 +41,29 @@ export class RunProgress {
   ) {}
 
   /**
+   * Locks a run's row before its jobs change, the group lock first when the
+   * run has job groups (job-concurrency.ts): the lock order settle keeps.
+   */
+  async lockRun(tx: Tx, runId: number): Promise<void> {
+    const run = await findRunById(tx, runId);
+    if (run !== null) await lockJobGroupsFirst(tx, run);
+    await lockRun(tx, runId);
+  }
+
+  /** A transaction whose after-commit work (cancel in progress of job groups) runs once it commits. */
+  transaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.events.transaction(db, work);
+  }
+
+  /**
    * Call inside the transaction that changed the jobs, naming the jobs whose
    * status the caller changed; returns the run as it now is.
    */
   async settle(tx: Tx, runId: number, changedJobIds: readonly number[] = []): Promise<ActionRun | undefined> {
+    // The flag never changes: read before the run's row is locked, for the lock order.
+    const flagged = await findRunById(tx, runId);
+    if (flagged === null) return undefined;
+    await lockJobGroupsFirst(tx, flagged);
     await lockRun(tx, runId);
     const run = await findRunById(tx, runId);
     if (run === null) return undefined;
@@ -41,14 +71,38 @@ export class RunProgress {
     // Statuses only (a claim in a 100-leg matrix must not read 100 payloads); whole rows for the changed jobs below.
     let jobs = await listJobStatusesOfRun(tx, runId);
     const changed = new Set(changedJobIds);
-    // A held job is not released by its needs (it has none to wait for): as
-    // waiting, it stays put and its dependants wait for it.
-    const unblocked = unblockedJobs(jobs.map((job) => ({ ...job, status: shownJobStatus(job) })));
     let wakeRunners = false;
-    if (unblocked.size > 0) {
+    // Repeats while jobs move: a job whose group fails skips its dependants.
+    const admitted = new Set<number>();
+    for (;;) {
+      // A held job is not released by its needs (it has none to wait for): as
+      // waiting, it stays put and its dependants wait for it.
+      const unblocked = unblockedJobs(jobs.map(readiness));
+      // Ready jobs with a job-level group are admitted to it instead (job-concurrency.ts).
+      const ready = jobs
+        .filter((job) => job.hasConcurrency && unblocked.get(job.id) === ActionStatus.waiting && !admitted.has(job.id))
+        .map((job) => job.id);
+      for (const id of ready) {
+        unblocked.delete(id);
+        admitted.add(id);
+      }
+      if (unblocked.size === 0 && ready.length === 0) break;
       const moved = await unblockJobs(tx, unblocked, now);
-      wakeRunners = moved.some((id) => unblocked.get(id) === ActionStatus.waiting);
+      if (moved.some((id) => unblocked.get(id) === ActionStatus.waiting)) wakeRunners = true;
       for (const id of moved) changed.add(id);
+      const admission = await admitReadyJobs(tx, run, ready, now);
+      if (admission.waiting.length > 0) wakeRunners = true;
+      for (const id of [...admission.waiting, ...admission.failed]) changed.add(id);
+      if (admission.superseded.length > 0)
+        await this.events.record(tx, { type: 'actions.jobs.superseded', jobIds: admission.superseded });
+      jobs = await listJobStatusesOfRun(tx, runId);
+      if (moved.length === 0 && admission.waiting.length === 0 && admission.failed.length === 0) break;
+    }
+    // A job of a job group that finished releases the next held one (maybe of this run).
+    const released = run.jobConcurrency ? await releaseJobGroups(tx, await listJobsByIds(tx, [...changed]), now) : [];
+    if (released.some((job) => job.runId === runId)) {
+      for (const job of released) if (job.runId === runId) changed.add(job.id);
+      wakeRunners = true;
       jobs = await listJobStatusesOfRun(tx, runId);
     }
     // Held jobs count as waiting: a queued run shows `waiting`, as in Forgejo.
@@ -75,6 +129,13 @@ export class RunProgress {
       });
     if (current.status !== run.status)
       await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });
+    // Released jobs of other runs: their runs settle (row after the group
+    // lock, the order above), before the tasks versions below.
+    for (const job of released) {
+      if (job.runId === runId) continue;
+      await this.settle(tx, job.runId, [job.id]);
+      wakeRunners = true;
+    }
     // Last: run creation takes the run counts, then the tasks versions; taking
     // the versions before updateRunStatus's counts deadlocked with it on PostgreSQL.
     if (wakeRunners) await bumpTasksVersionsForRepo(tx, run.ownerId, run.repoId, now);

@@ -20,7 +20,6 @@ import { parse as parseYaml } from 'yaml';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
-import { lockRun } from '../../models/action-runs.ts';
 import { isRetryableError } from '../../models/database.ts';
 import type { Db, Tx } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo, touchRunner, updateRunnerDeclaration } from '../../models/runners.ts';
@@ -471,7 +470,7 @@ export class RunnerProtocolService {
       const now = this.clock.nowSec();
       for (const { claimed } of claims) {
         if (!(await releaseClaim(tx, claimed.taskId, claimed.job.id, now))) continue;
-        await lockRun(tx, claimed.job.runId);
+        await this.runProgress.lockRun(tx, claimed.job.runId);
         await this.runProgress.settle(tx, claimed.job.runId, [claimed.job.id]);
         await bumpTasksVersionsForRepo(tx, claimed.job.ownerId, claimed.job.repoId, now);
       }

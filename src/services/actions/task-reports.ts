@@ -3,7 +3,6 @@
 // (UpdateLog, with Forgejo's ack-index protocol). Matches Forgejo's
 // routers/api/actions/runner/runner.go and models/actions/task.go
 // UpdateTaskByState; the log layout and durability rules are in task-logs.ts.
-import { lockRun } from '../../models/action-runs.ts';
 import path from 'node:path';
 import { ActionStatus, isDone } from '../../modules/actions-status.ts';
 import type { ActionStatusValue } from '../../modules/actions-status.ts';
@@ -178,7 +177,7 @@ export class TaskReportService {
       steps.push({ ...step, result: step.result });
     }
     const accepted = outputsToStore(outputs);
-    return this.db.transaction().execute(async (tx) => {
+    return this.runProgress.transaction(this.db, async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
       // Outputs are stored whatever the task's state, first write wins (Forgejo
@@ -196,7 +195,7 @@ export class TaskReportService {
       if (result !== ActionStatus.unknown || imposedStatus(task, job) !== null) {
         if (job !== null) {
           // Run first, then task, job, run again: the order every writer of a run's jobs takes.
-          await lockRun(tx, job.runId);
+          await this.runProgress.lockRun(tx, job.runId);
           task = await this.ownTask(tx, runner, state.id);
           if (isDone(task.status)) return answer(task.id);
           job = await findTaskJob(tx, task.jobId);

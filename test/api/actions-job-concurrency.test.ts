@@ -1,0 +1,392 @@
+// Job-level `concurrency:` as a user and a runner see it (Gitea 1.26's rules,
+// services/actions/job-concurrency.ts): jobs of a group run one at a time,
+// oldest first, the waiting ones shown `blocked` and handed to no runner,
+// while the run's other jobs go on; cancel-in-progress cancels the older job
+// exactly as the cancel API does (the runner mid-job gets RESULT_CANCELLED,
+// webhooks fire); the group may read `needs` and `matrix`; a group that does
+// not evaluate fails its job and says why in its log.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
+import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
+import { createRunnerClient, decodeTask } from '../support/runner-client.ts';
+import type { DecodedTask, RunnerClient } from '../support/runner-client.ts';
+import { startTestServer, testDialects } from '../support/server.ts';
+import type { TestServer, TestUser } from '../support/server.ts';
+import { startWebhookReceiver } from '../support/webhook-receiver.ts';
+import type { WebhookReceiver } from '../support/webhook-receiver.ts';
+import { createWorkDir, remoteUrl } from '../support/workdir.ts';
+import type { WorkDir } from '../support/workdir.ts';
+
+const steps = '    steps:\n      - run: echo\n';
+
+const WORKFLOWS: Record<string, string> = {
+  // `deploy` queues in a group named from an input (case-insensitive); `lint` has no group.
+  'queue.yml':
+    'on:\n  workflow_dispatch:\n    inputs:\n      env: { required: true }\njobs:\n' +
+    '  deploy:\n    runs-on: jc-deploy\n    concurrency:\n      group: deploy-${{ inputs.env }}\n      cancel-in-progress: false\n' +
+    steps +
+    '  lint:\n    runs-on: jc-lint\n' +
+    steps,
+  // Cancel in progress, the group from the github context.
+  'live.yml':
+    'on: workflow_dispatch\njobs:\n  ship:\n    runs-on: jc-live\n    concurrency:\n      group: live-${{ github.workflow }}\n      cancel-in-progress: true\n' +
+    steps,
+  // The group reads the output of a needed job, and the matrix.
+  'needs.yml':
+    'on: workflow_dispatch\njobs:\n  build:\n    runs-on: jc-build\n' +
+    steps +
+    '  push:\n    needs: build\n    runs-on: jc-push\n    strategy:\n      matrix:\n        arch: [arm, x86]\n' +
+    '    concurrency: push-${{ needs.build.outputs.target }}-${{ matrix.arch }}\n' +
+    steps,
+  // A workflow group that queues, around a job group.
+  'both.yml':
+    'on: workflow_dispatch\nconcurrency:\n  group: wf\n  cancel-in-progress: false\njobs:\n  j:\n    runs-on: jc-both\n    concurrency: jg\n' +
+    steps,
+  // A group that does not evaluate; `fine` is not affected.
+  'bad.yml':
+    "on: workflow_dispatch\njobs:\n  bad:\n    runs-on: jc-bad\n    concurrency:\n      group: ${{ fromJSON('{') }}\n" +
+    steps +
+    '  fine:\n    runs-on: jc-bad\n' +
+    steps,
+};
+
+const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
+
+interface JobJson {
+  id: number;
+  name: string;
+  status: string;
+}
+
+interface Payload {
+  action: string;
+  workflow_job?: { id: number; conclusion: string | null };
+}
+
+for (const dialect of testDialects()) {
+  describe(`job concurrency groups [${dialect}]`, () => {
+    let s: TestServer;
+    let owner: TestUser;
+    let work: WorkDir;
+    let registrationToken: string;
+    let receiver: WebhookReceiver;
+    const runners = new Map<string, RunnerClient>();
+
+    const dispatch = async (file: string, inputs: Record<string, string> = {}): Promise<number> => {
+      const res = await s.api('POST', `/repos/acme/app/actions/workflows/${file}/dispatches`, {
+        token: owner.token,
+        body: { ref: 'main', inputs, return_run_info: true },
+      });
+      assert.equal(res.status, 201, res.text);
+      return (res.json as { id: number }).id;
+    };
+
+    const runStatus = async (runId: number): Promise<string> => {
+      const res = await s.api('GET', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token });
+      assert.equal(res.status, 200, res.text);
+      return (res.json as { status: string }).status;
+    };
+
+    const jobs = async (runId: number): Promise<JobJson[]> => {
+      const res = await s.api('GET', `/repos/acme/app/actions/runs/${runId}/jobs`, { token: owner.token });
+      assert.equal(res.status, 200, res.text);
+      return res.json as JobJson[];
+    };
+
+    /** Job name → status. */
+    const jobStatuses = async (runId: number): Promise<Record<string, string>> =>
+      Object.fromEntries((await jobs(runId)).map((j) => [j.name, j.status]));
+
+    const runner = async (label: string): Promise<RunnerClient> => {
+      const existing = runners.get(label);
+      if (existing) return existing;
+      const client = createRunnerClient(s.url);
+      const res = await client.runner.register({
+        name: `runner-${label}`,
+        token: registrationToken,
+        version: 'v12.0.0',
+        labels: [label],
+      });
+      assert.ok(res.runner);
+      client.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
+      runners.set(label, client);
+      return client;
+    };
+
+    const fetchOne = async (client: RunnerClient): Promise<DecodedTask> => {
+      const res = await client.runner.fetchTask({ tasksVersion: 0n });
+      assert.ok(res.task, 'a task');
+      return decodeTask(res.task as Task);
+    };
+
+    const fetchNone = async (client: RunnerClient): Promise<void> => {
+      const res = await client.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 });
+      assert.equal(res.task, undefined, 'no task is handed out');
+    };
+
+    const heartbeat = async (client: RunnerClient, taskId: number): Promise<Result | undefined> =>
+      (
+        await client.runner.updateTask({
+          state: { id: BigInt(taskId), result: Result.UNSPECIFIED, startedAt: now(), steps: [] },
+        })
+      ).state?.result;
+
+    const finish = async (
+      client: RunnerClient,
+      taskId: number,
+      result: Result,
+      outputs: Record<string, string> = {},
+    ): Promise<Result | undefined> =>
+      (
+        await client.runner.updateTask({
+          state: { id: BigInt(taskId), result, startedAt: now(), stoppedAt: now(), steps: [] },
+          outputs,
+        })
+      ).state?.result;
+
+    const runOfTask = (task: DecodedTask): number => Number(task.context.run_id);
+
+    before(async () => {
+      s = await startTestServer(dialect, { GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' });
+      owner = await s.createUser('owner');
+      receiver = await startWebhookReceiver();
+      assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
+      const repo = await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } });
+      assert.equal(repo.status, 201, repo.text);
+      const hook = await s.api('POST', '/orgs/acme/hooks', {
+        token: owner.token,
+        body: {
+          type: 'forgejo',
+          config: { url: `${receiver.url}/hook`, content_type: 'json' },
+          events: ['workflow_job'],
+          active: true,
+        },
+      });
+      assert.equal(hook.status, 201, hook.text);
+      work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password }));
+      await work.commit(
+        Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])),
+        'Workflows',
+      );
+      assert.equal((await work.push('main')).code, 0);
+      const token = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: owner.token });
+      assert.equal(token.status, 200, token.text);
+      registrationToken = (token.json as { token: string }).token;
+    });
+
+    after(async () => {
+      await work?.remove();
+      await s?.stop();
+      await receiver?.close();
+    });
+
+    test('jobs of one group run one at a time, oldest first, shown blocked; the runs’ other jobs are not held', async () => {
+      const deployer = await runner('jc-deploy');
+      const linter = await runner('jc-lint');
+      // `prod`, `Prod` and `PROD` are one group.
+      const ids = [
+        await dispatch('queue.yml', { env: 'prod' }),
+        await dispatch('queue.yml', { env: 'Prod' }),
+        await dispatch('queue.yml', { env: 'PROD' }),
+      ];
+      const elsewhere = await dispatch('queue.yml', { env: 'staging' });
+      assert.deepEqual(await jobStatuses(ids[0] as number), { deploy: 'waiting', lint: 'waiting' });
+      for (const id of ids.slice(1)) {
+        assert.deepEqual(await jobStatuses(id), { deploy: 'blocked', lint: 'waiting' }, 'only the grouped job waits');
+        assert.equal(await runStatus(id), 'waiting');
+      }
+      // Every run's lint is handed out at once: they are in no group.
+      const lints = [];
+      for (let i = 0; i < 4; i += 1) lints.push(runOfTask(await fetchOne(linter)));
+      assert.deepEqual(
+        lints.sort((a, b) => a - b),
+        [...ids, elsewhere],
+      );
+      await fetchNone(linter);
+
+      const first = await fetchOne(deployer);
+      const side = await fetchOne(deployer);
+      assert.deepEqual(
+        [runOfTask(first), runOfTask(side)].sort((a, b) => a - b),
+        [ids[0], elsewhere],
+        'the oldest of the group and the other group’s job',
+      );
+      await fetchNone(deployer);
+      const own = runOfTask(first) === ids[0] ? first : side;
+      const other = own === first ? side : first;
+      assert.equal(await finish(deployer, other.id, Result.SUCCESS), Result.SUCCESS);
+      await fetchNone(deployer);
+      const order = [runOfTask(own)];
+      assert.equal(await finish(deployer, own.id, Result.SUCCESS), Result.SUCCESS);
+      for (let i = 1; i < ids.length; i += 1) {
+        const task = await fetchOne(deployer);
+        order.push(runOfTask(task));
+        assert.equal((await jobStatuses(runOfTask(task))).deploy, 'running');
+        await fetchNone(deployer);
+        assert.equal(
+          await finish(deployer, task.id, Result.FAILURE),
+          Result.FAILURE,
+          'a failure releases the next too',
+        );
+      }
+      assert.deepEqual(order, ids, 'oldest first');
+    });
+
+    test('cancelling a held job passes it over; the group goes on with the next', async () => {
+      const deployer = await runner('jc-deploy');
+      const [a, b, c] = [
+        await dispatch('queue.yml', { env: 'cancel' }),
+        await dispatch('queue.yml', { env: 'cancel' }),
+        await dispatch('queue.yml', { env: 'cancel' }),
+      ] as [number, number, number];
+      const running = await fetchOne(deployer);
+      assert.equal(runOfTask(running), a);
+      assert.equal(
+        (await s.api('POST', `/repos/acme/app/actions/runs/${b}/cancel`, { token: owner.token })).status,
+        204,
+      );
+      assert.deepEqual(await jobStatuses(b), { deploy: 'cancelled', lint: 'cancelled' });
+      await fetchNone(deployer);
+      assert.equal(await finish(deployer, running.id, Result.SUCCESS), Result.SUCCESS);
+      const next = await fetchOne(deployer);
+      assert.equal(runOfTask(next), c, 'the cancelled job is passed over');
+      assert.equal(await finish(deployer, next.id, Result.SUCCESS), Result.SUCCESS);
+    });
+
+    test('cancel-in-progress cancels the older job of the group while its runner is mid-job', async () => {
+      const client = await runner('jc-live');
+      const first = await dispatch('live.yml');
+      const task = await fetchOne(client);
+      assert.equal(runOfTask(task), first);
+      assert.equal(await heartbeat(client, task.id), Result.UNSPECIFIED, 'the job runs');
+      const [firstJob] = await jobs(first);
+      assert.ok(firstJob);
+
+      const second = await dispatch('live.yml');
+      // The runner learns it at its next UpdateTask, as after POST …/cancel.
+      assert.equal(await heartbeat(client, task.id), Result.CANCELLED);
+      assert.deepEqual(await jobStatuses(first), { ship: 'cancelled' });
+      assert.equal(await runStatus(first), 'cancelled');
+      assert.deepEqual(await jobStatuses(second), { ship: 'waiting' });
+      await receiver.waitFor((received) =>
+        received.some((d) => {
+          const p = d.json as Payload;
+          return (
+            p.action === 'completed' && p.workflow_job?.id === firstJob.id && p.workflow_job.conclusion === 'cancelled'
+          );
+        }),
+      );
+      const next = await fetchOne(client);
+      assert.equal(runOfTask(next), second);
+
+      // A rerun of the first run's job is a newer member: it cancels the running one.
+      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${first}/rerun`, { token: owner.token });
+      assert.equal(rerun.status, 201, rerun.text);
+      assert.equal(await heartbeat(client, next.id), Result.CANCELLED);
+      assert.deepEqual(await jobStatuses(second), { ship: 'cancelled' });
+      const again = await fetchOne(client);
+      assert.equal(runOfTask(again), first);
+      assert.equal(await finish(client, again.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(first), 'success');
+    });
+
+    test('a group may read needs outputs and the matrix: legs of different groups are not held', async () => {
+      const builder = await runner('jc-build');
+      const pusher = await runner('jc-push');
+      const a = await dispatch('needs.yml');
+      const b = await dispatch('needs.yml');
+      const buildA = await fetchOne(builder);
+      const buildB = await fetchOne(builder);
+      assert.equal(runOfTask(buildA), a);
+      assert.equal(await finish(builder, buildA.id, Result.SUCCESS, { target: 'Eu' }), Result.SUCCESS);
+      assert.equal(await finish(builder, buildB.id, Result.SUCCESS, { target: 'EU' }), Result.SUCCESS);
+      // push-eu-arm and push-eu-x86: run a's legs go, run b's legs wait behind them.
+      assert.deepEqual(Object.values(await jobStatuses(a)).sort(), ['success', 'waiting', 'waiting']);
+      assert.deepEqual(Object.values(await jobStatuses(b)).sort(), ['blocked', 'blocked', 'success']);
+      const legs = [await fetchOne(pusher), await fetchOne(pusher)];
+      assert.deepEqual(legs.map(runOfTask), [a, a]);
+      await fetchNone(pusher);
+      for (const leg of legs) assert.equal(await finish(pusher, leg.id, Result.SUCCESS), Result.SUCCESS);
+      const later = [await fetchOne(pusher), await fetchOne(pusher)];
+      assert.deepEqual(later.map(runOfTask), [b, b]);
+      for (const leg of later) assert.equal(await finish(pusher, leg.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(b), 'success');
+    });
+
+    test('a rerun job is admitted to its group again: held behind the running member', async () => {
+      const deployer = await runner('jc-deploy');
+      const linter = await runner('jc-lint');
+      // Lint jobs the earlier tests left.
+      for (;;) {
+        const res = await linter.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 });
+        if (res.task === undefined) break;
+        assert.equal(await finish(linter, Number(res.task.id), Result.SUCCESS), Result.SUCCESS);
+      }
+      const a = await dispatch('queue.yml', { env: 'rerun' });
+      for (const client of [deployer, linter]) {
+        const task = await fetchOne(client);
+        assert.equal(runOfTask(task), a);
+        assert.equal(await finish(client, task.id, Result.SUCCESS), Result.SUCCESS);
+      }
+      assert.equal(await runStatus(a), 'success');
+      const b = await dispatch('queue.yml', { env: 'rerun' });
+      const running = await fetchOne(deployer);
+      assert.equal(runOfTask(running), b);
+      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${a}/rerun`, { token: owner.token });
+      assert.equal(rerun.status, 201, rerun.text);
+      assert.deepEqual(await jobStatuses(a), { deploy: 'blocked', lint: 'waiting' });
+      await fetchNone(deployer);
+      assert.equal(await finish(deployer, running.id, Result.SUCCESS), Result.SUCCESS);
+      const again = await fetchOne(deployer);
+      assert.equal(runOfTask(again), a);
+      assert.equal(await finish(deployer, again.id, Result.SUCCESS), Result.SUCCESS);
+      for (let i = 0; i < 2; i += 1) {
+        const task = await fetchOne(linter);
+        assert.equal(await finish(linter, task.id, Result.SUCCESS), Result.SUCCESS);
+      }
+      assert.equal(await runStatus(a), 'success');
+      assert.equal(await runStatus(b), 'success');
+    });
+
+    test('a run queued behind its workflow group is admitted to its job group only when it starts', async () => {
+      const client = await runner('jc-both');
+      const a = await dispatch('both.yml');
+      const b = await dispatch('both.yml');
+      assert.deepEqual(await jobStatuses(b), { j: 'waiting' }, 'held with its run, shown waiting as Forgejo does');
+      const first = await fetchOne(client);
+      assert.equal(runOfTask(first), a);
+      await fetchNone(client);
+      assert.equal(await finish(client, first.id, Result.SUCCESS), Result.SUCCESS);
+      const second = await fetchOne(client);
+      assert.equal(runOfTask(second), b);
+      // A rerun of the finished run queues behind the running one with its run, as a new run does.
+      const rerun = await s.api('POST', `/repos/acme/app/actions/runs/${a}/rerun`, { token: owner.token });
+      assert.equal(rerun.status, 201, rerun.text);
+      assert.deepEqual(await jobStatuses(a), { j: 'waiting' }, 'held with its run, not by its job group');
+      await fetchNone(client);
+      assert.equal(await finish(client, second.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(b), 'success');
+      const again = await fetchOne(client);
+      assert.equal(runOfTask(again), a);
+      assert.equal(await finish(client, again.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(a), 'success');
+    });
+
+    test('a group that does not evaluate fails its job and says why in its log; the run goes on', async () => {
+      const id = await dispatch('bad.yml');
+      assert.deepEqual(await jobStatuses(id), { bad: 'failure', fine: 'waiting' });
+      const bad = (await jobs(id)).find((j) => j.name === 'bad');
+      assert.ok(bad);
+      const log = await s.api('GET', `/repos/acme/app/actions/jobs/${bad.id}/logs`, { token: owner.token });
+      assert.equal(log.status, 200, log.text);
+      assert.match(log.text, /unable to evaluate job `concurrency` block: cannot evaluate/);
+      const client = await runner('jc-bad');
+      const task = await fetchOne(client);
+      assert.equal(runOfTask(task), id);
+      await fetchNone(client);
+      assert.equal(await finish(client, task.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(id), 'failure');
+    });
+  });
+}

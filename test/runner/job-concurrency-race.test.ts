@@ -1,0 +1,221 @@
+// A job-level concurrency group with two Gantry processes on one database:
+// runs are dispatched through both processes while runners polling both
+// claim and finish the group's jobs through either, and each run's other job
+// (in no group) finishes beside them. Gantry must never hand out a job of the
+// group while another is handed out and unfinished, and must run them oldest
+// first (services/actions/job-concurrency.ts).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
+import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
+import { ActionStatus } from '../../src/modules/actions-status.ts';
+import { freePort } from '../support/free-port.ts';
+import { GantryChild } from '../support/gantry-child.ts';
+import { createRunnerClient, decodeTask } from '../support/runner-client.ts';
+import type { RunnerClient } from '../support/runner-client.ts';
+import { startTestServer, testDialects } from '../support/server.ts';
+import type { TestServer, TestUser } from '../support/server.ts';
+import { createWorkDir, remoteUrl } from '../support/workdir.ts';
+import type { WorkDir } from '../support/workdir.ts';
+
+// `side` finishes whenever its runner gets to it: its reports settle the runs
+// of the group's jobs while they are admitted and released. In race-needs.yml
+// `work` needs `side`, so it is admitted when a side report (through either
+// process) makes it ready, racing the releases.
+const work = (needs: string): string =>
+  `on: workflow_dispatch\njobs:\n  work:\n    runs-on: race\n${needs}    concurrency:\n      group: Race\n      cancel-in-progress: false\n    steps:\n      - run: echo race\n` +
+  '  side:\n    runs-on: side\n    steps:\n      - run: echo side\n';
+const WORKFLOWS = { 'race.yml': work(''), 'race-needs.yml': work('    needs: side\n') };
+const RUNS = 12;
+/** Runs dispatched before the runners start; the rest arrive while they work. */
+const FIRST_RUNS = 2;
+const RUNNERS_PER_PROCESS = 2;
+const DEADLINE_MS = 90_000;
+
+const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+for (const dialect of testDialects()) {
+  describe(`job-level group across two processes [${dialect}]`, () => {
+    let s: TestServer;
+    let alice: TestUser;
+    let repo: WorkDir;
+    let second: GantryChild;
+    let registrationToken: string;
+
+    const db = () => s.server.deps.database.db;
+
+    const dispatch = async (baseUrl: string, file: string): Promise<number> => {
+      const res = await fetch(`${baseUrl}/api/v1/repos/alice/app/actions/workflows/${file}/dispatches`, {
+        method: 'POST',
+        headers: { authorization: `token ${alice.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ ref: 'main', return_run_info: true }),
+      });
+      const text = await res.text();
+      assert.equal(res.status, 201, text);
+      return (JSON.parse(text) as { id: number }).id;
+    };
+
+    /** Jobs of the group a runner may hold now: waiting (claimable) or running. */
+    const releasedJobs = async (): Promise<number> => {
+      const row = await db()
+        .selectFrom('action_run_job')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', 'in', [ActionStatus.waiting, ActionStatus.running])
+        .where('job_id', '=', 'work')
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    };
+
+    before(async () => {
+      s = await startTestServer(dialect);
+      alice = await s.createUser('alice');
+      assert.equal((await s.api('POST', '/user/repos', { token: alice.token, body: { name: 'app' } })).status, 201);
+      repo = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
+      await repo.commit(
+        Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])),
+        'Add workflows',
+      );
+      const pushed = await repo.push('main');
+      assert.equal(pushed.code, 0, pushed.stderr);
+      const token = await s.api('GET', '/repos/alice/app/actions/runners/registration-token', { token: alice.token });
+      assert.equal(token.status, 200, token.text);
+      registrationToken = (token.json as { token: string }).token;
+      const port = await freePort();
+      second = new GantryChild(`http://127.0.0.1:${port}`, {
+        ...process.env,
+        GANTRY_DATA_DIR: s.dataDir,
+        GANTRY_HTTP_ADDR: '127.0.0.1',
+        GANTRY_HTTP_PORT: String(port),
+        GANTRY_ROOT_URL: s.rootUrl,
+        GANTRY_LOG_LEVEL: 'warn',
+        ...(dialect === 'postgres' ? { GANTRY_DATABASE_URL: s.server.deps.config.databaseUrl ?? '' } : {}),
+      });
+      await second.start();
+    });
+
+    after(async () => {
+      await second?.stop();
+      await repo?.remove();
+      await s?.stop();
+    });
+
+    /** `oldestFirst`: the group's jobs are ready in creation order (no needs), so they run in it. */
+    const race = async (file: string, oldestFirst: boolean): Promise<void> => {
+      const urls = [s.url, second.url];
+      // Each runner polls one process and reports through the other.
+      const runners: Array<{ fetcher: RunnerClient; reporter: RunnerClient }> = [];
+      for (let i = 0; i < RUNNERS_PER_PROCESS * urls.length; i += 1) {
+        const fetcher = createRunnerClient(urls[i % 2] as string);
+        const res = await fetcher.runner.register({
+          name: `race-${i}`,
+          token: registrationToken,
+          version: 'v12.0.0',
+          labels: ['race'],
+        });
+        assert.ok(res.runner);
+        fetcher.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
+        runners.push({
+          fetcher,
+          reporter: createRunnerClient(urls[(i + 1) % 2] as string, { credentials: fetcher.credentials }),
+        });
+      }
+
+      const created: number[] = [];
+      for (let i = 0; i < FIRST_RUNS; i += 1) created.push(await dispatch(urls[i % 2] as string, file));
+
+      const order: number[] = [];
+      const violations: string[] = [];
+      let inFlight = 0;
+      const deadline = Date.now() + DEADLINE_MS;
+      const loops = runners.map(async ({ fetcher, reporter }) => {
+        while (order.length < RUNS && Date.now() < deadline) {
+          const res = await fetcher.runner.fetchTask({ tasksVersion: 0n });
+          if (res.task === undefined) {
+            await sleep(20);
+            continue;
+          }
+          const task = decodeTask(res.task as Task);
+          inFlight += 1;
+          if (inFlight > 1) violations.push(`run ${String(task.context.run_id)} handed out while another ran`);
+          const released = await releasedJobs();
+          if (released > 1) violations.push(`${released} jobs of the group released at once`);
+          order.push(Number(task.context.run_id));
+          await sleep(Math.floor(Math.random() * 30));
+          // Counted as over before the report: from then on Gantry may hand out the next one.
+          inFlight -= 1;
+          const answer = await reporter.runner.updateTask({
+            state: { id: BigInt(task.id), result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] },
+          });
+          assert.equal(answer.state?.result, Result.SUCCESS);
+        }
+      });
+      // A runner of each process takes the runs' `side` jobs as they come, reporting through the other.
+      const sideLoops = urls.map(async (url, i) => {
+        const fetcher = createRunnerClient(url);
+        const res = await fetcher.runner.register({
+          name: `side-${i}`,
+          token: registrationToken,
+          version: 'v12.0.0',
+          labels: ['side'],
+        });
+        assert.ok(res.runner);
+        fetcher.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
+        const reporter = createRunnerClient(urls[(i + 1) % 2] as string, { credentials: fetcher.credentials });
+        while (order.length < RUNS && Date.now() < deadline) {
+          const task = await fetcher.runner.fetchTask({ tasksVersion: 0n });
+          if (task.task === undefined) {
+            await sleep(20);
+            continue;
+          }
+          await sleep(Math.floor(Math.random() * 30));
+          await reporter.runner.updateTask({
+            state: { id: task.task.id, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] },
+          });
+        }
+      });
+      // The rest of the runs arrive through both processes, two at a time, while the runners work.
+      for (let i = FIRST_RUNS; i < RUNS; i += 2) {
+        created.push(...(await Promise.all([dispatch(urls[0] as string, file), dispatch(urls[1] as string, file)])));
+        await sleep(Math.floor(Math.random() * 40));
+      }
+      await Promise.all([...loops, ...sideLoops]);
+      // Side jobs the loops left when the group's last job ended.
+      const side = createRunnerClient(s.url);
+      const reg = await side.runner.register({
+        name: 'side-last',
+        token: registrationToken,
+        version: 'v12.0.0',
+        labels: ['side'],
+      });
+      assert.ok(reg.runner);
+      side.credentials = { id: Number(reg.runner.id), uuid: reg.runner.uuid, token: reg.runner.token };
+      for (;;) {
+        const task = await side.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 });
+        if (task.task === undefined) break;
+        await side.runner.updateTask({
+          state: { id: task.task.id, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] },
+        });
+      }
+
+      assert.deepEqual(violations, []);
+      assert.equal(order.length, RUNS, 'every run ran');
+      const sorted = [...created].sort((a, b) => a - b);
+      if (oldestFirst) assert.deepEqual(order, sorted, 'one at a time, oldest first');
+      else
+        assert.deepEqual(
+          [...order].sort((a, b) => a - b),
+          sorted,
+          'each run once',
+        );
+      const statuses = await db().selectFrom('action_run').select('status').where('id', 'in', created).execute();
+      assert.ok(statuses.every((run) => run.status === ActionStatus.success));
+    };
+
+    test('never two released members, oldest first, while both processes create, claim and finish', () =>
+      race('race.yml', true));
+
+    test('never two released members while jobs are admitted as their needs finish in either process', () =>
+      race('race-needs.yml', false));
+  });
+}

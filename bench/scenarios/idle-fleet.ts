@@ -156,6 +156,8 @@ export const idleFleet: Scenario = {
     await server.start();
     const pid = server.pid;
     if (pid === undefined) throw new Error('gantry web has no pid');
+    // The same process before any runner connects: what the fleet adds is the difference.
+    const rssAtStart = (await readProcessMemory(pid)).rss;
 
     const controller = new AbortController();
     const agent = fleetAgent();
@@ -187,7 +189,7 @@ export const idleFleet: Scenario = {
     if (stats.errors > 0) throw new Error(`${stats.errors} failed fetches, the first: ${String(stats.firstError)}`);
     if (stats.tasks > 0) throw new Error(`idle runners received ${stats.tasks} tasks`);
     ctx.log(
-      `${cpuShare.toFixed(1)} % of one core, RSS ${(rss / MB).toFixed(0)} MB, ${Math.round(pollsPerSec)} polls/s, ${stats.timeouts} fetches past their deadline, ${stats.dropped} on a closed connection`,
+      `${cpuShare.toFixed(1)} % of one core, RSS ${(rss / MB).toFixed(0)} MB (${(rssAtStart / MB).toFixed(0)} MB before the runners connected), ${Math.round(pollsPerSec)} polls/s, ${stats.timeouts} fetches past their deadline, ${stats.dropped} on a closed connection`,
     );
     const code = await server.stop();
     if (code !== 0) throw new Error(`gantry web exited with ${code} on SIGTERM:\n${server.tail()}`);
@@ -201,9 +203,9 @@ export const idleFleet: Scenario = {
         decimals: 1,
       },
       {
-        metric: `gantry web RSS (MB), ${RUNNERS} idle long-polling runners`,
+        metric: `gantry web RSS (MB), ${RUNNERS} idle long-polling runners (baseline: before they connect)`,
         value: rss / MB,
-        baseline: null,
+        baseline: rssAtStart / MB,
         ratio: null,
         target: { of: 'value', kind: 'atMost', threshold: 300 },
         decimals: 0,

@@ -1,6 +1,6 @@
 // Issue 3's figures: reading one repository variable when 100,000 variables are
-// stored across 1,000 repositories (target ≥ 0.5 of a bare node:http server, issue 18;
-// sending the same bytes), and the throughput of replacing a repository secret
+// stored across 1,000 repositories (issue 18's target: ≥ 0.5 of a bare
+// node:http server sending the same bytes), and the throughput of replacing a repository secret
 // (encrypt + upsert in a transaction) against a bare server answering 204.
 import type { Db } from '../../src/models/database.ts';
 import type { User } from '../../src/models/users.ts';

@@ -72,9 +72,16 @@ export function fetchPoller(
             });
           },
         );
+        // On a loaded machine this process may wake after a stall with both the
+        // deadline passed and the answer already in: timers run before I/O in
+        // an event-loop turn, so the answer is read first (setImmediate runs
+        // after the turn's I/O) and only a call still unanswered then times out.
         const timer = setTimeout(() => {
-          settle({ kind: 'timeout' });
-          req.destroy();
+          setImmediate(() => {
+            if (settled) return;
+            settle({ kind: 'timeout' });
+            req.destroy();
+          });
         }, timeoutMs);
         req.on('error', () => settle({ kind: 'dropped' }));
         req.end(body);

@@ -12,6 +12,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
 import { PingRequestSchema } from '../../src/gen/ping/v1/messages_pb.ts';
 import {
+  FetchTaskRequestSchema,
   FetchTaskResponseSchema,
   RegisterRequestSchema,
   UpdateLogRequestSchema,
@@ -203,6 +204,23 @@ for (const dialect of testDialects()) {
       assert.equal(json.status, 200);
       assert.equal(json.headers.get('content-type'), 'application/json');
       assert.deepEqual(await json.json(), { tasksVersion: String(answer.tasksVersion) });
+
+      // connect-es sends its body chunked, without a length: the same answer.
+      const chunked = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+        const req = http.request(`${s.url}/api/actions/runner.v1.RunnerService/FetchTask`, {
+          method: 'POST',
+          headers: { ...idleHeaders, 'content-type': 'application/proto', 'transfer-encoding': 'chunked' },
+        });
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        });
+        req.on('error', reject);
+        req.end(Buffer.from(toBinary(FetchTaskRequestSchema, create(FetchTaskRequestSchema, { tasksVersion: 1n }))));
+      });
+      assert.equal(chunked.status, 200, chunked.body.toString('utf8'));
+      assert.equal(fromBinary(FetchTaskResponseSchema, chunked.body).tasksVersion, answer.tasksVersion);
 
       const garbage = await rpc('runner.v1.RunnerService/FetchTask', new Uint8Array([0xff, 0xff, 0xff]), idleHeaders);
       assert.equal(garbage.status, 400);

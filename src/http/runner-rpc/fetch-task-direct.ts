@@ -5,10 +5,12 @@
 // DOMExceptions, async iterables, protocol negotiation) was most of Gantry's
 // idle CPU. This path serves exactly that shape of call and answers as the
 // Connect handler does (status, content type, gzip from 1 KiB on when the
-// runner accepts it, errors as Connect JSON); anything else — JSON,
-// compressed or chunked bodies, other protocol versions, an unusable
-// deadline, a caller the credentials do not name — goes on to the Connect
-// handler untouched, which answers or refuses it as before.
+// runner accepts it, errors as Connect JSON, a body over the method's limit
+// refused unread past it); anything else — JSON or compressed bodies, other
+// protocol versions, an unusable deadline, a caller the credentials do not
+// name — goes on to the Connect handler untouched, which answers or refuses
+// it as before. The body may come with a length or chunked (connect-es sends
+// chunked).
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
@@ -23,6 +25,7 @@ import type { RunnerProtocolService } from '../../services/actions/runner-protoc
 import { REQUEST_KEY_HEADER, TOKEN_HEADER, UUID_HEADER } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { fetchTask, usableRequestKey } from './fetch-task.ts';
+import { BodyLimitError, bounded, readAll } from './request-body.ts';
 
 const gzipAsync = promisify(gzip);
 
@@ -44,17 +47,21 @@ function acceptsGzip(accept: string | undefined): boolean {
   return accept !== undefined && accept.split(',').some((name) => name.trim() === 'gzip');
 }
 
-/** The body of exactly `length` bytes (a FetchTask body is a few bytes, usually none). */
-async function readBody(req: FastifyRequest, length: number): Promise<Uint8Array> {
+/**
+ * The body (a FetchTask body is a few bytes, usually none), refused with
+ * BodyLimitError once more than maxBytes came; the rest is never read. The
+ * stream is pulled with next() only, never ended early: that would destroy
+ * the socket the answer goes out on (request-body.ts).
+ */
+async function readBody(req: FastifyRequest, length: number | null, maxBytes: number): Promise<Uint8Array> {
   if (length === 0) return new Uint8Array(0);
-  const chunks: Buffer[] = [];
-  for await (const chunk of req.raw) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
+  return readAll(bounded(req.raw[Symbol.asyncIterator](), { maxBytes }));
 }
 
 interface DirectCall {
   runner: Runner;
-  length: number;
+  /** null: chunked. */
+  length: number | null;
   timeoutMs: number | undefined;
 }
 
@@ -70,9 +77,11 @@ async function directCall(
   if (encoding !== undefined && encoding !== 'identity') return undefined;
   const version = header(req, 'connect-protocol-version');
   if (version !== undefined && version !== '1') return undefined;
-  if (req.headers['transfer-encoding'] !== undefined) return undefined;
-  const length = Number(header(req, 'content-length'));
-  if (!Number.isSafeInteger(length) || length < 0 || length > maxBytes) return undefined;
+  const declared = header(req, 'content-length');
+  const length = declared === undefined ? null : Number(declared);
+  if (length === null ? header(req, 'transfer-encoding') !== 'chunked' : !Number.isSafeInteger(length) || length < 0)
+    return undefined;
+  if (length !== null && length > maxBytes) return undefined;
   const timeout = header(req, 'connect-timeout-ms');
   if (timeout !== undefined && !CONNECT_TIMEOUT.test(timeout)) return undefined;
   const uuid = header(req, UUID_HEADER);
@@ -105,8 +114,13 @@ export function fetchTaskDirect(protocol: RunnerProtocolService, maxBytes: numbe
     };
     let input: FetchTaskRequest;
     try {
-      input = fromBinary(FetchTaskRequestSchema, await readBody(req, call.length));
+      input = fromBinary(FetchTaskRequestSchema, await readBody(req, call.length, maxBytes));
     } catch (error) {
+      // The rest of the body stays unread: the connection cannot carry another request.
+      if (error instanceof BodyLimitError) {
+        reply.header('connection', 'close');
+        return sendError(error);
+      }
       return sendError(
         new ConnectError(
           `cannot decode the request as ${FetchTaskRequestSchema.typeName}: ${(error as Error).message}`,

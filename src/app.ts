@@ -1,6 +1,6 @@
 // buildApp(deps) assembles the HTTP application. It never listens: main.ts does,
 // and tests either listen on port 0 or inject.
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
@@ -35,6 +35,7 @@ import { hookRoutes } from './http/api/v1/hooks.ts';
 import { commitStatusRoutes } from './http/api/v1/commit-statuses.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
 import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
+import { FETCH_TASK_PATH } from './http/runner-rpc/fetch-task-direct.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
 import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
@@ -71,6 +72,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: requestIdOf,
     return503OnClosing: true,
+    // A runner's FetchTask (its poll, every few seconds; thousands of runners
+    // in a fleet) writes no request lines: at info level they were two lines
+    // per poll and most of an idle fleet's log. Its failures are still logged.
+    logController: new LogController({
+      disableRequestLogging: (req: { url?: string }) => req.url === FETCH_TASK_PATH,
+    }),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler(config.rootUrl, MAX_PARAM_LENGTH),
     http: {

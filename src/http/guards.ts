@@ -130,14 +130,16 @@ export function createGuards(services: Services) {
    */
   const repoAssignment: Guard = async (req) => {
     const ownerName = param(req, 'owner');
-    const ownerMissing = AppError.notFound([`user does not exist [uid: 0, name: ${ownerName}]`], 'GetUserByName');
-    const owner = await accounts.findByName(ownerName);
-    if (!owner) throw ownerMissing;
+    // Built only when thrown: an error captures a stack, and this guard runs on every repository route.
+    const ownerMissing = () => AppError.notFound([`user does not exist [uid: 0, name: ${ownerName}]`], 'GetUserByName');
+    // Owner and repository in one query.
+    const found = await repos.findWithOwner(ownerName, param(req, 'repo'));
+    if (!found) throw ownerMissing();
+    const { owner, repo } = found;
     const actor = actorOf(req);
-    const repo = await repos.find(owner, param(req, 'repo'));
     const permission = repo ? await permissions.repoPermission(actor, repo, owner) : null;
     if (!repo || !permission || !hasRepoAccess(permission)) {
-      if (!(await permissions.canSeeAccount(actor, owner))) throw ownerMissing;
+      if (!(await permissions.canSeeAccount(actor, owner))) throw ownerMissing();
       throw AppError.notFound();
     }
     req.repoContext = { repo, owner, mode: permission.mode, permission };

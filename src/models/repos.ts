@@ -1,8 +1,10 @@
 // Repositories and their collaborators.
-import type { Selectable, Updateable } from 'kysely';
+import type { CompiledQuery, Selectable, Updateable } from 'kysely';
+import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
-import type { RepositoryTable } from './tables.ts';
-import { cannotBeStoredName } from './users.ts';
+import type { RepositoryTable, UserTable } from './tables.ts';
+import { cannotBeStoredName, findAccountByName, userFromRow } from './users.ts';
+import type { User } from './users.ts';
 
 /** Repository units that can be switched on and off (Forgejo's repo_unit rows). */
 export const REPO_UNITS = ['issues', 'wiki', 'pull_requests', 'projects', 'releases', 'packages', 'actions'] as const;
@@ -100,6 +102,134 @@ export async function findRepository(db: Queryable, ownerId: number, name: strin
     .where('lower_name', '=', name.toLowerCase())
     .executeTakeFirst();
   return row ? repoFromRow(row) : null;
+}
+
+/** Parameter stand-ins of the compiled owner-and-repository query (names never hold NUL). */
+const OWNER_PARAM = '\0owner';
+const REPO_PARAM = '\0repo';
+/** The owner-and-repository query compiled once per dialect: building and compiling it cost more than running it. */
+const compiledOwnerAndRepository = new Map<boolean, CompiledQuery>();
+/** A row of that query: the account's columns, and the repository's prefixed with r_ (null without one). */
+type OwnerAndRepositoryRow = Selectable<UserTable> & {
+  [K in keyof Selectable<RepositoryTable> as `r_${K}`]: Selectable<RepositoryTable>[K] | null;
+};
+
+function ownerAndRepositoryQuery(db: Queryable, ownerLowerName: string, repoLowerName: string) {
+  return db
+    .selectFrom('user')
+    .leftJoin('repository', (join) =>
+      join.onRef('repository.owner_id', '=', 'user.id').on('repository.lower_name', '=', repoLowerName),
+    )
+    .selectAll('user')
+    .select([
+      'repository.id as r_id',
+      'repository.owner_id as r_owner_id',
+      'repository.owner_name as r_owner_name',
+      'repository.lower_name as r_lower_name',
+      'repository.name as r_name',
+      'repository.description as r_description',
+      'repository.website as r_website',
+      'repository.default_branch as r_default_branch',
+      'repository.object_format_name as r_object_format_name',
+      'repository.is_private as r_is_private',
+      'repository.is_archived as r_is_archived',
+      'repository.is_empty as r_is_empty',
+      'repository.is_template as r_is_template',
+      'repository.has_issues as r_has_issues',
+      'repository.has_wiki as r_has_wiki',
+      'repository.has_pull_requests as r_has_pull_requests',
+      'repository.has_projects as r_has_projects',
+      'repository.has_releases as r_has_releases',
+      'repository.has_packages as r_has_packages',
+      'repository.has_actions as r_has_actions',
+      'repository.archived_unix as r_archived_unix',
+      'repository.created_unix as r_created_unix',
+      'repository.updated_unix as r_updated_unix',
+    ])
+    .where('user.lower_name', '=', ownerLowerName);
+}
+
+/**
+ * An account by name and its repository by name in one query (the
+ * repository guard of every /repos/{owner}/{repo} route asks both): null
+ * when there is no such account; `repo` null when it has no such repository.
+ */
+export async function findOwnerAndRepository(
+  db: Queryable,
+  ownerName: string,
+  repoName: string,
+): Promise<{ owner: User; repo: Repository | null } | null> {
+  if (cannotBeStoredName(ownerName)) return null;
+  if (cannotBeStoredName(repoName)) {
+    const owner = await findAccountByName(db, ownerName);
+    return owner === null ? null : { owner, repo: null };
+  }
+  const postgres = isPostgres(db);
+  let compiled = compiledOwnerAndRepository.get(postgres);
+  if (compiled === undefined) {
+    compiled = ownerAndRepositoryQuery(db, OWNER_PARAM, REPO_PARAM).compile();
+    compiledOwnerAndRepository.set(postgres, compiled);
+  }
+  const parameters = compiled.parameters.map((p) =>
+    p === OWNER_PARAM ? ownerName.toLowerCase() : p === REPO_PARAM ? repoName.toLowerCase() : p,
+  );
+  const row = (await db.executeQuery({ ...compiled, parameters })).rows[0] as OwnerAndRepositoryRow | undefined;
+  if (row === undefined) return null;
+  const {
+    r_id,
+    r_owner_id,
+    r_owner_name,
+    r_lower_name,
+    r_name,
+    r_description,
+    r_website,
+    r_default_branch,
+    r_object_format_name,
+    r_is_private,
+    r_is_archived,
+    r_is_empty,
+    r_is_template,
+    r_has_issues,
+    r_has_wiki,
+    r_has_pull_requests,
+    r_has_projects,
+    r_has_releases,
+    r_has_packages,
+    r_has_actions,
+    r_archived_unix,
+    r_created_unix,
+    r_updated_unix,
+    ...user
+  } = row;
+  const repo =
+    r_id === null
+      ? null
+      : repoFromRow({
+          id: r_id,
+          owner_id: r_owner_id as number,
+          owner_name: r_owner_name as string,
+          lower_name: r_lower_name as string,
+          name: r_name as string,
+          description: r_description as string,
+          website: r_website as string,
+          default_branch: r_default_branch as string,
+          object_format_name: r_object_format_name as string,
+          is_private: r_is_private as number,
+          is_archived: r_is_archived as number,
+          is_empty: r_is_empty as number,
+          is_template: r_is_template as number,
+          has_issues: r_has_issues as number,
+          has_wiki: r_has_wiki as number,
+          has_pull_requests: r_has_pull_requests as number,
+          has_projects: r_has_projects as number,
+          has_releases: r_has_releases as number,
+          has_packages: r_has_packages as number,
+          has_actions: r_has_actions as number,
+          archived_unix: r_archived_unix as number,
+          created_unix: r_created_unix as number,
+          updated_unix: r_updated_unix as number,
+        });
+  return { owner: userFromRow(user), repo };
 }
 
 export async function findRepositoryById(db: Queryable, id: number): Promise<Repository | null> {

@@ -119,6 +119,17 @@ export async function touchRunner(db: Queryable, id: number, now: number, active
     .execute();
 }
 
+/** Liveness of many runners in one statement: `online` now, for each of `ids` not already marked later. */
+export async function touchRunnersOnline(db: Queryable, ids: readonly number[], now: number): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('action_runner')
+    .set({ last_online: now })
+    .where('id', 'in', ids)
+    .where('last_online', '<', now)
+    .execute();
+}
+
 /**
  * The runners' identity version: moves whenever a runner is deleted or its
  * token, labels, scope or ephemeral flag change (triggers, migration 0017).

@@ -25,6 +25,7 @@ import {
   deleteRepository,
   findRepository,
   findRepositoryById,
+  findOwnerAndRepository,
   listRecentRepositories,
   insertRepository,
   updateRepository,
@@ -88,6 +89,11 @@ export class RepoService {
 
   async findById(id: number): Promise<Repository | null> {
     return findRepositoryById(this.db, id);
+  }
+
+  /** The account named `ownerName` and its repository `name` (null when it has none), or null when no such account. */
+  async findWithOwner(ownerName: string, name: string): Promise<{ owner: User; repo: Repository | null } | null> {
+    return findOwnerAndRepository(this.db, ownerName, name);
   }
 
   /** The `limit` most recently updated repositories of the instance; callers filter by permission. */

@@ -4,6 +4,7 @@
 // a runner registration token, a runner token, a task token, a git remote with
 // credentials in its URL): none of them is in the log, while every request's
 // line carries its request id, the one the client got back in X-Request-Id.
+// A runner's FetchTask (its poll) writes no request line at all.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -193,6 +194,9 @@ for (const dialect of testDialects()) {
         assert.ok(urls.includes('/api/v1/user?page=1&access_token=[redacted]'));
         assert.ok(urls.some((u) => u.startsWith('/alice/app.git/info/refs')));
         assert.ok(urls.includes('/api/actions/runner.v1.RunnerService/Register'));
+        assert.ok(urls.includes('/api/actions/runner.v1.RunnerService/Declare'));
+        // A runner's poll, every few seconds per runner: no request lines, whatever the level.
+        assert.ok(!urls.includes('/api/actions/runner.v1.RunnerService/FetchTask'), 'FetchTask writes no request line');
         for (const line of requestLines)
           assert.ok(line.reqId, `a request line without its request id: ${JSON.stringify(line)}`);
         const loggedIds = new Set(requestLines.map((l) => l.reqId));

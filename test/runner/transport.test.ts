@@ -12,6 +12,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
 import { PingRequestSchema } from '../../src/gen/ping/v1/messages_pb.ts';
 import {
+  FetchTaskRequestSchema,
   FetchTaskResponseSchema,
   RegisterRequestSchema,
   UpdateLogRequestSchema,
@@ -175,6 +176,57 @@ for (const dialect of testDialects()) {
         assert.equal(answer.status, 401, `${method}: ${answer.body}`);
         assert.deepEqual(JSON.parse(answer.body), { code: 'unauthenticated', message: 'unregistered runner' });
       }
+    });
+
+    test('FetchTask as connect-go sends it and the same call in JSON get one answer; a body that is not a FetchTaskRequest is invalid_argument', async () => {
+      // The runner of this file has the `transport` label; a fresh one with another label has nothing to claim.
+      const idle = await registerRunner(s.url, registrationToken, { name: 'wire-idle', labels: ['nothing-here'] });
+      const idleHeaders = {
+        'x-runner-uuid': idle.credentials?.uuid ?? '',
+        'x-runner-token': idle.credentials?.token ?? '',
+        'connect-protocol-version': '1',
+        'connect-timeout-ms': '1000',
+      };
+      const started = Date.now();
+      const binary = await rpc('runner.v1.RunnerService/FetchTask', new Uint8Array(0), idleHeaders);
+      assert.ok(Date.now() - started < 1000, 'answered within the deadline it was given');
+      assert.equal(binary.status, 200, binary.body.toString('utf8'));
+      assert.equal(binary.headers.get('content-type'), 'application/proto');
+      const answer = fromBinary(FetchTaskResponseSchema, binary.body);
+      assert.equal(answer.task, undefined);
+      assert.ok(answer.tasksVersion > 0n);
+
+      const json = await fetch(`${s.url}/api/actions/runner.v1.RunnerService/FetchTask`, {
+        method: 'POST',
+        headers: { ...idleHeaders, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      assert.equal(json.status, 200);
+      assert.equal(json.headers.get('content-type'), 'application/json');
+      assert.deepEqual(await json.json(), { tasksVersion: String(answer.tasksVersion) });
+
+      // connect-es sends its body chunked, without a length: the same answer.
+      const chunked = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+        const req = http.request(`${s.url}/api/actions/runner.v1.RunnerService/FetchTask`, {
+          method: 'POST',
+          headers: { ...idleHeaders, 'content-type': 'application/proto', 'transfer-encoding': 'chunked' },
+        });
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        });
+        req.on('error', reject);
+        req.end(Buffer.from(toBinary(FetchTaskRequestSchema, create(FetchTaskRequestSchema, { tasksVersion: 1n }))));
+      });
+      assert.equal(chunked.status, 200, chunked.body.toString('utf8'));
+      assert.equal(fromBinary(FetchTaskResponseSchema, chunked.body).tasksVersion, answer.tasksVersion);
+
+      const garbage = await rpc('runner.v1.RunnerService/FetchTask', new Uint8Array([0xff, 0xff, 0xff]), idleHeaders);
+      assert.equal(garbage.status, 400);
+      const error = connectError(garbage);
+      assert.equal(error.code, 'invalid_argument');
+      assert.match(error.message, /^cannot decode the request as runner\.v1\.FetchTaskRequest: /);
     });
 
     test('Ping and Register read at most 64 KiB after decompression: a gzip bomb is resource_exhausted and registers nothing', async () => {

@@ -18,6 +18,8 @@ export class GantryChild {
   constructor(
     readonly url: string,
     private readonly env: NodeJS.ProcessEnv,
+    /** Node options for the child (e.g. --cpu-prof for a bench). */
+    private readonly execArgv: readonly string[] = [],
   ) {}
 
   /** True while a started process has not been told to die. */
@@ -36,7 +38,10 @@ export class GantryChild {
 
   async start(): Promise<void> {
     if (this.child) throw new Error('gantry web is already running');
-    const child = spawn(process.execPath, [GANTRY, 'web'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...this.execArgv, GANTRY, 'web'], {
+      env: this.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const keep = (chunk: Buffer): void => {
       this.output = (this.output + chunk.toString()).slice(-KEPT_OUTPUT_CHARS);
     };

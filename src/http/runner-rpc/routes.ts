@@ -22,6 +22,8 @@ import type { Services } from '../../services/index.ts';
 import { truncateUtf8 } from '../../services/actions/runners.ts';
 import { REQUEST_KEY_HEADER, runnerOf } from './auth.ts';
 import { toConnectError } from './errors.ts';
+import { fetchTask, maxWaitOf, usableRequestKey } from './fetch-task.ts';
+import { fetchTaskDirect } from './fetch-task-direct.ts';
 import { refuseNulStrings } from './nul-strings.ts';
 import { gateRequests } from './request-gate.ts';
 import { bufferedLimitOf, streamedLogLimit } from './request-limits.ts';
@@ -32,27 +34,8 @@ export interface RunnerRpcOptions {
   /** GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE: the largest streamed UpdateLog, after decompression. */
   logRequestMaxBytes: number;
 }
-/** Answer a little before the caller's Connect deadline rather than after it. */
-const DEADLINE_MARGIN_MS = 500;
-
-/** Forgejo's FetchTask answers an unusable key like no key; only a well-formed one is used. */
 function requestKeyOf(ctx: HandlerContext): string | undefined {
-  const key = ctx.requestHeader.get(REQUEST_KEY_HEADER)?.trim();
-  return key === undefined || key === '' || key.length > 64 ? undefined : key;
-}
-
-/**
- * How long a FetchTask may wait for work: the client's deadline less a margin
- * for claiming and answering (at least DEADLINE_MARGIN_MS, a tenth of the
- * deadline when that is more), so a busy server still answers "no task"
- * before the runner gives up on the call, and an idle runner is held most of
- * the time it allows (fewer polls per idle runner).
- */
-function maxWaitOf(ctx: HandlerContext): number | undefined {
-  const timeout = ctx.timeoutMs();
-  return timeout === undefined
-    ? undefined
-    : Math.max(0, timeout - Math.max(DEADLINE_MARGIN_MS, Math.ceil(timeout / 10)));
+  return usableRequestKey(ctx.requestHeader.get(REQUEST_KEY_HEADER));
 }
 
 /** The Connect code of a request Fastify refused (415 content type, 413 size, 400 framing). */
@@ -93,15 +76,11 @@ function runnerService(services: Services): ServiceImpl<typeof RunnerService> {
     },
 
     async fetchTask(req, ctx) {
-      const result = await protocol.fetchTasks(runnerOf(ctx), {
-        tasksVersion: toNumber(req.tasksVersion),
-        ...(req.taskCapacity !== undefined ? { capacity: toNumber(req.taskCapacity) } : {}),
+      return fetchTask(protocol, runnerOf(ctx), req, {
+        timeoutMs: ctx.timeoutMs(),
         requestKey: requestKeyOf(ctx),
         signal: ctx.signal,
-        maxWaitMs: maxWaitOf(ctx),
       });
-      const [first, ...rest] = result.tasks.map(toProtoTask);
-      return { task: first, additionalTasks: rest, tasksVersion: BigInt(result.tasksVersion) };
     },
 
     async fetchSingleTask(req, ctx) {
@@ -112,7 +91,7 @@ function runnerService(services: Services): ServiceImpl<typeof RunnerService> {
         handle,
         requestKey: requestKeyOf(ctx),
         signal: ctx.signal,
-        maxWaitMs: maxWaitOf(ctx),
+        maxWaitMs: maxWaitOf(ctx.timeoutMs()),
       });
       const task = result.tasks[0];
       return { task: task === undefined ? undefined : toProtoTask(task), tasksVersion: BigInt(result.tasksVersion) };
@@ -154,6 +133,14 @@ export async function runnerRpcRoutes(
       .type('application/json')
       .send(Buffer.from(errorToJsonBytes(connectError, {})));
   });
+  // An idle fleet's FetchTask calls skip the Connect machinery (fetch-task-direct.ts).
+  app.addHook(
+    'preHandler',
+    fetchTaskDirect(
+      services.runnerProtocol,
+      bufferedLimitOf(RunnerService.method.fetchTask, options.logRequestMaxBytes).maxBytes,
+    ),
+  );
   // A closing server ends the long polls at once instead of holding shutdown for their bound.
   app.addHook('preClose', async () => services.runnerProtocol.interruptWaits());
   const log = app.log;

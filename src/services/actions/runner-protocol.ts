@@ -12,17 +12,17 @@
 // FETCH_LONG_POLL_MS when the runner sent none.
 //
 // An idle FetchTask touches the database as little as possible: the runner
-// comes from RunnerIdentityCache, its liveness is written at most every
-// LIVENESS_WRITE_SEC, the tasks version comes from the watch's last read
-// (at most VERSION_POLL_MS old), and a runner whose last claim at this
-// version found nothing does not claim again (nothingFor).
+// comes from RunnerIdentityCache, its liveness refresh is batched
+// (RunnerLiveness), the tasks version comes from the watch's last read (at
+// most VERSION_POLL_MS old), and a runner whose last claim at this version
+// found nothing does not claim again (nothingFor).
 import { parse as parseYaml } from 'yaml';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { isRetryableError } from '../../models/database.ts';
 import type { Db, Tx } from '../../models/database.ts';
-import { bumpTasksVersionsForRepo, touchRunner, updateRunnerDeclaration } from '../../models/runners.ts';
+import { bumpTasksVersionsForRepo, updateRunnerDeclaration } from '../../models/runners.ts';
 import type { Runner } from '../../models/runners.ts';
 import type { ScopeColumns } from '../../modules/scope.ts';
 import {
@@ -45,6 +45,7 @@ import { TaskPayloadBuilder } from './task-payload.ts';
 import type { RuntimeTokens } from './runtime-tokens.ts';
 import type { TaskPayload } from './task-payload.ts';
 import { RunnerIdentityCache } from './runner-identity-cache.ts';
+import { RunnerLiveness } from './runner-liveness.ts';
 import { TasksVersionWatch } from './tasks-version-watch.ts';
 import type { VariableService } from './variables.ts';
 
@@ -66,8 +67,6 @@ export const MAX_LONG_POLL_MS = 5_000;
 const LATE_CLAIM_MS = 1000;
 /** A runner's "nothing to claim at this version" is trusted this long at most (a safety net, see nothingFor). */
 const NOTHING_MEMO_MS = 60_000;
-/** A runner's last_online is written when what is stored is this much older (its status goes offline after 60 s). */
-export const LIVENESS_WRITE_SEC = 10;
 /** Upper bound on Forgejo's task_capacity: more tasks than this are never handed out in one answer. */
 export const MAX_TASKS_PER_FETCH = 32;
 /**
@@ -162,8 +161,7 @@ export class RunnerProtocolService {
   private readonly watch: TasksVersionWatch;
   private readonly payloads: TaskPayloadBuilder;
   private readonly longPollMs: number;
-  /** Last second each runner's liveness was written (online, active): at most one write per second. */
-  private readonly touched = new Map<number, { online: number; active: number }>();
+  private readonly liveness: RunnerLiveness;
   private readonly identities: RunnerIdentityCache;
   /**
    * Runners whose last claim found nothing, with the scope's tasks version it
@@ -196,6 +194,7 @@ export class RunnerProtocolService {
     this.payloads = new TaskPayloadBuilder(db, secrets, variables, rootUrl, options.runtimeTokens ?? null);
     this.longPollMs = options.longPollMs ?? FETCH_LONG_POLL_MS;
     this.identities = options.identities ?? new RunnerIdentityCache(db);
+    this.liveness = new RunnerLiveness(db, clock);
     this.watch = new TasksVersionWatch(db, VERSION_POLL_MS);
     // The run is recorded inside its (not yet committed) transaction: look as
     // soon as this tick is over (on SQLite the read queues behind the commit
@@ -211,11 +210,10 @@ export class RunnerProtocolService {
 
   /**
    * The runner named by the x-runner-uuid/x-runner-token headers, or null.
-   * Records that it is online (and active, for task reports), writing the
-   * row only when what is stored is older than LIVENESS_WRITE_SEC (online)
-   * or a second (active): the runner's status reads minutes and tens of
-   * seconds, and a write per poll is what kept Gitea's database busy
-   * (go-gitea/gitea PR 38150). The runner comes from the identity cache
+   * Records that it is online (and active, for task reports) through
+   * RunnerLiveness, which writes a refresh of an online runner with the
+   * others in one statement a second: a write per poll is what kept Gitea's
+   * database busy (go-gitea/gitea PR 38150). The runner comes from the identity cache
    * (runner-identity-cache.ts states how stale it may be).
    */
   async authenticate(uuid: string, token: string, active: boolean): Promise<Runner | null> {
@@ -224,20 +222,7 @@ export class RunnerProtocolService {
     if (cached === null || !digestsEqual(cached.tokenHash, hashToken(token))) return null;
     // A copy: the cached object is shared by concurrent calls.
     const runner = { ...cached };
-    const now = this.clock.nowSec();
-    let last = this.touched.get(runner.id);
-    if (last === undefined) {
-      last = { online: runner.lastOnline, active: runner.lastActive };
-      this.touched.set(runner.id, last);
-      if (this.touched.size > 50_000) this.touched.clear();
-    }
-    const staleOnline = now - last.online >= LIVENESS_WRITE_SEC || now < last.online;
-    const staleActive = active && (now - last.active >= 1 || now < last.active);
-    if (staleOnline || staleActive) {
-      await touchRunner(this.db, runner.id, now, active);
-      last.online = now;
-      if (active) last.active = now;
-    }
+    const last = await this.liveness.touch(runner.id, { online: runner.lastOnline, active: runner.lastActive }, active);
     runner.lastOnline = last.online;
     runner.lastActive = last.active;
     return runner;
@@ -291,7 +276,7 @@ export class RunnerProtocolService {
         // runner's next call (with a whole deadline) searches the new one.
         if (woken && request.maxWaitMs !== undefined && deadline - Date.now() < LATE_CLAIM_MS)
           return { tasks: [], tasksVersion: searched };
-        const tasks = this.nothingClaimable(runner, latest)
+        const tasks = (await this.nothingClaimable(runner, latest))
           ? []
           : await this.claimTasks(runner, capacity, request, key, latest);
         if (tasks.length > 0) return { tasks, tasksVersion: latest };
@@ -318,19 +303,31 @@ export class RunnerProtocolService {
     return request.maxWaitMs === undefined ? this.longPollMs : Math.min(request.maxWaitMs, MAX_LONG_POLL_MS);
   }
 
-  /** True when the runner's last claim, at this tasks version and with these labels, found nothing. */
-  private nothingClaimable(runner: Runner, version: number): boolean {
+  /**
+   * True when the runner's last claim, at this tasks version and with these
+   * labels, found nothing. Past NOTHING_MEMO_MS the memo is checked again
+   * with a read (no transaction, no lock): an idle fleet re-checks each
+   * runner once a minute, and a write transaction per runner and minute is
+   * 80 a second for 5,000 runners.
+   */
+  private async nothingClaimable(runner: Runner, version: number): Promise<boolean> {
     const memo = this.nothingFor.get(runner.id);
     if (memo === undefined) return false;
-    if (memo.version === version && memo.labels === labelsKey(runner) && Date.now() - memo.at < NOTHING_MEMO_MS)
-      return true;
+    if (memo.version === version && memo.labels === labelsKey(runner)) {
+      if (Date.now() - memo.at < NOTHING_MEMO_MS) return true;
+      if (!(await anyClaimable(this.db, scopeOf(runner), runner.labels ?? []))) {
+        memo.at = Date.now();
+        return true;
+      }
+    }
     this.nothingFor.delete(runner.id);
     return false;
   }
 
-  /** Ends every waiting FetchTask now (the server is closing). */
+  /** Ends every waiting FetchTask now and writes the queued liveness refreshes (the server is closing). */
   interruptWaits(): void {
     this.watch.interruptAll();
+    void this.liveness.flush();
   }
 
   private async claimTasks(

@@ -122,9 +122,12 @@ export class TasksVersionWatch {
       do {
         this.checkAgain = false;
         const byScope = new Map<string, Waiter[]>();
+        // One pass, appending in place: thousands of runners wait on one scope.
         for (const waiter of this.waiters) {
           const key = scopeKey(waiter.scope);
-          byScope.set(key, [...(byScope.get(key) ?? []), waiter]);
+          const group = byScope.get(key);
+          if (group === undefined) byScope.set(key, [waiter]);
+          else group.push(waiter);
         }
         for (const waiters of byScope.values()) {
           const first = waiters[0];

@@ -2,7 +2,11 @@
 // throughput one per database):
 // 1. Jobs assigned per second: 100 runner clients loop FetchTask → UpdateTask
 //    (success) while 2,000 jobs are queued (20 dispatches of a 100-leg
-//    matrix); from the first fetch to the 2,000th reported success.
+//    matrix); from the first fetch to the 2,000th reported success. Gantry
+//    runs as a `gantry web` child process here, so the clients (this
+//    process) and the server each have their own thread, and the server's
+//    CPU per job is read from /proc (GANTRY_BENCH_CPU_PROF=<folder>: the
+//    child writes a CPU profile there).
 // 2. Dispatch-to-runner latency: POST …/dispatches (204) of a one-job
 //    workflow, one at a time, until one of 10 idle long-polling runners holds
 //    the task; p50 and p99, against the dispatch call's own round trip.
@@ -22,7 +26,9 @@
 // binary). A "long-polling" client sends tasks_version 0 on every FetchTask:
 // Gantry (like Forgejo) answers a runner that sends the current version at
 // once, and holds only a call whose version is stale (Forgejo: routers/api/actions/runner/runner.go, FetchTask).
-// GANTRY_BENCH_RUNNER_JOBS changes the queued job count (default 2,000).
+// GANTRY_BENCH_RUNNER_JOBS changes the queued job count (default 2,000);
+// GANTRY_BENCH_RUNNERS_PARTS=throughput (or latency, idle, comma-separated)
+// runs only those parts.
 import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,13 +36,17 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { FetchTaskResponseSchema, Result } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
+import type { Db } from '../../src/models/database.ts';
 import type { User } from '../../src/models/users.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { createRunnerClient, registerRunner } from '../../test/support/runner-client.ts';
 import type { RunnerClient } from '../../test/support/runner-client.ts';
 import { createWorkDir, remoteUrl } from '../../test/support/workdir.ts';
+import { startGantryChild } from '../lib/gantry-child-server.ts';
+import type { GantryChildServer } from '../lib/gantry-child-server.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { GantryServer } from '../lib/gantry-server.ts';
+import { processCpuSeconds } from '../lib/process-cpu.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 
 const DEFAULT_JOBS = 2_000;
@@ -175,7 +185,7 @@ function checkStats(stats: LoopStats, what: string): void {
 }
 
 async function registerMany(
-  gantry: GantryServer,
+  url: string,
   registrationToken: string,
   count: number,
   labels: string[],
@@ -185,9 +195,7 @@ async function registerMany(
   for (let start = 0; start < count; start += REGISTER_CHUNK) {
     const chunk = Math.min(REGISTER_CHUNK, count - start);
     clients.push(
-      ...(await Promise.all(
-        Array.from({ length: chunk }, () => registerRunner(gantry.url, registrationToken, { labels })),
-      )),
+      ...(await Promise.all(Array.from({ length: chunk }, () => registerRunner(url, registrationToken, { labels })))),
     );
     if (count >= 500 && (start + chunk) % 250 === 0)
       ctx.log(`registered ${start + chunk}/${count} runners (${labels.join(',')})`);
@@ -218,8 +226,6 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   ctx.defer(() => work.remove());
   await work.commit(
     {
-      '.forgejo/workflows/warm.yml': matrixWorkflow('swarm', MATRIX_LEGS),
-      '.forgejo/workflows/swarm.yml': matrixWorkflow('swarm', MATRIX_LEGS),
       '.forgejo/workflows/ping.yml': PING_WORKFLOW,
     },
     'Add runner workflows',
@@ -230,13 +236,24 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   return { gantry, owner, token, registrationToken };
 }
 
-async function dispatch(setup: Setup, file: string): Promise<number> {
+interface DispatchTarget {
+  url: string;
+  ownerName: string;
+  repoName: string;
+  token: string;
+}
+
+function dispatchTargetOf(setup: Setup): DispatchTarget {
+  return { url: setup.gantry.url, ownerName: setup.owner.name, repoName: 'runners', token: setup.token };
+}
+
+async function dispatch(target: DispatchTarget, file: string): Promise<number> {
   const started = performance.now();
   const res = await fetch(
-    `${setup.gantry.url}/api/v1/repos/${setup.owner.name}/runners/actions/workflows/${file}/dispatches`,
+    `${target.url}/api/v1/repos/${target.ownerName}/${target.repoName}/actions/workflows/${file}/dispatches`,
     {
       method: 'POST',
-      headers: { authorization: `token ${setup.token}`, 'content-type': 'application/json' },
+      headers: { authorization: `token ${target.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ ref: 'main' }),
     },
   );
@@ -250,13 +267,22 @@ async function dispatch(setup: Setup, file: string): Promise<number> {
 async function drain(
   clients: readonly RunnerClient[],
   jobs: number,
+  /** The server's process, whose CPU is read from /proc. */
+  serverPid: number,
 ): Promise<{
   seconds: number;
   fetchMs: number[];
   taskIds: Set<bigint>;
   emptyWhileQueued: number;
+  /** This process's CPU (the clients) per job. */
   cpuMsPerJob: number;
+  /** The server's CPU per job. */
+  serverCpuMsPerJob: number;
 }> {
+  // Runners that were polling hold open connections: open them now, so the
+  // first fetches do not measure a hundred TCP handshakes at once.
+  await Promise.all(clients.map((client) => client.ping.ping({ data: 'bench' })));
+  const serverCpuBefore = await processCpuSeconds(serverPid);
   const controller = new AbortController();
   // One signal for every client loop.
   setMaxListeners(0, controller.signal);
@@ -270,6 +296,7 @@ async function drain(
   let ended = started;
   let emptyWhileQueued = 0;
   let cpuMsPerJob = 0;
+  let serverCpuAtEnd: Promise<number> = Promise.resolve(0);
   const loops = clients.map((client) => {
     return pollLoop(client, controller.signal, stats, async (task, ms) => {
       fetchMs.push(ms);
@@ -280,6 +307,7 @@ async function drain(
       if (done === jobs) {
         const cpu = process.cpuUsage(cpuBefore);
         cpuMsPerJob = (cpu.user + cpu.system) / 1000 / jobs;
+        serverCpuAtEnd = processCpuSeconds(serverPid);
         emptyWhileQueued = stats.empty;
         ended = performance.now();
         finished();
@@ -298,42 +326,92 @@ async function drain(
   }
   checkStats(stats, 'swarm runners');
   if (done < jobs) throw new Error(`only ${done} of ${jobs} jobs were handed out and reported`);
-  return { seconds: (ended - started) / 1000, fetchMs, taskIds, emptyWhileQueued, cpuMsPerJob };
+  const serverCpuMsPerJob = (((await serverCpuAtEnd) - serverCpuBefore) * 1000) / jobs;
+  return { seconds: (ended - started) / 1000, fetchMs, taskIds, emptyWhileQueued, cpuMsPerJob, serverCpuMsPerJob };
 }
 
-async function throughputMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {
+interface SwarmSeed {
+  ownerName: string;
+  token: string;
+  repoName: string;
+  registrationToken: string;
+}
+
+/** The swarm's Gantry: a `gantry web` child process, so its CPU is its own (the clients' is this process's). */
+async function startSwarmServer(ctx: ScenarioContext): Promise<GantryChildServer<SwarmSeed>> {
+  const server = await startGantryChild(ctx, async (deps): Promise<SwarmSeed> => {
+    const { accounts, accessTokens, repos, runners } = deps.services;
+    const owner = await accounts.createUser({
+      username: 'bench-owner',
+      email: 'bench-owner@bench.invalid',
+      password: 'bench-password',
+      mustChangePassword: false,
+    });
+    const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+    const repo = await repos.create(owner, owner, { name: 'runners' });
+    const registrationToken = await runners.registrationToken({ ownerId: 0, repoId: repo.id });
+    return { ownerName: owner.name, token, repoName: repo.name, registrationToken };
+  });
+  const { ownerName, repoName, token } = server.seeded;
+  const work = await createWorkDir(remoteUrl(server.url, ownerName, repoName, { user: ownerName, password: token }));
+  ctx.defer(() => work.remove());
+  await work.commit(
+    {
+      '.forgejo/workflows/warm.yml': matrixWorkflow('swarm', MATRIX_LEGS),
+      '.forgejo/workflows/swarm.yml': matrixWorkflow('swarm', MATRIX_LEGS),
+    },
+    'Add runner workflows',
+  );
+  const pushed = await work.push('main');
+  if (pushed.code !== 0) throw new Error(`git push failed: ${pushed.stderr}`);
+  return server;
+}
+
+async function countJobs(db: Db, status: 'waiting' | 'not successful'): Promise<number> {
+  const query = db.selectFrom('action_run_job').select(db.fn.countAll<number>().as('n'));
+  const row = await (
+    status === 'waiting'
+      ? query.where('status', '=', ActionStatus.waiting)
+      : query.where('status', '!=', ActionStatus.success)
+  ).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
   const jobs = queuedJobs();
-  const { db } = setup.gantry.deps.database;
-  const clients = await registerMany(setup.gantry, setup.registrationToken, SWARM_RUNNERS, ['swarm'], ctx);
+  const server = await startSwarmServer(ctx);
+  const target: DispatchTarget = {
+    url: server.url,
+    ownerName: server.seeded.ownerName,
+    repoName: server.seeded.repoName,
+    token: server.seeded.token,
+  };
+  const database = server.openDatabase();
+  ctx.defer(() => database.destroy());
+  const clients = await registerMany(server.url, server.seeded.registrationToken, SWARM_RUNNERS, ['swarm'], ctx);
 
   ctx.log(`warming up: ${MATRIX_LEGS} jobs through ${SWARM_RUNNERS} runners…`);
-  await dispatch(setup, 'warm.yml');
-  await drain(clients, MATRIX_LEGS);
+  await dispatch(target, 'warm.yml');
+  await drain(clients, MATRIX_LEGS, server.pid);
 
   ctx.log(
     `queueing ${jobs.toLocaleString('en-US')} jobs (${jobs / MATRIX_LEGS} dispatches of a ${MATRIX_LEGS}-leg matrix)…`,
   );
-  for (let i = 0; i < jobs / MATRIX_LEGS; i += 1) await dispatch(setup, 'swarm.yml');
-  const waiting = await db
-    .selectFrom('action_run_job')
-    .select(db.fn.countAll<number>().as('n'))
-    .where('status', '=', ActionStatus.waiting)
-    .executeTakeFirstOrThrow();
-  if (Number(waiting.n) !== jobs) throw new Error(`${waiting.n} jobs waiting, expected ${jobs}`);
+  for (let i = 0; i < jobs / MATRIX_LEGS; i += 1) await dispatch(target, 'swarm.yml');
+  const waiting = await countJobs(database.db, 'waiting');
+  if (waiting !== jobs) throw new Error(`${waiting} jobs waiting, expected ${jobs}`);
 
   ctx.log(`measuring: ${SWARM_RUNNERS} runners take ${jobs.toLocaleString('en-US')} jobs…`);
-  const result = await drain(clients, jobs);
-  const left = await db
-    .selectFrom('action_run_job')
-    .select(db.fn.countAll<number>().as('n'))
-    .where('status', '!=', ActionStatus.success)
-    .executeTakeFirstOrThrow();
-  if (Number(left.n) !== 0) throw new Error(`${left.n} jobs are not successful after the swarm`);
+  const result = await drain(clients, jobs, server.pid);
+  const left = await countJobs(database.db, 'not successful');
+  if (left !== 0) throw new Error(`${left} jobs are not successful after the swarm`);
+  await server.stop();
   const rate = jobs / result.seconds;
   const fetches = sortedCopy(result.fetchMs);
   ctx.log(
     `${jobs} jobs in ${result.seconds.toFixed(2)} s: ${Math.round(rate)} jobs/s; FetchTask with a task p50 ${percentile(fetches, 50).toFixed(1)} ms, ` +
-      `p99 ${percentile(fetches, 99).toFixed(1)} ms, max ${(fetches[fetches.length - 1] ?? 0).toFixed(0)} ms; ${result.emptyWhileQueued} empty answers before the last job was taken; ${result.cpuMsPerJob.toFixed(2)} ms of this process's CPU per job (Gantry and clients)`,
+      `p99 ${percentile(fetches, 99).toFixed(1)} ms, max ${(fetches[fetches.length - 1] ?? 0).toFixed(0)} ms; ${result.emptyWhileQueued} empty answers before the last job was taken; ` +
+      `CPU per job: gantry web ${result.serverCpuMsPerJob.toFixed(2)} ms, the clients ${result.cpuMsPerJob.toFixed(2)} ms`,
   );
   return [
     {
@@ -368,11 +446,19 @@ async function throughputMetrics(setup: Setup, ctx: ScenarioContext): Promise<Me
       target: null,
       decimals: 0,
     },
+    {
+      metric: "gantry web's CPU per job (ms, its own process)",
+      value: result.serverCpuMsPerJob,
+      baseline: null,
+      ratio: null,
+      target: null,
+      decimals: 2,
+    },
   ];
 }
 
 async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {
-  const clients = await registerMany(setup.gantry, setup.registrationToken, LATENCY_RUNNERS, ['latency'], ctx);
+  const clients = await registerMany(setup.gantry.url, setup.registrationToken, LATENCY_RUNNERS, ['latency'], ctx);
   const controller = new AbortController();
   // One signal for every client loop.
   setMaxListeners(0, controller.signal);
@@ -406,7 +492,7 @@ async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metri
         };
       });
       const started = performance.now();
-      const answered = await dispatch(setup, 'ping.yml');
+      const answered = await dispatch(dispatchTargetOf(setup), 'ping.yml');
       const at = await received;
       if (i >= LATENCY_WARMUP) {
         latencies.push(at - started);
@@ -546,7 +632,13 @@ async function measureIdle(
 async function idleMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {
   // Whole hold periods, so every client is counted for the same number of polls.
   const windowSec = Math.ceil(Math.max(MIN_IDLE_WINDOW_SEC, ctx.durationSec) / (HOLD_MS / 1000)) * (HOLD_MS / 1000);
-  const gantryClients = await registerMany(setup.gantry, setup.registrationToken, IDLE_RUNNERS, ['idle-no-work'], ctx);
+  const gantryClients = await registerMany(
+    setup.gantry.url,
+    setup.registrationToken,
+    IDLE_RUNNERS,
+    ['idle-no-work'],
+    ctx,
+  );
   const bare = await startHoldingServer();
   ctx.defer(() => bare.close());
   const bareClients = gantryClients.map((client) =>
@@ -589,10 +681,17 @@ export const runners: Scenario = {
     `jobs/s with ${SWARM_RUNNERS} runners and ${(Number(process.env.GANTRY_BENCH_RUNNER_JOBS?.trim()) || DEFAULT_JOBS).toLocaleString('en-US')} queued jobs; ` +
     `dispatch → long-polling runner latency; idle CPU of ${IDLE_RUNNERS.toLocaleString('en-US')} long-polling runners`,
   async run(ctx) {
+    // GANTRY_BENCH_RUNNERS_PARTS=throughput,latency,idle: only those parts (default all three).
+    const parts = process.env.GANTRY_BENCH_RUNNERS_PARTS?.split(',').map((part) => part.trim()) ?? [
+      'throughput',
+      'latency',
+      'idle',
+    ];
+    const throughput = parts.includes('throughput') ? await throughputMetrics(ctx) : [];
+    if (!parts.includes('latency') && !parts.includes('idle')) return throughput;
     const setup = await setUp(ctx);
-    const throughput = await throughputMetrics(setup, ctx);
-    const latency = await latencyMetrics(setup, ctx);
-    const idle = await idleMetrics(setup, ctx);
+    const latency = parts.includes('latency') ? await latencyMetrics(setup, ctx) : [];
+    const idle = parts.includes('idle') ? await idleMetrics(setup, ctx) : [];
     return [...throughput, ...latency, ...idle];
   },
 };

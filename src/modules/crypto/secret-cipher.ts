@@ -11,6 +11,8 @@ export class SecretCipher {
   private readonly key: Buffer;
   /** Short fingerprint of the key, stored with each value so rotation can tell old from new. */
   readonly keyId: string;
+  /** deriveKey's answers by purpose. */
+  private readonly derived = new Map<string, Buffer>();
 
   constructor(keyMaterial: string) {
     // Any string of 32+ characters is accepted as configuration; SHA-256 turns it
@@ -49,7 +51,13 @@ export class SecretCipher {
    * none reveals the encryption key.
    */
   deriveKey(purpose: string): Buffer {
-    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `gantry:${purpose}`, 32));
+    // Derived once per purpose: every task answer signs a runtime token with one.
+    let derived = this.derived.get(purpose);
+    if (derived === undefined) {
+      derived = Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `gantry:${purpose}`, 32));
+      this.derived.set(purpose, derived);
+    }
+    return derived;
   }
 
   /** How every value stored under key `keyId` begins (for finding values under other keys). */

@@ -17,6 +17,8 @@ export interface Config {
   readonly rootUrl: string;
   /** Unset: SQLite at <dataDir>/gantry.db. */
   readonly databaseUrl: string | null;
+  /** GANTRY_DATABASE_MAX_CONNECTIONS: the PostgreSQL pool's size. */
+  readonly databaseMaxConnections: number;
   /** Unset: generated on first start and kept in <dataDir>/secret.key (rotated keys in <dataDir>/secret-keys/). */
   readonly secretKey: string | null;
   /** Older keys, for decrypting values not yet re-encrypted by `gantry admin rotate-secret-key`. */
@@ -126,6 +128,12 @@ export const SETTINGS: readonly Setting[] = [
     key: 'GANTRY_DATABASE_URL',
     description: 'Unset: SQLite at <data>/gantry.db. postgres://user:pass@host:port/db: PostgreSQL.',
     default: '',
+  },
+  {
+    key: 'GANTRY_DATABASE_MAX_CONNECTIONS',
+    description:
+      "PostgreSQL connections each process keeps at most (a runner fleet's claims and reports run on them in parallel). More helps only when the database server has the cores to run them (on 2 shared cores 20 claimed fewer jobs per second than 10); mind its max_connections across processes. Ignored on SQLite.",
+    default: '10',
   },
   {
     key: 'GANTRY_SECRET_KEY',
@@ -440,6 +448,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpPort,
     rootUrl: parseRootUrl(read(env, 'GANTRY_ROOT_URL'), httpPort),
     databaseUrl: parseDatabaseUrl(read(env, 'GANTRY_DATABASE_URL')),
+    databaseMaxConnections: readInt(env, 'GANTRY_DATABASE_MAX_CONNECTIONS', 10, 1, 1000),
     secretKey,
     secretKeyPrevious: Object.freeze(secretKeyPrevious),
     webhookAllowedHosts: read(env, 'GANTRY_WEBHOOK_ALLOWED_HOSTS') ?? 'external',

@@ -132,6 +132,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
   const database = openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
+    maxConnections: config.databaseMaxConnections,
     onConnectionError: (error) => logger.warn({ err: error }, 'database connection dropped; the pool reconnects'),
   });
   try {

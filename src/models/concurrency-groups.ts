@@ -154,6 +154,29 @@ export async function listUnfinishedJobMembers(
   return rows.map((row) => ({ id: row.id, runId: row.run_id }));
 }
 
+/**
+ * The held members of a job group but `exceptJobId` (a newer member
+ * replaces them: they are cancelled).
+ */
+export async function listHeldJobMembers(
+  tx: Queryable,
+  repoId: number,
+  group: string,
+  exceptJobId: number,
+): Promise<number[]> {
+  const rows = await tx
+    .selectFrom('action_run_job')
+    .select('id')
+    .where('repo_id', '=', repoId)
+    .where('concurrency_group', '=', group)
+    .where('id', '!=', exceptJobId)
+    .where('status', '=', ActionStatus.blocked)
+    .where('group_held', '=', 1)
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
 /** Stores a ready job's evaluated group; `held` keeps it blocked behind another member. */
 export async function admitJob(
   tx: Queryable,
@@ -190,10 +213,13 @@ export async function failJobConcurrency(tx: Queryable, jobId: number, reason: s
 }
 
 /**
- * When no member of the group is active, the oldest held one becomes
- * waiting; returns it (its run settles), or undefined.
+ * When no member of the group is active, the newest held one becomes
+ * waiting; returns it (its run settles), or undefined. There is one held
+ * member but in the moment between a newer member's admission and the
+ * cancel of the older one after its commit (or after a crash there): the
+ * older one, about to be cancelled, is never handed out.
  */
-export async function releaseOldestHeldJob(
+export async function releaseNewestHeldJob(
   tx: Queryable,
   repoId: number,
   group: string,
@@ -215,7 +241,7 @@ export async function releaseOldestHeldJob(
     .where('concurrency_group', '=', group)
     .where('status', '=', ActionStatus.blocked)
     .where('group_held', '=', 1)
-    .orderBy('id')
+    .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
   if (next === undefined) return undefined;

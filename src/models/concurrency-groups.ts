@@ -127,7 +127,7 @@ export async function jobGroupIsBusy(
     .where((eb) =>
       eb.or([
         eb('status', 'in', [ActionStatus.waiting, ActionStatus.running]),
-        eb.and([eb('status', '=', ActionStatus.blocked), eb('group_held', '=', 1)]),
+        eb.and([eb('status', '=', ActionStatus.blocked), eb('group_held', '>', 0)]),
       ]),
     )
     .limit(1)
@@ -155,42 +155,44 @@ export async function listUnfinishedJobMembers(
 }
 
 /**
- * The held members of a job group but `exceptJobId` (a newer member
- * replaces them: they are cancelled).
+ * The held members of a job group (a newer member replaces them: they are
+ * cancelled) and the highest admission order among them (0 when none).
  */
 export async function listHeldJobMembers(
   tx: Queryable,
   repoId: number,
   group: string,
-  exceptJobId: number,
-): Promise<number[]> {
+): Promise<{ ids: number[]; lastOrder: number }> {
   const rows = await tx
     .selectFrom('action_run_job')
-    .select('id')
+    .select(['id', 'group_held'])
     .where('repo_id', '=', repoId)
     .where('concurrency_group', '=', group)
-    .where('id', '!=', exceptJobId)
     .where('status', '=', ActionStatus.blocked)
-    .where('group_held', '=', 1)
+    .where('group_held', '>', 0)
     .orderBy('id')
     .execute();
-  return rows.map((row) => row.id);
+  return { ids: rows.map((row) => row.id), lastOrder: Math.max(0, ...rows.map((row) => row.group_held)) };
 }
 
-/** Stores a ready job's evaluated group; `held` keeps it blocked behind another member. */
+/**
+ * Stores a ready job's evaluated group; `heldOrder` above 0 keeps it blocked
+ * behind another member, in that admission order.
+ */
 export async function admitJob(
   tx: Queryable,
   jobId: number,
-  admission: { group: string; cancel: boolean; held: boolean },
+  admission: { group: string; cancel: boolean; heldOrder: number },
   now: number,
 ): Promise<boolean> {
+  const held = admission.heldOrder > 0;
   const result = await tx
     .updateTable('action_run_job')
     .set({
       concurrency_group: admission.group,
       concurrency_cancel: admission.cancel ? 1 : 0,
-      group_held: admission.held ? 1 : 0,
-      ...(admission.held ? {} : { status: ActionStatus.waiting }),
+      group_held: admission.heldOrder,
+      ...(held ? {} : { status: ActionStatus.waiting }),
       updated: now,
     })
     .where('id', '=', jobId)
@@ -213,7 +215,7 @@ export async function failJobConcurrency(tx: Queryable, jobId: number, reason: s
 }
 
 /**
- * When no member of the group is active, the newest held one becomes
+ * When no member of the group is active, the held one admitted last becomes
  * waiting; returns it (its run settles), or undefined. There is one held
  * member but in the moment between a newer member's admission and the
  * cancel of the older one after its commit (or after a crash there): the
@@ -240,7 +242,8 @@ export async function releaseNewestHeldJob(
     .where('repo_id', '=', repoId)
     .where('concurrency_group', '=', group)
     .where('status', '=', ActionStatus.blocked)
-    .where('group_held', '=', 1)
+    .where('group_held', '>', 0)
+    .orderBy('group_held', 'desc')
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
@@ -250,7 +253,7 @@ export async function releaseNewestHeldJob(
     .set({ status: ActionStatus.waiting, group_held: 0, updated: now })
     .where('id', '=', next.id)
     .where('status', '=', ActionStatus.blocked)
-    .where('group_held', '=', 1)
+    .where('group_held', '>', 0)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0 ? { id: next.id, runId: next.run_id } : undefined;
 }

@@ -252,7 +252,11 @@ export interface ActionRunJobTable {
   /** The job's evaluated group, lowercased; '' none or not evaluated yet. */
   concurrency_group: Generated<string>;
   concurrency_cancel: Generated<number>;
-  /** 1: `blocked` because another member of its job group runs. */
+  /**
+   * Above 0: `blocked` because another member of its job group runs; the
+   * order in which the held members of a group were admitted (the newest
+   * holds the highest), 0 not held.
+   */
   group_held: Generated<number>;
   /** Why the job's `concurrency:` did not evaluate (the job failed); '' none. */
   concurrency_error: Generated<string>;

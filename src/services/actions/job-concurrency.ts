@@ -20,9 +20,12 @@
 //   cancelled after the commit by the same path: one running (or waiting)
 //   member and one pending, the newest, as in Gitea and GitHub. When a job of
 //   the group reaches a final state and no member is waiting or running, the
-//   held job (the newest, should a cancel be late) is released to `waiting`
-//   and the runners' tasks version bumped. A waiting member is kept like a
-//   running one (Gitea cancels it): a runner may be claiming it.
+//   held job is released to `waiting` and the runners' tasks version bumped.
+//   Should two be held (before the cancel of the older one runs, or after a
+//   crash there), the one admitted last is released: group_held stores the
+//   order of admission (ids do not: a job with needs is admitted late), so a
+//   job being cancelled never reaches a runner. A waiting member is kept like
+//   a running one (Gitea cancels it): a runner may be claiming it.
 // Job groups are their own namespace: a job group and a workflow group of the
 // same name do not wait for each other (in Gitea they do).
 //
@@ -153,11 +156,13 @@ export async function admitReadyJobs(
       continue;
     }
     const held = group !== '' && !cancel && (await jobGroupIsBusy(tx, run.repoId, group, job.id));
-    if (!(await admitJob(tx, job.id, { group, cancel, held }, now))) continue;
+    // A held job replaces the held ones: they are cancelled, and it is released before them.
+    const replaced = held ? await listHeldJobMembers(tx, run.repoId, group) : { ids: [], lastOrder: 0 };
+    if (!(await admitJob(tx, job.id, { group, cancel, heldOrder: held ? replaced.lastOrder + 1 : 0 }, now))) continue;
     if (!held) admission.waiting.push(job.id);
     if (group !== '' && cancel)
       admission.superseded.push(...(await listUnfinishedJobMembers(tx, run.repoId, group, job.id)).map((m) => m.id));
-    else if (held) admission.superseded.push(...(await listHeldJobMembers(tx, run.repoId, group, job.id)));
+    admission.superseded.push(...replaced.ids);
   }
   return admission;
 }

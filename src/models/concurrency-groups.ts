@@ -109,7 +109,11 @@ export async function runHasHeldJobs(db: Queryable, runId: number): Promise<bool
 
 // Job-level groups (services/actions/job-concurrency.ts). A member is a job
 // of the repository whose evaluated group is the group; it is active when
-// waiting (claimable) or running, held when blocked with group_held.
+// waiting (claimable) or running, held when blocked with group_held (1, or
+// REPLACED while its cancel is pending).
+
+/** group_held of a held job a newer one replaced: still held (cancellable), never released nor counted busy. */
+const REPLACED = -1;
 
 /** Whether a job of the group other than `exceptJobId` is waiting, running or held. */
 export async function jobGroupIsBusy(
@@ -127,7 +131,7 @@ export async function jobGroupIsBusy(
     .where((eb) =>
       eb.or([
         eb('status', 'in', [ActionStatus.waiting, ActionStatus.running]),
-        eb.and([eb('status', '=', ActionStatus.blocked), eb('group_held', '>', 0)]),
+        eb.and([eb('status', '=', ActionStatus.blocked), eb('group_held', '=', 1)]),
       ]),
     )
     .limit(1)
@@ -155,44 +159,44 @@ export async function listUnfinishedJobMembers(
 }
 
 /**
- * The held members of a job group (a newer member replaces them: they are
- * cancelled) and the highest admission order among them (0 when none).
+ * The held members of a job group but `newerJobId` are replaced by it:
+ * marked so that no release hands them out before their cancel (after the
+ * commit) reaches them; returns their ids.
  */
-export async function listHeldJobMembers(
+export async function replaceHeldJobs(
   tx: Queryable,
   repoId: number,
   group: string,
-): Promise<{ ids: number[]; lastOrder: number }> {
+  newerJobId: number,
+  now: number,
+): Promise<number[]> {
   const rows = await tx
-    .selectFrom('action_run_job')
-    .select(['id', 'group_held'])
+    .updateTable('action_run_job')
+    .set({ group_held: REPLACED, updated: now })
     .where('repo_id', '=', repoId)
     .where('concurrency_group', '=', group)
+    .where('id', '!=', newerJobId)
     .where('status', '=', ActionStatus.blocked)
-    .where('group_held', '>', 0)
-    .orderBy('id')
+    .where('group_held', '=', 1)
+    .returning('id')
     .execute();
-  return { ids: rows.map((row) => row.id), lastOrder: Math.max(0, ...rows.map((row) => row.group_held)) };
+  return rows.map((row) => row.id);
 }
 
-/**
- * Stores a ready job's evaluated group; `heldOrder` above 0 keeps it blocked
- * behind another member, in that admission order.
- */
+/** Stores a ready job's evaluated group; `held` keeps it blocked behind another member. */
 export async function admitJob(
   tx: Queryable,
   jobId: number,
-  admission: { group: string; cancel: boolean; heldOrder: number },
+  admission: { group: string; cancel: boolean; held: boolean },
   now: number,
 ): Promise<boolean> {
-  const held = admission.heldOrder > 0;
   const result = await tx
     .updateTable('action_run_job')
     .set({
       concurrency_group: admission.group,
       concurrency_cancel: admission.cancel ? 1 : 0,
-      group_held: admission.heldOrder,
-      ...(held ? {} : { status: ActionStatus.waiting }),
+      group_held: admission.held ? 1 : 0,
+      ...(admission.held ? {} : { status: ActionStatus.waiting }),
       updated: now,
     })
     .where('id', '=', jobId)
@@ -215,13 +219,11 @@ export async function failJobConcurrency(tx: Queryable, jobId: number, reason: s
 }
 
 /**
- * When no member of the group is active, the held one admitted last becomes
- * waiting; returns it (its run settles), or undefined. There is one held
- * member but in the moment between a newer member's admission and the
- * cancel of the older one after its commit (or after a crash there): the
- * older one, about to be cancelled, is never handed out.
+ * When no member of the group is active, the held one (there is one: the
+ * others were replaced) becomes waiting; returns it (its run settles), or
+ * undefined.
  */
-export async function releaseNewestHeldJob(
+export async function releaseHeldJob(
   tx: Queryable,
   repoId: number,
   group: string,
@@ -242,9 +244,8 @@ export async function releaseNewestHeldJob(
     .where('repo_id', '=', repoId)
     .where('concurrency_group', '=', group)
     .where('status', '=', ActionStatus.blocked)
-    .where('group_held', '>', 0)
-    .orderBy('group_held', 'desc')
-    .orderBy('id', 'desc')
+    .where('group_held', '=', 1)
+    .orderBy('id')
     .limit(1)
     .executeTakeFirst();
   if (next === undefined) return undefined;
@@ -253,7 +254,7 @@ export async function releaseNewestHeldJob(
     .set({ status: ActionStatus.waiting, group_held: 0, updated: now })
     .where('id', '=', next.id)
     .where('status', '=', ActionStatus.blocked)
-    .where('group_held', '>', 0)
+    .where('group_held', '=', 1)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0 ? { id: next.id, runId: next.run_id } : undefined;
 }

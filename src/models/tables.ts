@@ -253,9 +253,8 @@ export interface ActionRunJobTable {
   concurrency_group: Generated<string>;
   concurrency_cancel: Generated<number>;
   /**
-   * Above 0: `blocked` because another member of its job group runs; the
-   * order in which the held members of a group were admitted (the newest
-   * holds the highest), 0 not held.
+   * 1: `blocked` because another member of its job group runs; -1: held and
+   * replaced by a newer member, its cancel pending (never released); 0 not held.
    */
   group_held: Generated<number>;
   /** Why the job's `concurrency:` did not evaluate (the job failed); '' none. */

@@ -228,6 +228,7 @@ for (const dialect of testDialects()) {
         .select(['run_id', 'status'])
         .where('run_id', 'in', created)
         .where('job_id', '=', 'work')
+        .orderBy('run_id')
         .execute();
       const ran = works.filter((job) => job.status === ActionStatus.success).map((job) => job.run_id);
       const cancelled = works.filter((job) => job.status === ActionStatus.cancelled).map((job) => job.run_id);

@@ -21,11 +21,10 @@
 //   member and one pending, the newest, as in Gitea and GitHub. When a job of
 //   the group reaches a final state and no member is waiting or running, the
 //   held job is released to `waiting` and the runners' tasks version bumped.
-//   Should two be held (before the cancel of the older one runs, or after a
-//   crash there), the one admitted last is released: group_held stores the
-//   order of admission (ids do not: a job with needs is admitted late), so a
-//   job being cancelled never reaches a runner. A waiting member is kept like
-//   a running one (Gitea cancels it): a runner may be claiming it.
+//   A replaced job is marked in the admission's transaction (group_held -1:
+//   still held, never released), so a finish that commits before its cancel
+//   does not hand it out. A waiting member is kept like a running one (Gitea
+//   cancels it): a runner may be claiming it.
 // Job groups are their own namespace: a job group and a workflow group of the
 // same name do not wait for each other (in Gitea they do).
 //
@@ -46,7 +45,8 @@
 //   the change that caused them. Only the cancel of older members runs after
 //   the commit (a best effort, as for workflow groups): after a crash there,
 //   with cancel in progress the older job runs to its end beside the newer
-//   one; without, the older held job stays held and runs after the newer.
+//   one; without, the replaced job stays blocked until a cancel of its run or
+//   the housekeeping of abandoned jobs (housekeeping.ts) ends it.
 import { isDone, statusName } from '../../modules/actions-status.ts';
 import { ExpressionFailure } from '../../modules/workflows/expressions.ts';
 import { evaluateJobConcurrency } from '../../modules/workflows/job-concurrency.ts';
@@ -58,10 +58,10 @@ import {
   admitJob,
   failJobConcurrency,
   jobGroupIsBusy,
-  listHeldJobMembers,
   listUnfinishedJobMembers,
   lockConcurrencyGroups,
-  releaseNewestHeldJob,
+  releaseHeldJob,
+  replaceHeldJobs,
   runHasUnfinishedGroupJobs,
 } from '../../models/concurrency-groups.ts';
 import type { Queryable } from '../../models/database.ts';
@@ -156,20 +156,18 @@ export async function admitReadyJobs(
       continue;
     }
     const held = group !== '' && !cancel && (await jobGroupIsBusy(tx, run.repoId, group, job.id));
-    // A held job replaces the held ones: they are cancelled, and it is released before them.
-    const replaced = held ? await listHeldJobMembers(tx, run.repoId, group) : { ids: [], lastOrder: 0 };
-    if (!(await admitJob(tx, job.id, { group, cancel, heldOrder: held ? replaced.lastOrder + 1 : 0 }, now))) continue;
+    if (!(await admitJob(tx, job.id, { group, cancel, held }, now))) continue;
     if (!held) admission.waiting.push(job.id);
     if (group !== '' && cancel)
       admission.superseded.push(...(await listUnfinishedJobMembers(tx, run.repoId, group, job.id)).map((m) => m.id));
-    admission.superseded.push(...replaced.ids);
+    else if (held) admission.superseded.push(...(await replaceHeldJobs(tx, run.repoId, group, job.id, now)));
   }
   return admission;
 }
 
 /**
  * After jobs reached a final state (the group lock taken): for each of their
- * groups with no member waiting or running, the newest held job is released.
+ * groups with no member waiting or running, the held job is released.
  * Returns the released jobs.
  */
 export async function releaseJobGroups(
@@ -185,7 +183,7 @@ export async function releaseJobGroups(
     if (seen.has(key)) continue;
     seen.add(key);
     await lockConcurrencyGroups(tx, job.repoId);
-    const next = await releaseNewestHeldJob(tx, job.repoId, job.concurrencyGroup, now);
+    const next = await releaseHeldJob(tx, job.repoId, job.concurrencyGroup, now);
     if (next !== undefined) released.push(next);
   }
   return released;

@@ -136,7 +136,7 @@ export function jobFromRow(row: Selectable<ActionRunJobTable>): ActionRunJob {
     rawConcurrency: row.raw_concurrency,
     concurrencyGroup: row.concurrency_group,
     concurrencyCancel: row.concurrency_cancel === 1,
-    groupHeld: row.group_held === 1,
+    groupHeld: row.group_held !== 0,
     concurrencyError: row.concurrency_error,
     started: row.started,
     stopped: row.stopped,
@@ -507,7 +507,7 @@ export async function listJobStatusesOfRun(db: Queryable, runId: number): Promis
     hasIf: row.has_if === 1,
     status: row.status,
     concurrencyHeld: row.concurrency_held === 1,
-    groupHeld: row.group_held === 1,
+    groupHeld: row.group_held !== 0,
     // SQLite answers a comparison as 0/1, PostgreSQL as a boolean.
     hasConcurrency: Boolean(row.has_concurrency),
   }));

@@ -109,7 +109,11 @@ export async function runHasHeldJobs(db: Queryable, runId: number): Promise<bool
 
 // Job-level groups (services/actions/job-concurrency.ts). A member is a job
 // of the repository whose evaluated group is the group; it is active when
-// waiting (claimable) or running, held when blocked with group_held.
+// waiting (claimable) or running, held when blocked with group_held (1, or
+// REPLACED while its cancel is pending).
+
+/** group_held of a held job a newer one replaced: still held (cancellable), never released nor counted busy. */
+const REPLACED = -1;
 
 /** Whether a job of the group other than `exceptJobId` is waiting, running or held. */
 export async function jobGroupIsBusy(
@@ -154,6 +158,31 @@ export async function listUnfinishedJobMembers(
   return rows.map((row) => ({ id: row.id, runId: row.run_id }));
 }
 
+/**
+ * The held members of a job group but `newerJobId` are replaced by it:
+ * marked so that no release hands them out before their cancel (after the
+ * commit) reaches them; returns their ids.
+ */
+export async function replaceHeldJobs(
+  tx: Queryable,
+  repoId: number,
+  group: string,
+  newerJobId: number,
+  now: number,
+): Promise<number[]> {
+  const rows = await tx
+    .updateTable('action_run_job')
+    .set({ group_held: REPLACED, updated: now })
+    .where('repo_id', '=', repoId)
+    .where('concurrency_group', '=', group)
+    .where('id', '!=', newerJobId)
+    .where('status', '=', ActionStatus.blocked)
+    .where('group_held', '=', 1)
+    .returning('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
 /** Stores a ready job's evaluated group; `held` keeps it blocked behind another member. */
 export async function admitJob(
   tx: Queryable,
@@ -190,10 +219,11 @@ export async function failJobConcurrency(tx: Queryable, jobId: number, reason: s
 }
 
 /**
- * When no member of the group is active, the oldest held one becomes
- * waiting; returns it (its run settles), or undefined.
+ * When no member of the group is active, the held one (there is one: the
+ * others were replaced) becomes waiting; returns it (its run settles), or
+ * undefined.
  */
-export async function releaseOldestHeldJob(
+export async function releaseHeldJob(
   tx: Queryable,
   repoId: number,
   group: string,

@@ -252,7 +252,10 @@ export interface ActionRunJobTable {
   /** The job's evaluated group, lowercased; '' none or not evaluated yet. */
   concurrency_group: Generated<string>;
   concurrency_cancel: Generated<number>;
-  /** 1: `blocked` because another member of its job group runs. */
+  /**
+   * 1: `blocked` because another member of its job group runs; -1: held and
+   * replaced by a newer member, its cancel pending (never released); 0 not held.
+   */
   group_held: Generated<number>;
   /** Why the job's `concurrency:` did not evaluate (the job failed); '' none. */
   concurrency_error: Generated<string>;

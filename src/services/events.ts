@@ -39,7 +39,7 @@ export type DomainEvent =
   | { type: 'actions.jobs.changed'; run: ActionRun; jobs: readonly ActionRunJob[]; runJobIds: readonly number[] }
   /** A run's aggregate status changed; `run` is the run as it now is, `previous` as it was. */
   | { type: 'actions.run.status-changed'; run: ActionRun; previous: ActionRun }
-  /** Jobs to cancel after the commit: a newer job of their job-level group cancels in progress. */
+  /** Jobs to cancel after the commit: a newer job of their job-level group replaces them (or cancels in progress). */
   | { type: 'actions.jobs.superseded'; jobIds: readonly number[] }
   /** A finished run and its rows were deleted; `tasks` names the log files to remove after the commit. */
   | { type: 'actions.run.deleted'; run: ActionRun; tasks: readonly DeletedTaskLog[] };

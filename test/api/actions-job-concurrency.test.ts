@@ -1,7 +1,7 @@
 // Job-level `concurrency:` as a user and a runner see it (Gitea 1.26's rules,
-// services/actions/job-concurrency.ts): jobs of a group run one at a time,
-// oldest first, the waiting ones shown `blocked` and handed to no runner,
-// while the run's other jobs go on; cancel-in-progress cancels the older job
+// services/actions/job-concurrency.ts): one job of a group runs and one waits,
+// shown `blocked` and handed to no runner, while the run's other jobs go on; a
+// newer job cancels the waiting one (webhooks fire); cancel-in-progress cancels the older job
 // exactly as the cancel API does (the runner mid-job gets RESULT_CANCELLED,
 // webhooks fire); the group may read `needs` and `matrix`; a group that does
 // not evaluate fails its job and says why in its log.
@@ -181,65 +181,76 @@ for (const dialect of testDialects()) {
       await receiver?.close();
     });
 
-    test('jobs of one group run one at a time, oldest first, shown blocked; the runs’ other jobs are not held', async () => {
+    test('one job of a group runs and one waits, shown blocked: a newer job cancels the waiting one; the runs’ other jobs are not held', async () => {
       const deployer = await runner('jc-deploy');
       const linter = await runner('jc-lint');
       // `prod`, `Prod` and `PROD` are one group.
-      const ids = [
-        await dispatch('queue.yml', { env: 'prod' }),
-        await dispatch('queue.yml', { env: 'Prod' }),
-        await dispatch('queue.yml', { env: 'PROD' }),
+      const [a, b] = [await dispatch('queue.yml', { env: 'prod' }), await dispatch('queue.yml', { env: 'Prod' })] as [
+        number,
+        number,
       ];
+      assert.deepEqual(await jobStatuses(a), { deploy: 'waiting', lint: 'waiting' });
+      assert.deepEqual(await jobStatuses(b), { deploy: 'blocked', lint: 'waiting' }, 'only the grouped job waits');
+      assert.equal(await runStatus(b), 'waiting');
+      const heldJob = (await jobs(b)).find((j) => j.name === 'deploy');
+      assert.ok(heldJob);
+      // The newest job replaces the pending one, as in Gitea and GitHub.
+      const c = await dispatch('queue.yml', { env: 'PROD' });
+      assert.deepEqual(await jobStatuses(b), { deploy: 'cancelled', lint: 'waiting' }, 'the pending job is cancelled');
+      assert.deepEqual(await jobStatuses(c), { deploy: 'blocked', lint: 'waiting' });
+      assert.deepEqual(await jobStatuses(a), { deploy: 'waiting', lint: 'waiting' }, 'the first is kept');
+      await receiver.waitFor((received) =>
+        received.some((d) => {
+          const p = d.json as Payload;
+          return (
+            p.action === 'completed' && p.workflow_job?.id === heldJob.id && p.workflow_job.conclusion === 'cancelled'
+          );
+        }),
+      );
       const elsewhere = await dispatch('queue.yml', { env: 'staging' });
-      assert.deepEqual(await jobStatuses(ids[0] as number), { deploy: 'waiting', lint: 'waiting' });
-      for (const id of ids.slice(1)) {
-        assert.deepEqual(await jobStatuses(id), { deploy: 'blocked', lint: 'waiting' }, 'only the grouped job waits');
-        assert.equal(await runStatus(id), 'waiting');
-      }
       // Every run's lint is handed out at once: they are in no group.
       const lints = [];
-      for (let i = 0; i < 4; i += 1) lints.push(runOfTask(await fetchOne(linter)));
+      for (let i = 0; i < 4; i += 1) {
+        const task = await fetchOne(linter);
+        lints.push(runOfTask(task));
+        assert.equal(await finish(linter, task.id, Result.SUCCESS), Result.SUCCESS);
+      }
       assert.deepEqual(
-        lints.sort((a, b) => a - b),
-        [...ids, elsewhere],
+        lints.sort((x, y) => x - y),
+        [a, b, c, elsewhere],
       );
       await fetchNone(linter);
+      assert.equal(await runStatus(b), 'cancelled');
 
       const first = await fetchOne(deployer);
       const side = await fetchOne(deployer);
       assert.deepEqual(
-        [runOfTask(first), runOfTask(side)].sort((a, b) => a - b),
-        [ids[0], elsewhere],
-        'the oldest of the group and the other group’s job',
+        [runOfTask(first), runOfTask(side)].sort((x, y) => x - y),
+        [a, elsewhere],
+        'the first of the group and the other group’s job',
       );
       await fetchNone(deployer);
-      const own = runOfTask(first) === ids[0] ? first : side;
+      const own = runOfTask(first) === a ? first : side;
       const other = own === first ? side : first;
       assert.equal(await finish(deployer, other.id, Result.SUCCESS), Result.SUCCESS);
       await fetchNone(deployer);
-      const order = [runOfTask(own)];
-      assert.equal(await finish(deployer, own.id, Result.SUCCESS), Result.SUCCESS);
-      for (let i = 1; i < ids.length; i += 1) {
-        const task = await fetchOne(deployer);
-        order.push(runOfTask(task));
-        assert.equal((await jobStatuses(runOfTask(task))).deploy, 'running');
-        await fetchNone(deployer);
-        assert.equal(
-          await finish(deployer, task.id, Result.FAILURE),
-          Result.FAILURE,
-          'a failure releases the next too',
-        );
-      }
-      assert.deepEqual(order, ids, 'oldest first');
+      assert.equal(await finish(deployer, own.id, Result.FAILURE), Result.FAILURE);
+      const last = await fetchOne(deployer);
+      assert.equal(runOfTask(last), c, 'the newest runs after the first, even after a failure');
+      assert.equal((await jobStatuses(c)).deploy, 'running');
+      await fetchNone(deployer);
+      assert.equal(await finish(deployer, last.id, Result.SUCCESS), Result.SUCCESS);
+      assert.equal(await runStatus(c), 'success');
+      await fetchNone(deployer);
     });
 
     test('cancelling a held job passes it over; the group goes on with the next', async () => {
       const deployer = await runner('jc-deploy');
-      const [a, b, c] = [
+      const linter = await runner('jc-lint');
+      const [a, b] = [
         await dispatch('queue.yml', { env: 'cancel' }),
         await dispatch('queue.yml', { env: 'cancel' }),
-        await dispatch('queue.yml', { env: 'cancel' }),
-      ] as [number, number, number];
+      ] as [number, number];
       const running = await fetchOne(deployer);
       assert.equal(runOfTask(running), a);
       assert.equal(
@@ -247,11 +258,18 @@ for (const dialect of testDialects()) {
         204,
       );
       assert.deepEqual(await jobStatuses(b), { deploy: 'cancelled', lint: 'cancelled' });
+      const c = await dispatch('queue.yml', { env: 'cancel' });
+      assert.deepEqual(await jobStatuses(c), { deploy: 'blocked', lint: 'waiting' });
       await fetchNone(deployer);
       assert.equal(await finish(deployer, running.id, Result.SUCCESS), Result.SUCCESS);
       const next = await fetchOne(deployer);
       assert.equal(runOfTask(next), c, 'the cancelled job is passed over');
       assert.equal(await finish(deployer, next.id, Result.SUCCESS), Result.SUCCESS);
+      for (let i = 0; i < 2; i += 1) {
+        const task = await fetchOne(linter);
+        assert.equal(await finish(linter, task.id, Result.SUCCESS), Result.SUCCESS);
+      }
+      await fetchNone(linter);
     });
 
     test('cancel-in-progress cancels the older job of the group while its runner is mid-job', async () => {

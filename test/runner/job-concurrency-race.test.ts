@@ -2,8 +2,10 @@
 // runs are dispatched through both processes while runners polling both
 // claim and finish the group's jobs through either, and each run's other job
 // (in no group) finishes beside them. Gantry must never hand out a job of the
-// group while another is handed out and unfinished, and must run them oldest
-// first (services/actions/job-concurrency.ts).
+// group while another is handed out and unfinished, must never hand out one
+// it cancelled, and must run the newest; a job is cancelled only when a newer
+// one arrived, so those that ran ran oldest first
+// (services/actions/job-concurrency.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
@@ -27,8 +29,8 @@ const work = (needs: string): string =>
   '  side:\n    runs-on: side\n    steps:\n      - run: echo side\n';
 const WORKFLOWS = { 'race.yml': work(''), 'race-needs.yml': work('    needs: side\n') };
 const RUNS = 12;
-/** Runs dispatched before the runners start; the rest arrive while they work. */
-const FIRST_RUNS = 2;
+/** Runs dispatched before the runners start (in race.yml the middle ones are replaced at once); the rest arrive while they work. */
+const FIRST_RUNS = 4;
 const RUNNERS_PER_PROCESS = 2;
 const DEADLINE_MS = 90_000;
 
@@ -54,6 +56,18 @@ for (const dialect of testDialects()) {
       const text = await res.text();
       assert.equal(res.status, 201, text);
       return (JSON.parse(text) as { id: number }).id;
+    };
+
+    /** Runs whose grouped job is not done yet (the `work` jobs still to run or be cancelled). */
+    const unfinishedWork = async (runIds: readonly number[]): Promise<number> => {
+      const row = await db()
+        .selectFrom('action_run_job')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('run_id', 'in', [...runIds])
+        .where('job_id', '=', 'work')
+        .where('status', 'not in', [ActionStatus.success, ActionStatus.cancelled, ActionStatus.failure])
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
     };
 
     /** Jobs of the group a runner may hold now: waiting (claimable) or running. */
@@ -100,8 +114,8 @@ for (const dialect of testDialects()) {
       await s?.stop();
     });
 
-    /** `oldestFirst`: the group's jobs are ready in creation order (no needs), so they run in it. */
-    const race = async (file: string, oldestFirst: boolean): Promise<void> => {
+    /** `inOrder`: the group's jobs are ready in creation order (no needs), so the newest created runs last. */
+    const race = async (file: string, inOrder: boolean): Promise<void> => {
       const urls = [s.url, second.url];
       // Each runner polls one process and reports through the other.
       const runners: Array<{ fetcher: RunnerClient; reporter: RunnerClient }> = [];
@@ -128,8 +142,17 @@ for (const dialect of testDialects()) {
       const violations: string[] = [];
       let inFlight = 0;
       const deadline = Date.now() + DEADLINE_MS;
+      // Over once every run was created and its grouped job ran or was cancelled.
+      let over = false;
+      const watch = (async () => {
+        while (Date.now() < deadline) {
+          if (created.length === RUNS && (await unfinishedWork(created)) === 0) break;
+          await sleep(50);
+        }
+        over = true;
+      })();
       const loops = runners.map(async ({ fetcher, reporter }) => {
-        while (order.length < RUNS && Date.now() < deadline) {
+        while (!over) {
           const res = await fetcher.runner.fetchTask({ tasksVersion: 0n });
           if (res.task === undefined) {
             await sleep(20);
@@ -162,7 +185,7 @@ for (const dialect of testDialects()) {
         assert.ok(res.runner);
         fetcher.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
         const reporter = createRunnerClient(urls[(i + 1) % 2] as string, { credentials: fetcher.credentials });
-        while (order.length < RUNS && Date.now() < deadline) {
+        while (!over) {
           const task = await fetcher.runner.fetchTask({ tasksVersion: 0n });
           if (task.task === undefined) {
             await sleep(20);
@@ -179,7 +202,7 @@ for (const dialect of testDialects()) {
         created.push(...(await Promise.all([dispatch(urls[0] as string, file), dispatch(urls[1] as string, file)])));
         await sleep(Math.floor(Math.random() * 40));
       }
-      await Promise.all([...loops, ...sideLoops]);
+      await Promise.all([watch, ...loops, ...sideLoops]);
       // Side jobs the loops left when the group's last job ended.
       const side = createRunnerClient(s.url);
       const reg = await side.runner.register({
@@ -199,20 +222,46 @@ for (const dialect of testDialects()) {
       }
 
       assert.deepEqual(violations, []);
-      assert.equal(order.length, RUNS, 'every run ran');
+      assert.equal(await unfinishedWork(created), 0, 'every grouped job ran or was cancelled');
+      const works = await db()
+        .selectFrom('action_run_job')
+        .select(['run_id', 'status'])
+        .where('run_id', 'in', created)
+        .where('job_id', '=', 'work')
+        .orderBy('run_id')
+        .execute();
+      const ran = works.filter((job) => job.status === ActionStatus.success).map((job) => job.run_id);
+      const cancelled = works.filter((job) => job.status === ActionStatus.cancelled).map((job) => job.run_id);
+      assert.equal(ran.length + cancelled.length, RUNS, 'each grouped job ran or was cancelled');
+      assert.deepEqual(
+        [...order].sort((a, b) => a - b),
+        ran.sort((a, b) => a - b),
+        'each job that ran ran once; no cancelled one reached a runner',
+      );
       const sorted = [...created].sort((a, b) => a - b);
-      if (oldestFirst) assert.deepEqual(order, sorted, 'one at a time, oldest first');
-      else
+      if (inOrder) {
         assert.deepEqual(
+          order,
           [...order].sort((a, b) => a - b),
-          sorted,
-          'each run once',
+          'the jobs that ran ran oldest first',
         );
-      const statuses = await db().selectFrom('action_run').select('status').where('id', 'in', created).execute();
-      assert.ok(statuses.every((run) => run.status === ActionStatus.success));
+        assert.equal(order.at(-1), sorted.at(-1), 'the newest ran');
+        assert.deepEqual(
+          cancelled.filter((id) => sorted.slice(1, FIRST_RUNS - 1).includes(id)),
+          sorted.slice(1, FIRST_RUNS - 1),
+          'a pending job is replaced by the newer one',
+        );
+      }
+      const statuses = await db()
+        .selectFrom('action_run')
+        .select(['id', 'status'])
+        .where('id', 'in', created)
+        .execute();
+      for (const run of statuses)
+        assert.equal(run.status, ran.includes(run.id) ? ActionStatus.success : ActionStatus.cancelled, `run ${run.id}`);
     };
 
-    test('never two released members, oldest first, while both processes create, claim and finish', () =>
+    test('never two released members, the newest kept, while both processes create, claim and finish', () =>
       race('race.yml', true));
 
     test('never two released members while jobs are admitted as their needs finish in either process', () =>

@@ -16,11 +16,15 @@
 //   RESULT_CANCELLED on its next UpdateTask, the webhooks fire;
 // - otherwise, while another job of its group is waiting, running or held,
 //   it is held: stored `blocked` with group_held (out of the set FetchTask
-//   claims from) and shown `blocked`. When a job of the group reaches a
-//   final state and no member is waiting or running, the oldest held job is
-//   released to `waiting` and the runners' tasks version bumped. One at a
-//   time, oldest first. (Gitea and GitHub cancel a pending member when a newer
-//   one arrives; Gantry queues it, as its workflow-level groups do.)
+//   claims from) and shown `blocked`, and the other held jobs of its group are
+//   cancelled after the commit by the same path: one running (or waiting)
+//   member and one pending, the newest, as in Gitea and GitHub. When a job of
+//   the group reaches a final state and no member is waiting or running, the
+//   held job is released to `waiting` and the runners' tasks version bumped.
+//   A replaced job is marked in the admission's transaction (group_held -1:
+//   still held, never released), so a finish that commits before its cancel
+//   does not hand it out. A waiting member is kept like a running one (Gitea
+//   cancels it): a runner may be claiming it.
 // Job groups are their own namespace: a job group and a workflow group of the
 // same name do not wait for each other (in Gitea they do).
 //
@@ -38,9 +42,11 @@
 //   too), so a release, which takes another run's row after the lock, cannot
 //   wait in a circle with that run's own settle.
 // - A crash loses nothing held: admission, failure and release commit with
-//   the change that caused them. Only cancel in progress runs after the commit
-//   (a best effort, as for workflow groups): after a crash there, the older
-//   job runs to its end beside the newer one.
+//   the change that caused them. Only the cancel of older members runs after
+//   the commit (a best effort, as for workflow groups): after a crash there,
+//   with cancel in progress the older job runs to its end beside the newer
+//   one; without, the replaced job stays blocked until a cancel of its run or
+//   the housekeeping of abandoned jobs (housekeeping.ts) ends it.
 import { isDone, statusName } from '../../modules/actions-status.ts';
 import { ExpressionFailure } from '../../modules/workflows/expressions.ts';
 import { evaluateJobConcurrency } from '../../modules/workflows/job-concurrency.ts';
@@ -54,7 +60,8 @@ import {
   jobGroupIsBusy,
   listUnfinishedJobMembers,
   lockConcurrencyGroups,
-  releaseOldestHeldJob,
+  releaseHeldJob,
+  replaceHeldJobs,
   runHasUnfinishedGroupJobs,
 } from '../../models/concurrency-groups.ts';
 import type { Queryable } from '../../models/database.ts';
@@ -65,7 +72,7 @@ export interface Admission {
   waiting: number[];
   /** Jobs whose group did not evaluate: failed. */
   failed: number[];
-  /** Other jobs to cancel after the commit (cancel in progress). */
+  /** Other jobs to cancel after the commit: held ones, and with cancel in progress the active ones too. */
   superseded: number[];
 }
 
@@ -153,13 +160,14 @@ export async function admitReadyJobs(
     if (!held) admission.waiting.push(job.id);
     if (group !== '' && cancel)
       admission.superseded.push(...(await listUnfinishedJobMembers(tx, run.repoId, group, job.id)).map((m) => m.id));
+    else if (held) admission.superseded.push(...(await replaceHeldJobs(tx, run.repoId, group, job.id, now)));
   }
   return admission;
 }
 
 /**
  * After jobs reached a final state (the group lock taken): for each of their
- * groups with no member waiting or running, the oldest held job is released.
+ * groups with no member waiting or running, the held job is released.
  * Returns the released jobs.
  */
 export async function releaseJobGroups(
@@ -175,7 +183,7 @@ export async function releaseJobGroups(
     if (seen.has(key)) continue;
     seen.add(key);
     await lockConcurrencyGroups(tx, job.repoId);
-    const next = await releaseOldestHeldJob(tx, job.repoId, job.concurrencyGroup, now);
+    const next = await releaseHeldJob(tx, job.repoId, job.concurrencyGroup, now);
     if (next !== undefined) released.push(next);
   }
   return released;

@@ -101,7 +101,7 @@ export class RunControlService {
   ) {
     events.afterCommit(async (event) => {
       if (event.type === 'actions.run.deleted') await this.removeLogs(event.tasks);
-      // Cancel in progress of a job group (job-concurrency.ts).
+      // Older members of a job group a newer one replaces (job-concurrency.ts).
       else if (event.type === 'actions.jobs.superseded') await this.cancelJobs(event.jobIds);
     });
   }
@@ -126,7 +126,7 @@ export class RunControlService {
 
   /**
    * Cancels jobs of any runs as the cancel API cancels a run's waiting and
-   * running jobs (a job group's cancel in progress, job-concurrency.ts): each
+   * running jobs (older members of a job group, job-concurrency.ts): each
    * run in its own transactions, its dependants skipped. A job that finished
    * meanwhile is left as it is; a run whose jobs runners kept claiming is left
    * (logged by the caller of the after-commit hook).

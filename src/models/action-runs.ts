@@ -436,6 +436,26 @@ export async function findRunByIndex(db: Queryable, repoId: number, index: numbe
   return row === undefined ? null : runFromRow(row);
 }
 
+/**
+ * The run, for a transaction that claimed some of its jobs. On PostgreSQL the
+ * row is locked FOR SHARE: claims of one run share it and go on in parallel,
+ * while a transaction that recomputes the run from its jobs (lockRun, FOR
+ * UPDATE) waits until they commit and then reads their jobs as they left
+ * them; and the status read here cannot change before this transaction ends.
+ * On SQLite the claim already holds the database's write lock.
+ */
+export async function findRunSharedForClaim(tx: Tx, runId: number): Promise<ActionRun | null> {
+  const query = tx.selectFrom('action_run').selectAll().where('id', '=', runId);
+  const row = await (isPostgres(tx) ? query.forShare() : query).executeTakeFirst();
+  return row === undefined ? null : runFromRow(row);
+}
+
+/** The ids of the run's jobs, in id order (a job's position in its run): read from the (run_id, id) index alone. */
+export async function listJobIdsOfRun(db: Queryable, runId: number): Promise<number[]> {
+  const rows = await db.selectFrom('action_run_job').select('id').where('run_id', '=', runId).orderBy('id').execute();
+  return rows.map((row) => row.id);
+}
+
 export async function listJobsOfRun(db: Queryable, runId: number): Promise<ActionRunJob[]> {
   const rows = await db.selectFrom('action_run_job').selectAll().where('run_id', '=', runId).orderBy('id').execute();
   return rows.map(jobFromRow);
@@ -510,6 +530,31 @@ export async function listJobStatusesOfRun(db: Queryable, runId: number): Promis
     groupHeld: row.group_held !== 0,
     // SQLite answers a comparison as 0/1, PostgreSQL as a boolean.
     hasConcurrency: Boolean(row.has_concurrency),
+  }));
+}
+
+/** How many of a run's jobs have one status (and are held by their concurrency group, or not). */
+export interface JobStatusCount {
+  status: ActionStatusValue;
+  concurrencyHeld: boolean;
+  count: number;
+}
+
+/**
+ * The run's jobs counted by status: all RunProgress.settle needs when no job
+ * waits for its needs, a few rows however large the run's matrix.
+ */
+export async function countJobStatusesOfRun(db: Queryable, runId: number): Promise<JobStatusCount[]> {
+  const rows = await db
+    .selectFrom('action_run_job')
+    .select(['status', 'concurrency_held', db.fn.countAll<number | string>().as('n')])
+    .where('run_id', '=', runId)
+    .groupBy(['status', 'concurrency_held'])
+    .execute();
+  return rows.map((row) => ({
+    status: row.status,
+    concurrencyHeld: row.concurrency_held === 1,
+    count: Number(row.n),
   }));
 }
 

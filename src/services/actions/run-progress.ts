@@ -13,19 +13,27 @@ import { ActionStatus, aggregateJobStatus, isDone, shownJobStatus } from '../../
 import type { Clock } from '../../modules/clock.ts';
 import { unblockedJobs } from '../../modules/job-graph.ts';
 import {
+  countJobStatusesOfRun,
   findRunById,
+  findRunSharedForClaim,
+  listJobIdsOfRun,
   listJobsByIds,
   listJobStatusesOfRun,
   lockRun,
   unblockJobs,
   updateRunStatus,
 } from '../../models/action-runs.ts';
-import type { ActionRun, JobStatusRow, RunStatusChange } from '../../models/action-runs.ts';
+import type { ActionRun, ActionRunJob, JobStatusRow, RunStatusChange } from '../../models/action-runs.ts';
 import type { Db, Tx } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { DomainEvents } from '../events.ts';
 import { lockGroupOf, releaseNextRun } from './concurrency.ts';
 import { admitReadyJobs, lockJobGroupsFirst, releaseJobGroups } from './job-concurrency.ts';
+
+/** Whether a claim in the run changes only its jobs: the run shows running or cancelled (settleClaimed). */
+function claimOnlyRecords(run: ActionRun): boolean {
+  return run.status === ActionStatus.running || run.status === ActionStatus.cancelled;
+}
 
 /** What unblocking reads of a job: a job held by a group (its run's or its own) waits, it is not blocked by needs. */
 function readiness(job: JobStatusRow): JobStatusRow {
@@ -56,6 +64,47 @@ export class RunProgress {
   }
 
   /**
+   * settle, for jobs a runner just claimed (waiting → running), as they are
+   * after the claim. A claim finishes nothing, so it unblocks nothing and
+   * admits or releases no job group, and by the aggregate's rules it can move
+   * the run only from waiting to running (a cancelled job keeps the run
+   * cancelled; otherwise a running job makes it running). So when the run
+   * already shows running or cancelled and has no job groups, the claim reads
+   * the run alone instead of every job's status (a 100-leg matrix: 100 rows
+   * per claim), under a lock claims share on PostgreSQL
+   * (findRunSharedForClaim), and records the jobs' change. Any other run
+   * takes the whole of settle: one with job groups takes the group lock
+   * before its row (the lock order of lockRun), which a shared lock taken
+   * here first would break.
+   */
+  async settleClaimed(tx: Tx, runId: number, claimed: readonly ActionRunJob[]): Promise<void> {
+    const ids = claimed.map((job) => job.id);
+    // An unlocked look first: a run that must move takes settle's exclusive
+    // lock at once (not a shared one that two claims would both try to upgrade).
+    const seen = await findRunById(tx, runId);
+    if (seen === null) return;
+    if (seen.jobConcurrency || !claimOnlyRecords(seen)) {
+      await this.settle(tx, runId, ids);
+      return;
+    }
+    const run = await findRunSharedForClaim(tx, runId);
+    if (run === null) return;
+    if (!claimOnlyRecords(run)) {
+      // Moved between the look and the lock (its last running job ended): rare, and settle's lock may then
+      // deadlock with another claim's shared one, which PostgreSQL breaks and the claim retries.
+      await this.settle(tx, runId, ids);
+      return;
+    }
+    if (claimed.length > 0)
+      await this.events.record(tx, {
+        type: 'actions.jobs.changed',
+        run,
+        jobs: claimed,
+        runJobIds: await listJobIdsOfRun(tx, runId),
+      });
+  }
+
+  /**
    * Call inside the transaction that changed the jobs, naming the jobs whose
    * status the caller changed; returns the run as it now is.
    */
@@ -68,8 +117,15 @@ export class RunProgress {
     const run = await findRunById(tx, runId);
     if (run === null) return undefined;
     const now = this.clock.nowSec();
-    // Statuses only (a claim in a 100-leg matrix must not read 100 payloads); whole rows for the changed jobs below.
-    let jobs = await listJobStatusesOfRun(tx, runId);
+    // A run without job groups, none of whose jobs waits for its needs, is
+    // recomputed from its jobs counted by status: a few rows, however large
+    // the matrix; nothing below then moves a job. Otherwise settle reads each
+    // job's status and needs (not its payload: a claim in a 100-leg matrix
+    // must not read 100 payloads); whole rows for the changed jobs below.
+    const counts = run.jobConcurrency ? null : await countJobStatusesOfRun(tx, runId);
+    const recount =
+      counts !== null && !counts.some((count) => count.status === ActionStatus.blocked && !count.concurrencyHeld);
+    let jobs = recount ? [] : await listJobStatusesOfRun(tx, runId);
     const changed = new Set(changedJobIds);
     let wakeRunners = false;
     // Repeats while jobs move: a job whose group fails skips its dependants.
@@ -106,7 +162,7 @@ export class RunProgress {
       jobs = await listJobStatusesOfRun(tx, runId);
     }
     // Held jobs count as waiting: a queued run shows `waiting`, as in Forgejo.
-    const status = aggregateJobStatus(jobs.map(shownJobStatus));
+    const status = aggregateJobStatus(recount ? counts.map(shownJobStatus) : jobs.map(shownJobStatus));
     let current = run;
     const finishing = isDone(status) && !isDone(run.status);
     if (finishing) await lockGroupOf(tx, run);
@@ -116,16 +172,14 @@ export class RunProgress {
       if (isDone(status)) change.stopped = now;
       current = await updateRunStatus(tx, run, change, now);
     }
-    const changedJobs = await listJobsByIds(
-      tx,
-      jobs.filter((job) => changed.has(job.id)).map((job) => job.id),
-    );
+    // Only this run's jobs: a caller names no other, the released ones of other runs settle below.
+    const changedJobs = (await listJobsByIds(tx, [...changed])).filter((job) => job.runId === runId);
     if (changedJobs.length > 0)
       await this.events.record(tx, {
         type: 'actions.jobs.changed',
         run: current,
         jobs: changedJobs,
-        runJobIds: jobs.map((job) => job.id),
+        runJobIds: recount ? await listJobIdsOfRun(tx, runId) : jobs.map((job) => job.id),
       });
     if (current.status !== run.status)
       await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });

@@ -455,7 +455,7 @@ export class RunnerProtocolService {
       );
       if (claimed === null) continue;
       await insertTaskSteps(tx, claimed.taskId, job.repoId, stepNamesOf(job.workflowPayload), now);
-      await this.runProgress.settle(tx, job.runId, [job.id]);
+      await this.runProgress.settleClaimed(tx, job.runId, [claimed.job]);
       return { claimed, token };
     }
     return null;

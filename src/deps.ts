@@ -28,6 +28,7 @@ import { WorkflowService } from './services/actions/workflows.ts';
 import { RunControlService } from './services/actions/run-control.ts';
 import { RunProgress } from './services/actions/run-progress.ts';
 import { RunnerIdentityCache } from './services/actions/runner-identity-cache.ts';
+import { GroupedWrites } from './models/grouped-writes.ts';
 import { RunnerProtocolService } from './services/actions/runner-protocol.ts';
 import { RunnerService } from './services/actions/runners.ts';
 import { RunQueryService } from './services/actions/runs.ts';
@@ -209,7 +210,16 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
   events.subscribe(createCommitStatusWriter({ clock, rootUrl: config.rootUrl }));
   const catalog = new WorkflowCatalog(config.actionsMaxWorkflowBytes);
   // ROOT_URL without its trailing slash: the github.server_url runners see.
-  const taskReports = new TaskReportService(db, clock, runProgress, config.dataDir, config.actionsLogMaxBytes);
+  // Claims and task reports commit together on SQLite (grouped-writes.ts).
+  const groupedWrites = new GroupedWrites(db);
+  const taskReports = new TaskReportService(
+    db,
+    clock,
+    runProgress,
+    config.dataDir,
+    config.actionsLogMaxBytes,
+    groupedWrites,
+  );
   const runControl = new RunControlService(db, clock, events, runProgress, catalog, gitRepositories, taskReports.logs);
   const runCreator = new RunCreator(
     db,
@@ -286,6 +296,7 @@ function createServices(config: Config, db: Db, clock: Clock, keys: KeyRing, log
     runnerProtocol: new RunnerProtocolService(db, clock, runProgress, secrets, variables, events, config.rootUrl, {
       runtimeTokens,
       identities: runnerIdentities,
+      writes: groupedWrites,
     }),
     artifacts: new ArtifactService(
       db,

@@ -3,9 +3,10 @@
 // rows in that same transaction, so an event is durable exactly when the
 // change is. Work that must not run before the commit (removing files the
 // deleted rows pointed at) subscribes with `afterCommit` and sees the events
-// of transactions opened with `DomainEvents.transaction`.
+// of transactions opened with `DomainEvents.transaction` (or `groupedTransaction`).
 import type { ActionRun, ActionRunJob, DeletedTaskLog } from '../models/action-runs.ts';
 import type { Db, Queryable, Tx } from '../models/database.ts';
+import type { GroupedWrites } from '../models/grouped-writes.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
 import type { PushCommitLogReader } from './push-payloads.ts';
@@ -83,14 +84,35 @@ export class DomainEvents {
   /** A transaction whose recorded events reach the after-commit handlers once it commits. */
   async transaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
     const recorded: DomainEvent[] = [];
-    const result = await db.transaction().execute(async (tx) => {
-      this.pending.set(tx, recorded);
-      try {
-        return await work(tx);
-      } finally {
-        this.pending.delete(tx);
-      }
-    });
+    const result = await db.transaction().execute((tx) => this.recording(tx, recorded, work));
+    await this.afterCommitOf(recorded);
+    return result;
+  }
+
+  /**
+   * transaction, as a unit of grouped writes (grouped-writes.ts): its events
+   * reach the after-commit handlers once the group committed, and are dropped
+   * with the unit when it is rolled back to its savepoint (its promise then
+   * rejects) or the group fails. The units of a group run one at a time, so
+   * the shared transaction records into one unit's list at a time.
+   */
+  async groupedTransaction<T>(writes: GroupedWrites, work: (tx: Tx) => Promise<T>): Promise<T> {
+    const recorded: DomainEvent[] = [];
+    const result = await writes.run((tx) => this.recording(tx, recorded, work));
+    await this.afterCommitOf(recorded);
+    return result;
+  }
+
+  private async recording<T>(tx: Tx, recorded: DomainEvent[], work: (tx: Tx) => Promise<T>): Promise<T> {
+    this.pending.set(tx, recorded);
+    try {
+      return await work(tx);
+    } finally {
+      this.pending.delete(tx);
+    }
+  }
+
+  private async afterCommitOf(recorded: readonly DomainEvent[]): Promise<void> {
     for (const event of recorded) {
       for (const handler of this.afterCommitHandlers) {
         try {
@@ -100,6 +122,5 @@ export class DomainEvents {
         }
       }
     }
-    return result;
   }
 }

@@ -25,6 +25,7 @@ import {
 } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob, JobStatusRow, RunStatusChange } from '../../models/action-runs.ts';
 import type { Db, Tx } from '../../models/database.ts';
+import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { DomainEvents } from '../events.ts';
 import { lockGroupOf, releaseNextRun } from './concurrency.ts';
@@ -61,6 +62,11 @@ export class RunProgress {
   /** A transaction whose after-commit work (cancel in progress of job groups) runs once it commits. */
   transaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
     return this.events.transaction(db, work);
+  }
+
+  /** transaction, committed with the grouped writes submitted meanwhile (grouped-writes.ts); after-commit work per unit. */
+  groupedTransaction<T>(writes: GroupedWrites, work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.events.groupedTransaction(writes, work);
   }
 
   /**

@@ -21,6 +21,7 @@ import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { isRetryableError } from '../../models/database.ts';
+import { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db, Tx } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo, updateRunnerDeclaration } from '../../models/runners.ts';
 import type { Runner } from '../../models/runners.ts';
@@ -38,6 +39,7 @@ import {
   runnerHasAnyTask,
 } from '../../models/task-claims.ts';
 import type { ClaimedJob, ClaimRequestKey } from '../../models/task-claims.ts';
+import type { ActionRunJob } from '../../models/action-runs.ts';
 import type { DomainEvents } from '../events.ts';
 import type { RunProgress } from './run-progress.ts';
 import type { SecretService } from './secrets.ts';
@@ -79,6 +81,8 @@ export const MAX_TASKS_PER_FETCH = 32;
  * by a restart of Gantry or of a proxy arrives well within it.
  */
 export const REQUEST_KEY_TTL_SEC = 10 * 60;
+/** How many jobs' step names a process keeps (stepNames): a few hundred matrix jobs being claimed at once. */
+const STEP_NAMES_CACHED = 1000;
 /** PostgreSQL deadlock/serialization failures and SQLite lock contention are retried this often. */
 const MAX_CLAIM_ATTEMPTS = 5;
 
@@ -116,6 +120,8 @@ export interface RunnerProtocolOptions {
   runtimeTokens?: RuntimeTokens;
   /** The process's runner cache, shared with the runners API (which drops what it deletes); one of its own otherwise. */
   identities?: RunnerIdentityCache;
+  /** The process's grouped write transactions, shared with task reports (one of its own otherwise). */
+  writes?: GroupedWrites;
 }
 
 function labelsKey(runner: Runner): string {
@@ -163,6 +169,7 @@ export class RunnerProtocolService {
   private readonly longPollMs: number;
   private readonly liveness: RunnerLiveness;
   private readonly identities: RunnerIdentityCache;
+  private readonly writes: GroupedWrites;
   /**
    * Runners whose last claim found nothing, with the scope's tasks version it
    * was made at and their labels then. A job only becomes claimable by a
@@ -179,6 +186,8 @@ export class RunnerProtocolService {
    * runner's row lock, under which the key is looked up (claimBatch).
    */
   private readonly keysInFlight = new Set<string>();
+  /** Step names by run and job key (stepNames), the oldest dropped first past STEP_NAMES_CACHED. */
+  private readonly stepNamesByJob = new Map<string, string[]>();
 
   constructor(
     private readonly db: Db,
@@ -195,6 +204,7 @@ export class RunnerProtocolService {
     this.longPollMs = options.longPollMs ?? FETCH_LONG_POLL_MS;
     this.identities = options.identities ?? new RunnerIdentityCache(db);
     this.liveness = new RunnerLiveness(db, clock);
+    this.writes = options.writes ?? new GroupedWrites(db);
     this.watch = new TasksVersionWatch(db, VERSION_POLL_MS);
     // The run is recorded inside its (not yet committed) transaction: look as
     // soon as this tick is over (on SQLite the read queues behind the commit
@@ -401,7 +411,8 @@ export class RunnerProtocolService {
   ): Promise<Claim[] | 'claimed under the key' | 'busy'> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.db.transaction().execute(async (tx) => {
+        // Committed together with the claims and reports that arrive meanwhile (grouped-writes.ts).
+        return await this.writes.run(async (tx) => {
           if (!(await lockRunnerForClaim(tx, runner.id))) return [];
           const now = this.clock.nowSec();
           if (key !== null && (await findTasksByRequestKey(tx, runner.id, key, now)).length > 0)
@@ -454,11 +465,30 @@ export class RunnerProtocolService {
         requestKey,
       );
       if (claimed === null) continue;
-      await insertTaskSteps(tx, claimed.taskId, job.repoId, stepNamesOf(job.workflowPayload), now);
+      await insertTaskSteps(tx, claimed.taskId, job.repoId, this.stepNames(job), now);
       await this.runProgress.settleClaimed(tx, job.runId, [claimed.job]);
       return { claimed, token };
     }
     return null;
+  }
+
+  /**
+   * The job's step names. Every matrix leg of a job carries the same steps
+   * (expand-jobs.ts renders the job's body once for all its legs; only the
+   * name, needs, runs-on and strategy differ), so they are parsed from the
+   * first leg claimed and reused for the others: parsing each leg's payload
+   * was a tenth of a claim's cost in a large matrix.
+   */
+  private stepNames(job: ActionRunJob): string[] {
+    const key = `${job.runId}:${job.jobId}`;
+    let names = this.stepNamesByJob.get(key);
+    if (names === undefined) {
+      names = stepNamesOf(job.workflowPayload);
+      this.stepNamesByJob.set(key, names);
+      if (this.stepNamesByJob.size > STEP_NAMES_CACHED)
+        this.stepNamesByJob.delete(this.stepNamesByJob.keys().next().value as string);
+    }
+    return names;
   }
 
   /** Puts claimed jobs back in the queue and wakes the runners of their scopes. */

@@ -9,6 +9,7 @@ import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import type { Db, Queryable } from '../../models/database.ts';
+import { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Runner } from '../../models/runners.ts';
 import {
   closeUnfinishedSteps,
@@ -139,6 +140,7 @@ function imposedStatus(task: ReportedTask, job: TaskJobRef | null): ActionStatus
 
 export class TaskReportService {
   readonly logs: TaskLogStore;
+  private readonly writes: GroupedWrites;
 
   constructor(
     private readonly db: Db,
@@ -147,8 +149,11 @@ export class TaskReportService {
     dataDir: string,
     /** GANTRY_ACTIONS_LOG_MAX_SIZE: past it a task's lines are acknowledged but dropped. */
     logMaxBytes: number = Number.POSITIVE_INFINITY,
+    /** The process's grouped write transactions, shared with claims (one of its own otherwise). */
+    writes: GroupedWrites = new GroupedWrites(db),
   ) {
     this.logs = new TaskLogStore(path.join(dataDir, 'actions_log'), logMaxBytes);
+    this.writes = writes;
   }
 
   /**
@@ -177,7 +182,9 @@ export class TaskReportService {
       steps.push({ ...step, result: step.result });
     }
     const accepted = outputsToStore(outputs);
-    return this.runProgress.transaction(this.db, async (tx) => {
+    // Committed together with the claims and reports that arrive meanwhile
+    // (grouped-writes.ts); its after-commit work runs once the group commits.
+    return this.runProgress.groupedTransaction(this.writes, async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
       // Outputs are stored whatever the task's state, first write wins (Forgejo

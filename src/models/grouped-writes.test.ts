@@ -1,0 +1,93 @@
+// Grouped write transactions on each dialect, as a caller sees them: units
+// submitted together each keep their own outcome (one that throws is undone
+// alone, its caller gets its error, the others' writes stay), and a unit's
+// promise settles only when its writes are committed, visible to another
+// connection of the database.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openScratchDatabase } from '../../test/support/scratch-database.ts';
+import type { ScratchDatabase } from '../../test/support/scratch-database.ts';
+import { testDialects } from '../../test/support/server.ts';
+import { openDatabase } from './database.ts';
+import type { DatabaseHandle, Queryable } from './database.ts';
+import { GroupedWrites } from './grouped-writes.ts';
+
+const NOW = 1_800_000_000;
+
+async function insertVersion(db: Queryable, ownerId: number): Promise<void> {
+  await db
+    .insertInto('action_tasks_version')
+    .values({ owner_id: ownerId, repo_id: 0, version: 1, created: NOW, updated: NOW })
+    .execute();
+}
+
+async function versionOwners(db: Queryable): Promise<number[]> {
+  const rows = await db.selectFrom('action_tasks_version').select('owner_id').orderBy('owner_id').execute();
+  return rows.map((row) => row.owner_id);
+}
+
+for (const dialect of testDialects()) {
+  describe(`grouped writes [${dialect}]`, () => {
+    let scratch: ScratchDatabase;
+    let other: DatabaseHandle;
+
+    before(async () => {
+      scratch = await openScratchDatabase(dialect);
+      // A second connection: it sees only what was committed.
+      other = openDatabase({ databaseUrl: scratch.url, dataDir: scratch.dataDir ?? '' });
+    });
+
+    after(async () => {
+      await other?.destroy();
+      await scratch?.drop();
+    });
+
+    test('units submitted together: each keeps its own outcome, and settles once its writes are committed', async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const seenBySecondConnection = new Map<number, number[]>();
+      const unit = (ownerId: number, fail: boolean) =>
+        writes
+          .run(async (tx) => {
+            await insertVersion(tx, ownerId);
+            if (fail) throw new Error(`unit ${ownerId} fails`);
+            return ownerId;
+          })
+          .then(async (value) => {
+            seenBySecondConnection.set(ownerId, await versionOwners(other.db));
+            return value;
+          });
+      const outcomes = await Promise.allSettled([unit(101, false), unit(102, true), unit(103, false)]);
+      assert.deepEqual(outcomes[0], { status: 'fulfilled', value: 101 });
+      assert.equal(outcomes[1]?.status, 'rejected');
+      assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /unit 102 fails/);
+      assert.deepEqual(outcomes[2], { status: 'fulfilled', value: 103 });
+      assert.deepEqual(await versionOwners(scratch.handle.db), [101, 103], 'the failed unit alone was undone');
+      assert.deepEqual([...seenBySecondConnection.keys()].sort(), [101, 103]);
+      for (const [ownerId, seen] of seenBySecondConnection) {
+        assert.ok(seen.includes(ownerId), `unit ${ownerId} settled before another connection could see its row`);
+        assert.ok(!seen.includes(102));
+      }
+    });
+
+    test('a unit alone that throws leaves nothing, and the next one runs', async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      await assert.rejects(
+        writes.run(async (tx) => {
+          await insertVersion(tx, 201);
+          throw new Error('alone');
+        }),
+        /alone/,
+      );
+      assert.equal(
+        await writes.run(async (tx) => {
+          await insertVersion(tx, 202);
+          return 'next';
+        }),
+        'next',
+      );
+      const owners = await versionOwners(other.db);
+      assert.ok(!owners.includes(201));
+      assert.ok(owners.includes(202));
+    });
+  });
+}

@@ -34,10 +34,18 @@ export type DomainEvent =
     }
   /**
    * Jobs of one run whose status changed (claimed, released, finished,
-   * unblocked, skipped, cancelled), as they now are; `runJobIds` lists all
-   * the run's jobs in order (a job's position names its page).
+   * unblocked, skipped, cancelled), as they now are; `runJobIds` reads all
+   * the run's jobs in order (a job's position names its page), in the
+   * transaction of the change (so by a `subscribe` handler, never after the
+   * commit): only a subscriber that writes something per
+   * job needs them, and a claim should not read a large matrix for none.
    */
-  | { type: 'actions.jobs.changed'; run: ActionRun; jobs: readonly ActionRunJob[]; runJobIds: readonly number[] }
+  | {
+      type: 'actions.jobs.changed';
+      run: ActionRun;
+      jobs: readonly ActionRunJob[];
+      runJobIds: () => Promise<readonly number[]>;
+    }
   /** A run's aggregate status changed; `run` is the run as it now is, `previous` as it was. */
   | { type: 'actions.run.status-changed'; run: ActionRun; previous: ActionRun }
   /** Jobs to cancel after the commit: a newer job of their job-level group replaces them (or cancels in progress). */

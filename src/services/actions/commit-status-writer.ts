@@ -160,7 +160,7 @@ export function createCommitStatusWriter(options: CommitStatusWriterOptions): Do
       const repo = await findRepositoryById(tx, event.run.repoId);
       const owner = repo === null ? null : await findAccountById(tx, repo.ownerId);
       if (repo === null || owner === null) return;
-      await write(tx, event.run, repo, owner, event.jobs, event.runJobIds);
+      await write(tx, event.run, repo, owner, event.jobs, await event.runJobIds());
     }
   };
 }

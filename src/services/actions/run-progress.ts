@@ -106,7 +106,7 @@ export class RunProgress {
         type: 'actions.jobs.changed',
         run,
         jobs: claimed,
-        runJobIds: await listJobIdsOfRun(tx, runId),
+        runJobIds: () => listJobIdsOfRun(tx, runId),
       });
   }
 
@@ -180,12 +180,13 @@ export class RunProgress {
     }
     // Only this run's jobs: a caller names no other, the released ones of other runs settle below.
     const changedJobs = (await listJobsByIds(tx, [...changed])).filter((job) => job.runId === runId);
+    const jobIds = jobs.map((job) => job.id);
     if (changedJobs.length > 0)
       await this.events.record(tx, {
         type: 'actions.jobs.changed',
         run: current,
         jobs: changedJobs,
-        runJobIds: recount ? await listJobIdsOfRun(tx, runId) : jobs.map((job) => job.id),
+        runJobIds: recount ? () => listJobIdsOfRun(tx, runId) : async () => jobIds,
       });
     if (current.status !== run.status)
       await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });

@@ -195,7 +195,7 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
         event.jobs.map((job) => job.id),
       );
     } else if (event.type === 'actions.jobs.changed') {
-      await jobEvents(tx, ctx, subs, event.run, event.jobs, event.runJobIds);
+      await jobEvents(tx, ctx, subs, event.run, event.jobs, await event.runJobIds());
     } else {
       await runEvents(tx, ctx, subs, event.run, event.previous);
     }

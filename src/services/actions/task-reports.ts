@@ -8,6 +8,7 @@ import { ActionStatus, isDone } from '../../modules/actions-status.ts';
 import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
+import { isPostgres } from '../../models/database.ts';
 import type { Db, Queryable } from '../../models/database.ts';
 import { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Runner } from '../../models/runners.ts';
@@ -203,9 +204,13 @@ export class TaskReportService {
         if (job !== null) {
           // Run first, then task, job, run again: the order every writer of a run's jobs takes.
           await this.runProgress.lockRun(tx, job.runId);
-          task = await this.ownTask(tx, runner, state.id);
-          if (isDone(task.status)) return answer(task.id);
-          job = await findTaskJob(tx, task.jobId);
+          // Read again only on PostgreSQL, where waiting for the locks may have let them change:
+          // on SQLite this transaction holds the database's write lock from its start (takeWriteLock).
+          if (isPostgres(tx)) {
+            task = await this.ownTask(tx, runner, state.id);
+            if (isDone(task.status)) return answer(task.id);
+            job = await findTaskJob(tx, task.jobId);
+          }
         }
         const imposed = imposedStatus(task, job);
         if (imposed !== null || result !== ActionStatus.unknown) {

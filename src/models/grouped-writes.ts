@@ -20,6 +20,9 @@
 //   of the group fails with that error, none of them applied.
 // - A crash before the commit loses the whole group, as it would have lost
 //   each of its transactions: none was acknowledged.
+// - Work that must wait for the commit (DomainEvents' after-commit handlers)
+//   runs per unit once its promise settles: after the group's commit, and
+//   never for a unit rolled back (DomainEvents.groupedTransaction).
 // On PostgreSQL, whose connections write in parallel, each unit is a
 // transaction of its own, as before.
 import { sql } from 'kysely';

@@ -11,8 +11,7 @@
 // models/artifacts.ts.
 import { sql } from 'kysely';
 import type { Queryable, Tx } from './database.ts';
-import { isUniqueViolation } from './database.ts';
-import { ArtifactStatus, LIVE, fromRow } from './artifacts.ts';
+import { ArtifactStatus, LIVE, fromRow, insertPendingArtifact } from './artifacts.ts';
 import type { Artifact, NewArtifact } from './artifacts.ts';
 import { lockRun } from './action-runs.ts';
 
@@ -53,31 +52,8 @@ export async function findOrCreateFileRow(db: Queryable, input: NewArtifact, now
       if (reopened !== undefined) return fromRow(reopened);
       continue;
     }
-    try {
-      const inserted = await db
-        .insertInto('action_artifact')
-        .values({
-          run_id: input.runId,
-          job_id: input.jobId,
-          task_id: input.taskId,
-          repo_id: input.repoId,
-          owner_id: input.ownerId,
-          commit_sha: input.commitSha,
-          artifact_name: input.name,
-          artifact_path: input.path,
-          storage_path: input.storagePath,
-          content_encoding: input.contentEncoding,
-          status: ArtifactStatus.uploadPending,
-          created: now,
-          updated: now,
-          expired_unix: input.expiredUnix,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return fromRow(inserted);
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-    }
+    const inserted = await insertPendingArtifact(db, input, now);
+    if (inserted !== null) return inserted;
   }
   throw new Error(`artifact file ${input.path} of run ${input.runId} keeps changing; try again`);
 }

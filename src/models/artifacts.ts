@@ -105,6 +105,39 @@ export interface NewArtifact {
 }
 
 /**
+ * Inserts a pending row for `input`; null when a concurrent upload of the
+ * same name and path won the unique index (the caller then takes its row).
+ */
+export async function insertPendingArtifact(db: Queryable, input: NewArtifact, now: number): Promise<Artifact | null> {
+  try {
+    const inserted = await db
+      .insertInto('action_artifact')
+      .values({
+        run_id: input.runId,
+        job_id: input.jobId,
+        task_id: input.taskId,
+        repo_id: input.repoId,
+        owner_id: input.ownerId,
+        commit_sha: input.commitSha,
+        artifact_name: input.name,
+        artifact_path: input.path,
+        storage_path: input.storagePath,
+        content_encoding: input.contentEncoding,
+        status: ArtifactStatus.uploadPending,
+        created: now,
+        updated: now,
+        expired_unix: input.expiredUnix,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return fromRow(inserted);
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    return null;
+  }
+}
+
+/**
  * Forgejo's CreateArtifact: the run's live artifact of this name and path is
  * reused (a new upload replaces its file, in the same folder), else a row is
  * inserted with `storagePath`. A concurrent create of the same name loses the
@@ -132,31 +165,8 @@ export async function createOrReuseArtifact(db: Queryable, input: NewArtifact, n
       .returningAll()
       .executeTakeFirst();
     if (reused !== undefined) return fromRow(reused);
-    try {
-      const inserted = await db
-        .insertInto('action_artifact')
-        .values({
-          run_id: input.runId,
-          job_id: input.jobId,
-          task_id: input.taskId,
-          repo_id: input.repoId,
-          owner_id: input.ownerId,
-          commit_sha: input.commitSha,
-          artifact_name: input.name,
-          artifact_path: input.path,
-          storage_path: input.storagePath,
-          content_encoding: input.contentEncoding,
-          status: ArtifactStatus.uploadPending,
-          created: now,
-          updated: now,
-          expired_unix: input.expiredUnix,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return fromRow(inserted);
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-    }
+    const inserted = await insertPendingArtifact(db, input, now);
+    if (inserted !== null) return inserted;
   }
   throw new Error(`artifact ${input.name} of run ${input.runId} keeps changing; try again`);
 }

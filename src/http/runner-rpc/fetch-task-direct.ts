@@ -11,8 +11,6 @@
 // name — goes on to the Connect handler untouched, which answers or refuses
 // it as before. The body may come with a length or chunked (connect-es sends
 // chunked).
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
@@ -25,9 +23,8 @@ import type { RunnerProtocolService } from '../../services/actions/runner-protoc
 import { REQUEST_KEY_HEADER, TOKEN_HEADER, UUID_HEADER } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { fetchTask, usableRequestKey } from './fetch-task.ts';
+import { gzipAnswers } from './gzip-answers.ts';
 import { BodyLimitError, bounded, readAll } from './request-body.ts';
-
-const gzipAsync = promisify(gzip);
 
 /** Where the Connect plugin mounts FetchTask (under the /api/actions prefix). */
 export const FETCH_TASK_PATH = `/api/actions/${RunnerService.typeName}/${RunnerService.method.fetchTask.name}`;
@@ -141,7 +138,7 @@ export function fetchTaskDirect(protocol: RunnerProtocolService, maxBytes: numbe
       let body = toBinary(FetchTaskResponseSchema, create(FetchTaskResponseSchema, answer));
       reply.code(200).type('application/proto');
       if (body.byteLength >= COMPRESS_MIN_BYTES && acceptsGzip(header(req, 'accept-encoding'))) {
-        body = await gzipAsync(body);
+        body = await gzipAnswers.compress(body);
         reply.header('content-encoding', 'gzip');
       }
       return reply.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));

@@ -9,9 +9,6 @@
 // (request-gate.ts). Handlers only translate between protocol messages and
 // the services.
 import { fastifyConnectPlugin } from '@connectrpc/connect-fastify';
-import { gzipSync } from 'node:zlib';
-import { compressionGzip } from '@connectrpc/connect-node';
-import type { Compression } from '@connectrpc/connect/protocol';
 import type { ConnectRouter, HandlerContext, Interceptor, MethodImpl, ServiceImpl } from '@connectrpc/connect';
 import type { DescMethod } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
@@ -26,6 +23,7 @@ import { REQUEST_KEY_HEADER, runnerOf } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { fetchTask, maxWaitOf, usableRequestKey } from './fetch-task.ts';
 import { fetchTaskDirect } from './fetch-task-direct.ts';
+import { gzipAnswers } from './gzip-answers.ts';
 import { refuseNulStrings } from './nul-strings.ts';
 import { gateRequests } from './request-gate.ts';
 import { bufferedLimitOf, streamedLogLimit } from './request-limits.ts';
@@ -36,24 +34,6 @@ export interface RunnerRpcOptions {
   /** GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE: the largest streamed UpdateLog, after decompression. */
   logRequestMaxBytes: number;
 }
-/** Answers up to this size are gzipped at once rather than through the thread pool. */
-const SYNC_GZIP_MAX_BYTES = 64 * 1024;
-
-/**
- * connect-node's gzip, except that an answer of a few KiB (a task) is
- * compressed synchronously: the asynchronous path costs a zlib stream and a
- * thread-pool round trip per answer, more than compressing it. Larger
- * answers keep it, so the event loop is never held long.
- */
-const gzipAnswers: Compression = {
-  name: compressionGzip.name,
-  compress(bytes) {
-    if (bytes.byteLength > SYNC_GZIP_MAX_BYTES) return compressionGzip.compress(bytes);
-    const compressed = gzipSync(bytes);
-    return Promise.resolve(new Uint8Array(compressed.buffer, compressed.byteOffset, compressed.byteLength));
-  },
-  decompress: (bytes, readMaxBytes) => compressionGzip.decompress(bytes, readMaxBytes),
-};
 
 function requestKeyOf(ctx: HandlerContext): string | undefined {
   return usableRequestKey(ctx.requestHeader.get(REQUEST_KEY_HEADER));

@@ -1,0 +1,22 @@
+// How runner RPC answers are gzip-compressed, on the Connect path (routes.ts)
+// and the direct FetchTask path (fetch-task-direct.ts) alike: an answer of a
+// few KiB (a task) synchronously, since the asynchronous path costs a zlib
+// stream and a thread-pool round trip per answer, more than compressing it;
+// larger answers through the thread pool, so the event loop is never held long.
+import { gzipSync } from 'node:zlib';
+import { compressionGzip } from '@connectrpc/connect-node';
+import type { Compression } from '@connectrpc/connect/protocol';
+
+/** Answers up to this size are gzipped at once rather than through the thread pool. */
+const SYNC_GZIP_MAX_BYTES = 64 * 1024;
+
+/** connect-node's gzip, with small answers compressed synchronously. */
+export const gzipAnswers: Compression = {
+  name: compressionGzip.name,
+  compress(bytes) {
+    if (bytes.byteLength > SYNC_GZIP_MAX_BYTES) return compressionGzip.compress(bytes);
+    const compressed = gzipSync(bytes);
+    return Promise.resolve(new Uint8Array(compressed.buffer, compressed.byteOffset, compressed.byteLength));
+  },
+  decompress: (bytes, readMaxBytes) => compressionGzip.decompress(bytes, readMaxBytes),
+};

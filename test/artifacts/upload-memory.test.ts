@@ -14,17 +14,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
 import { readProcessMemory, resetPeakMemory } from '../../bench/lib/process-memory.ts';
-import { loadConfig } from '../../src/config.ts';
-import { createDeps } from '../../src/deps.ts';
 import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { freePort } from '../support/free-port.ts';
 import { GantryChild } from '../support/gantry-child.ts';
 import { createScratchPgDatabase } from '../support/pg-database.ts';
-import { decodeTask, registerRunner } from '../support/runner-client.ts';
+import { decodeTask } from '../support/runner-client.ts';
 import { testDialects } from '../support/server.ts';
-import { createWorkDir, remoteUrl } from '../support/workdir.ts';
+import { startChildWithTask } from '../support/child-task.ts';
 
 const MIB = 1024 * 1024;
 const ARTIFACT_BYTES = 128 * MIB;
@@ -57,54 +54,12 @@ describe(`uploading a big artifact [${dialect}]`, () => {
     if (!scratch) delete env.GANTRY_DATABASE_URL;
     const server = new GantryChild(url, env);
     try {
-      const setup = await createDeps(loadConfig(settings), { logger: pino({ level: 'silent' }) });
-      let token: string;
-      try {
-        const root = await setup.services.accounts.createUser({
-          username: 'root',
-          email: 'root@example.com',
-          password: 'upload-password-1',
-          isAdmin: true,
-          mustChangePassword: false,
-        });
-        token = (await setup.services.accessTokens.create(root, 'upload', ['all'])).secret;
-      } finally {
-        await setup.close();
-      }
-      await server.start();
-      const api = async (method: string, apiPath: string, body?: unknown): Promise<unknown> => {
-        const res = await fetch(`${url}/api/v1${apiPath}`, {
-          method,
-          headers: {
-            authorization: `token ${token}`,
-            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        const text = await res.text();
-        assert.ok(res.status < 300, `${method} ${apiPath}: ${res.status} ${text}`);
-        return text === '' ? null : JSON.parse(text);
-      };
-      await api('POST', '/user/repos', { name: 'app' });
-      const work = await createWorkDir(remoteUrl(url, 'root', 'app', { user: 'root', password: token }));
-      try {
-        await work.commit(
-          {
-            '.forgejo/workflows/build.yml':
-              'on: workflow_dispatch\njobs:\n  build:\n    runs-on: uploads\n    steps:\n      - run: make\n',
-          },
-          'build',
-        );
-        assert.equal((await work.push('main')).code, 0);
-      } finally {
-        await work.remove();
-      }
-      const registration = (await api('GET', '/repos/root/app/actions/runners/registration-token')) as {
-        token: string;
-      };
-      const runner = await registerRunner(url, registration.token, { labels: ['uploads'] });
-      await api('POST', '/repos/root/app/actions/workflows/build.yml/dispatches', { ref: 'main', inputs: {} });
-      const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+      const { fetched } = await startChildWithTask(server, settings, {
+        repo: 'app',
+        workflowFile: 'build.yml',
+        workflow: 'on: workflow_dispatch\njobs:\n  build:\n    runs-on: uploads\n    steps:\n      - run: make\n',
+        label: 'uploads',
+      });
       assert.ok(fetched.task, 'a task');
       const task = decodeTask(fetched.task as Task);
       const runtimeToken = String(task.context.gitea_runtime_token);

@@ -20,9 +20,8 @@ import { LogRowSchema, UpdateLogResponseSchema } from '../../src/gen/runner/v1/m
 import { freePort } from '../support/free-port.ts';
 import { GantryChild } from '../support/gantry-child.ts';
 import { createScratchPgDatabase } from '../support/pg-database.ts';
-import { registerRunner } from '../support/runner-client.ts';
 import { testDialects } from '../support/server.ts';
-import { createWorkDir, remoteUrl } from '../support/workdir.ts';
+import { startChildWithTask } from '../support/child-task.ts';
 
 const BACKLOG_BYTES = 200 * 1000 * 1000;
 const LINE_WIDTH = 1000;
@@ -100,54 +99,12 @@ describe(`a log backlog in one UpdateLog [${dialect}]`, () => {
     const config = loadConfig(settings);
     const server = new GantryChild(url, env);
     try {
-      const setup = await createDeps(config, { logger: pino({ level: 'silent' }) });
-      let token: string;
-      try {
-        const root = await setup.services.accounts.createUser({
-          username: 'root',
-          email: 'root@example.com',
-          password: 'backlog-password-1',
-          isAdmin: true,
-          mustChangePassword: false,
-        });
-        token = (await setup.services.accessTokens.create(root, 'backlog', ['all'])).secret;
-      } finally {
-        await setup.close();
-      }
-      await server.start();
-      const api = async (method: string, apiPath: string, body?: unknown): Promise<unknown> => {
-        const res = await fetch(`${url}/api/v1${apiPath}`, {
-          method,
-          headers: {
-            authorization: `token ${token}`,
-            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        const text = await res.text();
-        assert.ok(res.status < 300, `${method} ${apiPath}: ${res.status} ${text}`);
-        return text === '' ? null : JSON.parse(text);
-      };
-      await api('POST', '/user/repos', { name: 'logs' });
-      const work = await createWorkDir(remoteUrl(url, 'root', 'logs', { user: 'root', password: token }));
-      try {
-        await work.commit(
-          {
-            '.forgejo/workflows/ci.yml':
-              'on: workflow_dispatch\njobs:\n  chatty:\n    runs-on: backlog\n    steps:\n      - run: yes\n',
-          },
-          'ci',
-        );
-        assert.equal((await work.push('main')).code, 0);
-      } finally {
-        await work.remove();
-      }
-      const registration = (await api('GET', '/repos/root/logs/actions/runners/registration-token')) as {
-        token: string;
-      };
-      const runner = await registerRunner(url, registration.token, { labels: ['backlog'] });
-      await api('POST', '/repos/root/logs/actions/workflows/ci.yml/dispatches', { ref: 'main', inputs: {} });
-      const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+      const { runner, fetched } = await startChildWithTask(server, settings, {
+        repo: 'logs',
+        workflowFile: 'ci.yml',
+        workflow: 'on: workflow_dispatch\njobs:\n  chatty:\n    runs-on: backlog\n    steps:\n      - run: yes\n',
+        label: 'backlog',
+      });
       assert.ok(fetched.task, 'a task');
       const taskId = Number(fetched.task.id);
 

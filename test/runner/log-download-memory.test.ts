@@ -15,17 +15,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
-import pino from 'pino';
 import { readProcessMemory, resetPeakMemory } from '../../bench/lib/process-memory.ts';
-import { loadConfig } from '../../src/config.ts';
-import { createDeps } from '../../src/deps.ts';
 import { LogRowSchema } from '../../src/gen/runner/v1/messages_pb.ts';
 import { freePort } from '../support/free-port.ts';
 import { GantryChild } from '../support/gantry-child.ts';
 import { createScratchPgDatabase } from '../support/pg-database.ts';
-import { registerRunner } from '../support/runner-client.ts';
 import { testDialects } from '../support/server.ts';
-import { createWorkDir, remoteUrl } from '../support/workdir.ts';
+import { startChildWithTask } from '../support/child-task.ts';
 
 const LOG_BYTES = 48 * 1000 * 1000;
 const LINE_WIDTH = 1000;
@@ -60,54 +56,12 @@ describe(`downloading a big job log [${dialect}]`, () => {
     const server = new GantryChild(url, env);
     let archivedServer: GantryChild | null = null;
     try {
-      const setup = await createDeps(loadConfig(settings), { logger: pino({ level: 'silent' }) });
-      let token: string;
-      try {
-        const root = await setup.services.accounts.createUser({
-          username: 'root',
-          email: 'root@example.com',
-          password: 'download-password-1',
-          isAdmin: true,
-          mustChangePassword: false,
-        });
-        token = (await setup.services.accessTokens.create(root, 'download', ['all'])).secret;
-      } finally {
-        await setup.close();
-      }
-      await server.start();
-      const api = async (method: string, apiPath: string, body?: unknown): Promise<unknown> => {
-        const res = await fetch(`${url}/api/v1${apiPath}`, {
-          method,
-          headers: {
-            authorization: `token ${token}`,
-            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        const text = await res.text();
-        assert.ok(res.status < 300, `${method} ${apiPath}: ${res.status} ${text}`);
-        return text === '' ? null : JSON.parse(text);
-      };
-      await api('POST', '/user/repos', { name: 'logs' });
-      const work = await createWorkDir(remoteUrl(url, 'root', 'logs', { user: 'root', password: token }));
-      try {
-        await work.commit(
-          {
-            '.forgejo/workflows/ci.yml':
-              'on: workflow_dispatch\njobs:\n  chatty:\n    runs-on: big-log\n    steps:\n      - run: yes\n',
-          },
-          'ci',
-        );
-        assert.equal((await work.push('main')).code, 0);
-      } finally {
-        await work.remove();
-      }
-      const registration = (await api('GET', '/repos/root/logs/actions/runners/registration-token')) as {
-        token: string;
-      };
-      const runner = await registerRunner(url, registration.token, { labels: ['big-log'] });
-      await api('POST', '/repos/root/logs/actions/workflows/ci.yml/dispatches', { ref: 'main', inputs: {} });
-      const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+      const { token, api, runner, fetched } = await startChildWithTask(server, settings, {
+        repo: 'logs',
+        workflowFile: 'ci.yml',
+        workflow: 'on: workflow_dispatch\njobs:\n  chatty:\n    runs-on: big-log\n    steps:\n      - run: yes\n',
+        label: 'big-log',
+      });
       assert.ok(fetched.task, 'a task');
       const taskId = fetched.task.id;
       const time = timestampFromMs(Date.UTC(2026, 0, 2, 3, 4, 5));

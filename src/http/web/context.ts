@@ -48,3 +48,8 @@ export function queryParam(req: FastifyRequest, name: string): string {
 export function param(req: FastifyRequest, name: string): string {
   return (req.params as Record<string, string | undefined>)[name] ?? '';
 }
+
+/** A path or query number (`12`), or -1 for anything else: never NaN, never a float. */
+export function positiveInt(raw: string): number {
+  return /^\d{1,15}$/.test(raw) ? Number(raw) : -1;
+}

@@ -22,6 +22,7 @@ import { accountRoutes, CHANGE_PASSWORD_PATH } from './routes-account.ts';
 import { actionsRoutes } from './routes-actions.ts';
 import { hookRoutes } from './routes-hooks.ts';
 import { runRoutes } from './routes-run.ts';
+import { runArtifactRoutes } from './routes-run-artifacts.ts';
 import { settingsRoutes } from './routes-settings.ts';
 import { chromeOf, cookieSettings, installSessions } from './session.ts';
 
@@ -144,6 +145,7 @@ export async function webConsole(app: FastifyInstance, config: Config, services:
   accountRoutes(app, ctx);
   actionsRoutes(app, ctx);
   runRoutes(app, ctx);
+  runArtifactRoutes(app, ctx);
   settingsRoutes(app, ctx);
   hookRoutes(app, ctx);
 }

@@ -58,6 +58,17 @@ export const view = {
   },
   jobDuration: (job: { started: number; stopped: number }, nowSec: number): number =>
     job.started > 0 ? Math.max(0, (job.stopped >= job.started ? job.stopped : nowSec) - job.started) : 0,
+  /** A size in bytes as `512 B`, `1.5 KiB`, `20.0 MiB` (binary units, as Forgejo's FileSize). */
+  bytes: (size: number): string => {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let value = size;
+    let unit = 0;
+    while (value >= 1024 && unit < units.length - 1) {
+      value /= 1024;
+      unit += 1;
+    }
+    return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+  },
   iso: (unix: number): string => (unix > 0 ? new Date(unix * 1000).toISOString() : ''),
 };
 

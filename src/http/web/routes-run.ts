@@ -16,17 +16,14 @@ import type { ActionRunJob } from '../../models/action-runs.ts';
 import type { RerunSelection } from '../../services/actions/run-control.ts';
 import { requireRepo } from '../request-context.ts';
 import type { WebContext } from './context.ts';
-import { param, passes, queryParam, reqSignIn } from './context.ts';
+import { param, passes, positiveInt, queryParam, reqSignIn } from './context.ts';
 import { sendPage, seeOther } from './render.ts';
 import { repoBase } from './routes-actions.ts';
+import { runArtifactsPage } from './routes-run-artifacts.ts';
 import { chromeOf, setFlash } from './session.ts';
 
 /** The most log bytes one poll answers; the client asks again at once for the rest. */
 const MAX_POLL_BYTES = 512 * 1024;
-
-function positiveInt(raw: string): number {
-  return /^\d{1,15}$/.test(raw) ? Number(raw) : -1;
-}
 
 /** A stored line is `<RFC 3339 time with 7 digits> <content>` (task-logs.ts formatLogLine). */
 function splitLogLine(line: string): { time: string; text: string } {
@@ -88,6 +85,7 @@ export function runRoutes(app: FastifyInstance, ctx: WebContext): void {
       const runDone = isDone(run.status) && jobs.every((j) => isDone(j.status));
       const failed = (j: ActionRunJob) => statusName(j.status) === 'failure' || statusName(j.status) === 'cancelled';
       const base = `${runUrl(req, run.index)}/jobs/${pos}/attempt/${attempt}`;
+      const artifacts = await runArtifactsPage(services, req, run.id, runUrl(req, run.index), base);
       return sendPage(reply, 'run', chromeOf(cookies, req, reply, `${run.title} · ${run.workflowId} #${run.index}`), {
         actionsUrl: `${repoBase(req)}/actions`,
         runUrl: runUrl(req, run.index),
@@ -102,6 +100,8 @@ export function runRoutes(app: FastifyInstance, ctx: WebContext): void {
         task: task ?? null,
         steps,
         attemptDone: attempt < job.attempt || isDone(job.status),
+        artifacts,
+        canDeleteArtifacts: canWrite,
         buttons: {
           cancel: canWrite && !runDone,
           rerunAll: canWrite && runDone,

@@ -5,11 +5,10 @@
 // routes; deleting needs a token and write access to Actions.
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Readable } from 'node:stream';
 import { linkHeader, parseIdParam, parsePage } from '../../../modules/pagination.ts';
 import type { ArtifactGroup } from '../../../models/artifacts.ts';
 import { requireRepo } from '../../request-context.ts';
-import { sendObject } from '../../send-object.ts';
+import { sendArtifactZip } from '../../send-artifact-zip.ts';
 import type { ApiApp, RouteContext } from './route-context.ts';
 import { setTotalCount } from './route-context.ts';
 import { ActionArtifact, ActionArtifactArray } from '../../../api-types/artifact-schemas.ts';
@@ -158,20 +157,7 @@ export function actionsArtifactRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     async (req, reply) => {
       const id = parseIdParam((req.params as { artifact_id: string }).artifact_id);
-      const zip = await services.artifactsRest.openZip(requireRepo(req).repo, id);
-      const disposition = `attachment; filename="${encodeURIComponent(zip.name)}.zip"`;
-      if ('chunks' in zip)
-        // A v3 artifact, zipped as it is read: no length is known beforehand.
-        return reply
-          .type('application/zip')
-          .header('content-disposition', disposition)
-          .send(Readable.from(zip.chunks, { objectMode: false }));
-      // The API's onSend hook does not run for this hijacked reply: its Cache-Control is set here.
-      reply.header('Cache-Control', 'max-age=0, private, must-revalidate, no-transform');
-      await sendObject(req, reply, zip.reader, {
-        'content-type': 'application/zip',
-        'content-disposition': disposition,
-      });
+      return sendArtifactZip(req, reply, await services.artifactsRest.openZip(requireRepo(req).repo, id));
     },
   );
 }

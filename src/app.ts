@@ -42,7 +42,7 @@ import { repoRoutes } from './http/api/v1/repos.ts';
 import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
 import { API_CACHE_CONTROL } from './http/api-cache-control.ts';
-import { pageNotFound, webConsole } from './http/web/index.ts';
+import { pageNotFoundFor, webConsole } from './http/web/index.ts';
 
 const JSON_TYPE = 'application/json;charset=utf-8';
 /** Longest path segment the router accepts (longer: 414). */
@@ -124,7 +124,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   installUnreadBodyDrain(app);
   decorateRequests(app);
   installBodyParsers(app);
-  installErrorHandlers(app, config.rootUrl, pageNotFound);
+  installErrorHandlers(app, config.rootUrl, pageNotFoundFor(config.rootUrl));
   installMetrics(app, deps);
   installRateLimits(app, deps);
 

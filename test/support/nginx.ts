@@ -39,6 +39,12 @@ export interface NginxConfigOptions {
   port: number;
   /** host:port of each Gantry process, served in turn (round robin). */
   upstreams: readonly string[];
+  /**
+   * Serve Gantry under this path (`/ci/`), stripped before the request is
+   * passed on, as for GANTRY_ROOT_URL `http://host/ci/` (the README's
+   * sub-path example); default `/`.
+   */
+  subPath?: string;
 }
 
 /**
@@ -46,7 +52,7 @@ export interface NginxConfigOptions {
  * the paths that keep this nginx out of /var and /run. Each setting that
  * Gantry depends on says why.
  */
-export function nginxConfig({ dir, port, upstreams }: NginxConfigOptions): string {
+export function nginxConfig({ dir, port, upstreams, subPath = '/' }: NginxConfigOptions): string {
   const at = (name: string) => JSON.stringify(path.join(dir, name));
   // As root, nginx would run its workers as `nobody`, who cannot enter the
   // private temp folder; running them as the current user keeps it private.
@@ -86,8 +92,9 @@ ${upstreams.map((address) => `    server ${address};`).join('\n')}
     # git pushes can be large: Gantry enforces GANTRY_GIT_MAX_PUSH_SIZE itself.
     client_max_body_size 0;
 
-    location / {
-      proxy_pass http://gantry;
+    location ${subPath} {
+      # With a URI after the upstream, nginx replaces the matched prefix with it: /ci/x reaches Gantry as /x.
+      proxy_pass http://gantry${subPath === '/' ? '' : '/'};
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
@@ -130,8 +137,10 @@ export interface StartNginxOptions {
   upstreams: readonly string[];
   /** Listen on this port (it must be free); default: a free one. */
   port?: number;
-  /** Resolves once the proxy answers this path with 200 (default /api/healthz). */
+  /** Resolves once the proxy answers this path with 200 (default /api/healthz under subPath). */
   readyPath?: string;
+  /** NginxConfigOptions.subPath. */
+  subPath?: string;
 }
 
 const READY_DEADLINE_MS = 30_000;
@@ -158,7 +167,8 @@ export async function startNginx(options: StartNginxOptions): Promise<NginxProxy
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-nginx-'));
   const port = options.port ?? (await freePort());
   const confFile = path.join(dir, 'nginx.conf');
-  await fs.writeFile(confFile, nginxConfig({ dir, port, upstreams: options.upstreams }));
+  const readyPath = options.readyPath ?? `${(options.subPath ?? '/').replace(/\/$/, '')}/api/healthz`;
+  await fs.writeFile(confFile, nginxConfig({ dir, port, upstreams: options.upstreams, subPath: options.subPath }));
   const errorLogFile = path.join(dir, 'error.log');
   const errorLog = (): string => {
     try {
@@ -207,7 +217,7 @@ export async function startNginx(options: StartNginxOptions): Promise<NginxProxy
     for (;;) {
       if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${output}\n${errorLog()}`);
       try {
-        if ((await fetch(`${url}${options.readyPath ?? '/api/healthz'}`)).status === 200) break;
+        if ((await fetch(`${url}${readyPath}`)).status === 200) break;
       } catch {
         // not listening yet
       }

@@ -17,7 +17,7 @@ import { AppError, STATUS_OF_KIND } from '../../modules/errors.ts';
 import type { Services } from '../../services/index.ts';
 import { createGuards } from '../guards.ts';
 import type { WebContext } from './context.ts';
-import { sendPage } from './render.ts';
+import { sendPage, sitePrefix } from './render.ts';
 import { accountRoutes, CHANGE_PASSWORD_PATH } from './routes-account.ts';
 import { actionsRoutes } from './routes-actions.ts';
 import { hookRoutes } from './routes-hooks.ts';
@@ -75,15 +75,30 @@ const MACHINE_PREFIXES = ['/api/', '/twirp/'];
  * clients, which do not send `Accept: text/html`, keep the API's JSON 404.
  * The page is drawn signed out: no route ran, so no session was read.
  */
-export function pageNotFound(req: FastifyRequest, reply: FastifyReply): FastifyReply | null {
-  if (req.method !== 'GET' && req.method !== 'HEAD') return null;
-  if (!/\btext\/html\b/i.test(req.headers.accept ?? '')) return null;
-  const pathOnly = req.url.split('?')[0] ?? '';
-  if (MACHINE_PREFIXES.some((prefix) => pathOnly.startsWith(prefix))) return null;
-  reply.status(404);
-  setPageHeaders(reply);
-  const chrome = { title: '404', doer: null, csrf: '', flash: null };
-  return sendPage(reply, 'error', chrome, { status: 404, message: 'The page you asked for does not exist.' });
+export function pageNotFoundFor(rootUrl: string) {
+  const site = sitePrefix(rootUrl);
+  return function pageNotFound(req: FastifyRequest, reply: FastifyReply): FastifyReply | null {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return null;
+    if (!/\btext\/html\b/i.test(req.headers.accept ?? '')) return null;
+    const pathOnly = req.url.split('?')[0] ?? '';
+    if (MACHINE_PREFIXES.some((prefix) => pathOnly.startsWith(prefix))) return null;
+    reply.status(404);
+    setPageHeaders(reply);
+    const chrome = { title: '404', site, doer: null, csrf: '', flash: null };
+    return sendPage(reply, 'error', chrome, { status: 404, message: 'The page you asked for does not exist.' });
+  };
+}
+
+/**
+ * A redirect's target under the root URL's path: routes redirect to the
+ * paths they serve (`/user/login`), which the browser must reach as
+ * `/ci/user/login` when Gantry is served under `/ci/`. Anything that is not a
+ * same-site absolute path (none is sent today) passes unchanged.
+ */
+function locationUnderSite(reply: FastifyReply, site: string): void {
+  const location = reply.getHeader('location');
+  if (typeof location === 'string' && location.startsWith('/') && !location.startsWith('//'))
+    reply.header('location', `${site}${location}`);
 }
 
 export async function webConsole(app: FastifyInstance, config: Config, services: Services): Promise<void> {
@@ -98,6 +113,7 @@ export async function webConsole(app: FastifyInstance, config: Config, services:
   await app.register(cookie);
   app.addHook('onSend', async (_req, reply, payload) => {
     setPageHeaders(reply);
+    if (cookies.site !== '') locationUnderSite(reply, cookies.site);
     return payload;
   });
 

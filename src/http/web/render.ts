@@ -16,6 +16,13 @@ const eta = new Eta({ views: TEMPLATES, autoEscape: true, cache: true, defaultEx
 /** What every page gets besides its own data (the layout reads it). */
 export interface PageChrome {
   title: string;
+  /**
+   * The root URL's path without its last slash: '' at a host's root, `/ci`
+   * for GANTRY_ROOT_URL `https://host/ci/`. Every link, form and script of a
+   * page starts with it; the proxy strips it before Gantry routes the request
+   * (the README's sub-path example), as Forgejo's AppSubURL works.
+   */
+  site: string;
   doer: User | null;
   /** The CSRF token forms of this page carry as `_csrf`. */
   csrf: string;
@@ -81,6 +88,11 @@ export function sendPage(
 ): FastifyReply {
   const html = eta.render(template, { ...data, chrome, view, nowSec: Math.floor(Date.now() / 1000) });
   return reply.type('text/html; charset=utf-8').send(html);
+}
+
+/** PageChrome.site of a root URL. */
+export function sitePrefix(rootUrl: string): string {
+  return new URL(rootUrl).pathname.replace(/\/+$/, '');
 }
 
 /** The redirect after a POST (303: the browser follows with GET). */

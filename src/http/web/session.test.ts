@@ -5,9 +5,9 @@ import { safeRedirectTarget } from './render.ts';
 import { cookieSettings } from './session.ts';
 
 test('the session cookie is Secure exactly when the root URL is https, and scoped to its path', () => {
-  assert.deepEqual(cookieSettings('https://ci.example.com/'), { secure: true, path: '/' });
-  assert.deepEqual(cookieSettings('http://127.0.0.1:3000/'), { secure: false, path: '/' });
-  assert.deepEqual(cookieSettings('https://example.com/gantry/'), { secure: true, path: '/gantry/' });
+  assert.deepEqual(cookieSettings('https://ci.example.com/'), { secure: true, path: '/', site: '' });
+  assert.deepEqual(cookieSettings('http://127.0.0.1:3000/'), { secure: false, path: '/', site: '' });
+  assert.deepEqual(cookieSettings('https://example.com/gantry/'), { secure: true, path: '/gantry/', site: '/gantry' });
 });
 
 test('after sign-in only a same-site path is followed; anything else goes home', () => {

@@ -19,6 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services/index.ts';
 import { ANONYMOUS } from '../../services/authentication.ts';
 import type { PageChrome } from './render.ts';
+import { sitePrefix } from './render.ts';
 
 export const SESSION_COOKIE = 'gantry_session';
 const LOGIN_CSRF_COOKIE = 'gantry_csrf';
@@ -39,12 +40,15 @@ declare module 'fastify' {
 
 export interface CookieSettings {
   secure: boolean;
+  /** The root URL's path (`/`, or `/ci/` under a sub-path): the cookies are not sent to other apps of the host. */
   path: string;
+  /** The same path as pages prefix their links with (render.ts PageChrome.site). */
+  site: string;
 }
 
 export function cookieSettings(rootUrl: string): CookieSettings {
   const url = new URL(rootUrl);
-  return { secure: url.protocol === 'https:', path: url.pathname };
+  return { secure: url.protocol === 'https:', path: url.pathname, site: sitePrefix(rootUrl) };
 }
 
 function baseCookie(settings: CookieSettings) {
@@ -122,5 +126,5 @@ export function chromeOf(
     }
     reply.clearCookie(FLASH_COOKIE, baseCookie(settings));
   }
-  return { title, doer: req.auth.doer, csrf: reply.generateCsrf(), flash };
+  return { title, site: settings.site, doer: req.auth.doer, csrf: reply.generateCsrf(), flash };
 }

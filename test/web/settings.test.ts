@@ -1,6 +1,7 @@
 // Actions settings in the web console, in a real Chromium: secrets (a value
 // goes in and never comes back out), variables (add, edit, delete), runners
-// with the registration token, at the repository, organization, user and
+// goes in and never comes back out), variables (add, edit, delete, and a list
+// longer than a page), runners
 // instance scopes, each refused to who may not use it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,6 +94,42 @@ for (const dialect of testDialects()) {
         assert.equal(await page.locator('textarea[name=value]').first().inputValue(), 'us-east');
         await page.getByRole('button', { name: 'Delete variable REGION' }).click();
         await page.getByText('Variable REGION deleted.').waitFor();
+      });
+    });
+
+    test('a list longer than a page: 105 variables show 100, and Next shows the other 5', async () => {
+      const names = Array.from({ length: 105 }, (_, i) => `PAGED_${String(i).padStart(3, '0')}`);
+      for (const name of names) {
+        const created = await s.api('POST', `/repos/acme/site/actions/variables/${name}`, {
+          token: owner.token,
+          body: { value: 'v' },
+        });
+        assert.equal(created.status, 204, created.text);
+      }
+      await withPage(owner, 'settings-variables-paged', async ({ page }) => {
+        const shown = () =>
+          page
+            .getByRole('button', { name: /^Delete variable / })
+            .evaluateAll((buttons) =>
+              buttons.map((b) => (b.getAttribute('aria-label') ?? '').replace('Delete variable ', '')),
+            );
+        await page.goto('/acme/site/settings/actions/variables');
+        await page.getByRole('heading', { name: 'Variables (105)' }).waitFor();
+        const pager = page.getByRole('navigation', { name: 'Variables pages' });
+        await pager.getByText('Page 1 of 2').waitFor();
+        const first = await shown();
+        assert.equal(first.length, 100);
+        assert.equal(await pager.getByRole('link', { name: 'Previous' }).count(), 0);
+        await pager.getByRole('link', { name: 'Next' }).click();
+        await page.waitForURL(/\/variables\?page=2$/);
+        await pager.getByText('Page 2 of 2').waitFor();
+        const second = await shown();
+        assert.equal(second.length, 5);
+        assert.deepEqual([...first, ...second].sort(), names, 'every variable is on exactly one page');
+        assert.equal(await pager.getByRole('link', { name: 'Next' }).count(), 0);
+        await pager.getByRole('link', { name: 'Previous' }).click();
+        await page.waitForURL(/\/variables$/);
+        await pager.getByText('Page 1 of 2').waitFor();
       });
     });
 

@@ -53,3 +53,28 @@ export function param(req: FastifyRequest, name: string): string {
 export function positiveInt(raw: string): number {
   return /^\d{1,15}$/.test(raw) ? Number(raw) : -1;
 }
+
+/** Links to the neighbouring pages of a list `size` rows a page, `total` rows in all, at `url` (`?page=n`). */
+export interface Pager {
+  page: number;
+  pages: number;
+  previousUrl: string | null;
+  nextUrl: string | null;
+}
+
+/** The 1-based `page` query parameter (1 when absent or not a number) and its rows' offset. */
+export function pageOf(req: FastifyRequest, size: number): { page: number; limit: number; offset: number } {
+  const page = Math.max(1, positiveInt(queryParam(req, 'page')));
+  return { page, limit: size, offset: (page - 1) * size };
+}
+
+export function pagerOf(page: number, size: number, total: number, url: string): Pager {
+  const pages = Math.max(1, Math.ceil(total / size));
+  const link = (n: number) => (n === 1 ? url : `${url}?page=${n}`);
+  return {
+    page,
+    pages,
+    previousUrl: page > 1 ? link(Math.min(page - 1, pages)) : null,
+    nextUrl: page < pages ? link(page + 1) : null,
+  };
+}

@@ -14,11 +14,11 @@ import { actionsRouteScopes } from '../api/v1/actions-scopes.ts';
 import type { Guard } from '../guards.ts';
 import { requireDoer, requireOrg, requireRepo } from '../request-context.ts';
 import type { WebContext } from './context.ts';
-import { field, param, reqSignIn } from './context.ts';
+import { field, pageOf, pagerOf, param, reqSignIn } from './context.ts';
 import { sendPage, seeOther } from './render.ts';
 import { chromeOf, setFlash } from './session.ts';
 
-/** Rows per list (Forgejo lists 100 runners a page; secrets and variables are few). */
+/** Rows per page of each list (Forgejo lists 100 runners a page); `?page=n` shows the others. */
 const PAGE_SIZE = 100;
 
 interface SettingsScope {
@@ -110,10 +110,8 @@ export function settingsRoutes(app: FastifyInstance, ctx: WebContext): void {
 
     app.get(`${scope.prefix}/runners`, { preHandler: scope.access }, async (req, reply) => {
       const runnerScope = scope.runnerScope(req);
-      const { runners, total } = await services.runners.list(runnerScope, {
-        visible: true,
-        page: { limit: PAGE_SIZE, offset: 0 },
-      });
+      const { page, ...slice } = pageOf(req, PAGE_SIZE);
+      const { runners, total } = await services.runners.list(runnerScope, { visible: true, page: slice });
       const own = scopeColumns(runnerScope);
       const token = await services.runners.registrationToken(own);
       return sendPage(reply, 'settings-runners', chromeOf(cookies, req, reply, 'Runners'), {
@@ -126,6 +124,7 @@ export function settingsRoutes(app: FastifyInstance, ctx: WebContext): void {
         })),
         total,
         token,
+        pager: pagerOf(page, PAGE_SIZE, total, `${scope.base(req)}/runners`),
       });
     });
     app.post(`${scope.prefix}/runners/reset_registration_token`, { preHandler: scope.access }, async (req, reply) =>
@@ -146,10 +145,13 @@ export function settingsRoutes(app: FastifyInstance, ctx: WebContext): void {
     if (valuesScope === null) continue;
 
     app.get(`${scope.prefix}/secrets`, { preHandler: scope.access }, async (req, reply) => {
-      const { secrets } = await services.secrets.list(valuesScope(req), { limit: PAGE_SIZE, offset: 0 });
+      const { page, ...slice } = pageOf(req, PAGE_SIZE);
+      const { secrets, total } = await services.secrets.list(valuesScope(req), slice);
       return sendPage(reply, 'settings-secrets', chromeOf(cookies, req, reply, 'Secrets'), {
         ...common(req, 'secrets'),
         secrets,
+        total,
+        pager: pagerOf(page, PAGE_SIZE, total, `${scope.base(req)}/secrets`),
       });
     });
     // Add or update: the value is written and never read back (the form is empty again afterwards).
@@ -168,10 +170,13 @@ export function settingsRoutes(app: FastifyInstance, ctx: WebContext): void {
     );
 
     app.get(`${scope.prefix}/variables`, { preHandler: scope.access }, async (req, reply) => {
-      const { variables } = await services.variables.list(valuesScope(req), { limit: PAGE_SIZE, offset: 0 });
+      const { page, ...slice } = pageOf(req, PAGE_SIZE);
+      const { variables, total } = await services.variables.list(valuesScope(req), slice);
       return sendPage(reply, 'settings-variables', chromeOf(cookies, req, reply, 'Variables'), {
         ...common(req, 'variables'),
         variables,
+        total,
+        pager: pagerOf(page, PAGE_SIZE, total, `${scope.base(req)}/variables`),
       });
     });
     app.post(`${scope.prefix}/variables/new`, { preHandler: scope.access }, async (req, reply) =>

@@ -1,8 +1,7 @@
 // Actions settings in the web console, in a real Chromium: secrets (a value
-// goes in and never comes back out), variables (add, edit, delete), runners
 // goes in and never comes back out), variables (add, edit, delete, and a list
-// longer than a page), runners
-// instance scopes, each refused to who may not use it.
+// longer than a page), runners with the registration token, at the repository,
+// organization, user and instance scopes, each refused to who may not use it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';

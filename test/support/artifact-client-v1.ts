@@ -7,8 +7,8 @@
 //
 // As a script: `node --import tsx test/support/artifact-client-v1.ts '<json command>'`
 // prints `::gantry-result::<json>` on its last stdout line (or fails with exit 1).
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { answerAsStepChild, runStepChild } from './step-child.ts';
+import type { ChildOutcome } from './step-child.ts';
 
 export type ArtifactV1Command =
   | { op: 'upload'; name: string; files: string[]; root: string; retentionDays?: number }
@@ -23,53 +23,20 @@ export interface ArtifactV1Env {
   workspace: string;
 }
 
-const RESULT_MARK = '::gantry-result::';
-
-export interface ChildOutcome {
-  code: number;
-  result: unknown;
-  stdout: string;
-  stderr: string;
-}
+export type { ChildOutcome } from './step-child.ts';
 
 /** Runs one command in a child; resolves with its exit code and result (never rejects on a failed command). */
 export function runArtifactClientV1(env: ArtifactV1Env, command: ArtifactV1Command): Promise<ChildOutcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify(command)],
-      {
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '',
-          TMPDIR: env.workspace,
-          ACTIONS_RUNTIME_URL: `${env.instanceUrl.replace(/\/$/, '')}/api/actions_pipeline/`,
-          ACTIONS_RUNTIME_TOKEN: env.runtimeToken,
-          GITHUB_RUN_ID: String(env.runId),
-          GITHUB_WORKSPACE: env.workspace,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const line = stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
-      resolve({
-        code: code ?? -1,
-        result: line === undefined ? undefined : JSON.parse(line.slice(RESULT_MARK.length)),
-        stdout,
-        stderr,
-      });
-    });
+  return runStepChild(import.meta.url, command, {
+    TMPDIR: env.workspace,
+    ACTIONS_RUNTIME_URL: `${env.instanceUrl.replace(/\/$/, '')}/api/actions_pipeline/`,
+    ACTIONS_RUNTIME_TOKEN: env.runtimeToken,
+    GITHUB_RUN_ID: String(env.runId),
+    GITHUB_WORKSPACE: env.workspace,
   });
 }
 
-async function main(raw: string): Promise<void> {
-  const command = JSON.parse(raw) as ArtifactV1Command;
+async function run(command: ArtifactV1Command): Promise<unknown> {
   const artifact = await import('@actions/artifact-v1');
   const client = artifact.create();
   let result: unknown;
@@ -86,12 +53,7 @@ async function main(raw: string): Promise<void> {
       result = await client.downloadAllArtifacts(command.path);
       break;
   }
-  process.stdout.write(`\n${RESULT_MARK}${JSON.stringify(result)}\n`);
+  return result;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main(process.argv[2] ?? '{}').catch((error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  });
-}
+answerAsStepChild(import.meta.url, run);

@@ -6,8 +6,8 @@
 //
 // As a script: `node --import tsx test/support/artifact-client.ts '<json command>'`
 // prints `::gantry-result::<json>` on its last stdout line (or fails with exit 1).
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { answerAsStepChild, runStepChild } from './step-child.ts';
+import type { ChildOutcome } from './step-child.ts';
 
 export type ArtifactCommand =
   | { op: 'upload'; name: string; files: string[]; root: string; retentionDays?: number; compressionLevel?: number }
@@ -22,55 +22,22 @@ export interface ArtifactClientEnv {
   workspace: string;
 }
 
-const RESULT_MARK = '::gantry-result::';
-
-export interface ChildOutcome {
-  code: number;
-  result: unknown;
-  stdout: string;
-  stderr: string;
-}
+export type { ChildOutcome } from './step-child.ts';
 
 /** Runs one command in a child; resolves with its exit code and result (never rejects on a failed command). */
 export function runArtifactClient(env: ArtifactClientEnv, command: ArtifactCommand): Promise<ChildOutcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify(command)],
-      {
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '',
-          ACTIONS_RUNTIME_TOKEN: env.runtimeToken,
-          ACTIONS_RESULTS_URL: env.resultsUrl,
-          GITHUB_WORKSPACE: env.workspace,
-          // No GITHUB_SERVER_URL: the library refuses to run when it names a host other than github.com
-          // (its GHES check); act-based runners leave it at https://github.com for the same reason.
-          // Failures answer at once: the client's retries (with backoff) would only slow a test down.
-          ACTIONS_ARTIFACT_UPLOAD_CONCURRENCY: '4',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const line = stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
-      resolve({
-        code: code ?? -1,
-        result: line === undefined ? undefined : JSON.parse(line.slice(RESULT_MARK.length)),
-        stdout,
-        stderr,
-      });
-    });
+  return runStepChild(import.meta.url, command, {
+    ACTIONS_RUNTIME_TOKEN: env.runtimeToken,
+    ACTIONS_RESULTS_URL: env.resultsUrl,
+    GITHUB_WORKSPACE: env.workspace,
+    // No GITHUB_SERVER_URL: the library refuses to run when it names a host other than github.com
+    // (its GHES check); act-based runners leave it at https://github.com for the same reason.
+    // Failures answer at once: the client's retries (with backoff) would only slow a test down.
+    ACTIONS_ARTIFACT_UPLOAD_CONCURRENCY: '4',
   });
 }
 
-async function main(raw: string): Promise<void> {
-  const command = JSON.parse(raw) as ArtifactCommand;
+async function run(command: ArtifactCommand): Promise<unknown> {
   const { DefaultArtifactClient } = await import('@actions/artifact');
   const client = new DefaultArtifactClient();
   let result: unknown;
@@ -94,12 +61,7 @@ async function main(raw: string): Promise<void> {
       result = await client.deleteArtifact(command.name);
       break;
   }
-  process.stdout.write(`\n${RESULT_MARK}${JSON.stringify(result)}\n`);
+  return result;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main(process.argv[2] ?? '{}').catch((error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  });
-}
+answerAsStepChild(import.meta.url, run);

@@ -1,5 +1,6 @@
 // buildApp(deps) assembles the HTTP application. It never listens: main.ts does,
 // and tests either listen on port 0 or inject.
+import http from 'node:http';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -36,6 +37,10 @@ import { commitStatusRoutes } from './http/api/v1/commit-statuses.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
 import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
 import { FETCH_TASK_PATH } from './http/runner-rpc/fetch-task-direct.ts';
+import { fetchTaskFront } from './http/runner-rpc/fetch-task-front.ts';
+import type { NextListener } from './http/runner-rpc/fetch-task-front.ts';
+import { bufferedLimitOf } from './http/runner-rpc/request-limits.ts';
+import { RunnerService } from './gen/runner/v1/services_pb.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
 import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
@@ -47,6 +52,14 @@ import { pageNotFound, webConsole } from './http/web/index.ts';
 const JSON_TYPE = 'application/json;charset=utf-8';
 /** Longest path segment the router accepts (longer: 414). */
 const MAX_PARAM_LENGTH = 500;
+
+/**
+ * How often Node looks for request heads past headersTimeout: a quarter of it
+ * (Node's default, 30 s, would let a 20 s headersTimeout run to 50 s).
+ */
+function headersCheckIntervalMs(headersTimeoutMs: number): number {
+  return Math.min(30_000, Math.max(250, Math.floor(headersTimeoutMs / 4)));
+}
 
 // Bodies are validated strictly (no type coercion: a number is not a string, as
 // in Go's decoder); unknown keys are dropped. Query strings and path parameters
@@ -65,7 +78,51 @@ function bodyValidator(): Ajv {
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const { config, services, logger } = deps;
+  // The server's request listener: a runner's FetchTask as connect-go sends it
+  // is served before Fastify (http/runner-rpc/fetch-task-front.ts), set once
+  // Fastify exists; everything else goes to Fastify.
+  let listener: NextListener | null = null;
+  let closing = false;
   const app = Fastify({
+    // The server Fastify would make from the options below (`http`,
+    // keepAliveTimeout, requestTimeout), with the FetchTask listener in front.
+    serverFactory: (fastifyListener: NextListener) => {
+      const server = http.createServer(
+        {
+          maxHeaderSize: config.headerLimitBytes,
+          // Bounds the request line and headers of every request, from its first
+          // byte (or from connecting): a slow head gets 408 (client-errors.ts).
+          headersTimeout: config.httpHeadersTimeoutMs,
+          connectionsCheckingInterval: headersCheckIntervalMs(config.httpHeadersTimeoutMs),
+        },
+        (req, res) => (listener ?? fastifyListener)(req, res),
+      );
+      listener = fetchTaskFront(
+        {
+          protocol: services.runnerProtocol,
+          maxBytes: bufferedLimitOf(RunnerService.method.fetchTask, config.actionsLogMaxRequestBytes).maxBytes,
+          transferIdleTimeoutMs: config.httpTransferIdleTimeoutMs,
+          transferTimeoutMs: config.httpTransferTimeoutMs,
+          logger: logger as unknown as FastifyBaseLogger,
+          observe:
+            config.metricsToken !== null && deps.metrics !== null
+              ? deps.metrics.observeRequest.bind(deps.metrics)
+              : null,
+          // Rate limits count every request in rate-limit.ts's hook; a closing server answers 503 there.
+          passAll: () => closing || config.rateLimitPerIp > 0 || config.rateLimitPerToken > 0,
+        },
+        fastifyListener,
+      );
+      // Above a reverse proxy's upstream keepalive_timeout (nginx: 60 s in the
+      // README's example), so the proxy, not Gantry, closes an idle connection
+      // and never sends a request on one Gantry is closing.
+      server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+      // Off here: it is one value for the whole server, and git pushes and
+      // runner uploads need far longer than API bodies. request-deadlines.ts
+      // bounds the time to receive a request per route class instead.
+      server.requestTimeout = 0;
+      return server;
+    },
     loggerInstance: logger as unknown as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     // X-Request-Id is read (and checked) by requestIdOf, not by Fastify as is.
@@ -80,23 +137,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     }),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler(config.rootUrl, MAX_PARAM_LENGTH),
-    http: {
-      maxHeaderSize: config.headerLimitBytes,
-      // Bounds the request line and headers of every request, from its first
-      // byte (or from connecting): a slow head gets 408 (client-errors.ts).
-      headersTimeout: config.httpHeadersTimeoutMs,
-      // Node looks for expired heads on this interval (default 30 s, which
-      // would let a 20 s headersTimeout run to 50 s): a quarter of it.
-      connectionsCheckingInterval: Math.min(30_000, Math.max(250, Math.floor(config.httpHeadersTimeoutMs / 4))),
-    },
-    // Off here: it is one value for the whole server, and git pushes and
-    // runner uploads need far longer than API bodies. request-deadlines.ts
-    // bounds the time to receive a request per route class instead.
-    requestTimeout: 0,
-    // Above a reverse proxy's upstream keepalive_timeout (nginx: 60 s in the
-    // README's example), so the proxy, not Gantry, closes an idle connection
-    // and never sends a request on one Gantry is closing.
-    keepAliveTimeout: config.httpKeepAliveTimeoutMs,
     clientErrorHandler: clientErrorHandler(),
     // req.ip: the client X-Forwarded-For names when the peer is a trusted proxy (rate limits, logs).
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
@@ -106,6 +146,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // not queued): the process keeps its file descriptors and memory for the
   // connections it has. 0 leaves it unlimited.
   if (config.httpMaxConnections > 0) app.server.maxConnections = config.httpMaxConnections;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   const deadlines: RequestDeadlineLimits = {
     requestTimeoutMs: config.httpRequestTimeoutMs,
     transferIdleTimeoutMs: config.httpTransferIdleTimeoutMs,

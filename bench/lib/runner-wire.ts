@@ -99,8 +99,7 @@ class ProtoReader {
       // Read before adding: `pos += varint()` would add to pos as it was before the length.
       const length = Number(this.varint());
       this.pos += length;
-    }
-    else if (wireType === 5) this.pos += 4;
+    } else if (wireType === 5) this.pos += 4;
     else throw new RunnerWireError(`unexpected wire type ${wireType}`);
   }
 }

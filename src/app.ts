@@ -53,14 +53,6 @@ const JSON_TYPE = 'application/json;charset=utf-8';
 /** Longest path segment the router accepts (longer: 414). */
 const MAX_PARAM_LENGTH = 500;
 
-/**
- * How often Node looks for request heads past headersTimeout: a quarter of it
- * (Node's default, 30 s, would let a 20 s headersTimeout run to 50 s).
- */
-function headersCheckIntervalMs(headersTimeoutMs: number): number {
-  return Math.min(30_000, Math.max(250, Math.floor(headersTimeoutMs / 4)));
-}
-
 // Bodies are validated strictly (no type coercion: a number is not a string, as
 // in Go's decoder); unknown keys are dropped. Query strings and path parameters
 // are parsed leniently in code, as Forgejo does, so they are not validated here.
@@ -78,26 +70,50 @@ function bodyValidator(): Ajv {
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const { config, services, logger } = deps;
-  // The server's request listener: a runner's FetchTask as connect-go sends it
-  // is served before Fastify (http/runner-rpc/fetch-task-front.ts), set once
-  // Fastify exists; everything else goes to Fastify.
-  let listener: NextListener | null = null;
+  /** Set before Fastify closes the server: every call then goes to Fastify, which answers 503. */
   let closing = false;
   const app = Fastify({
-    // The server Fastify would make from the options below (`http`,
-    // keepAliveTimeout, requestTimeout), with the FetchTask listener in front.
-    serverFactory: (fastifyListener: NextListener) => {
-      const server = http.createServer(
-        {
-          maxHeaderSize: config.headerLimitBytes,
-          // Bounds the request line and headers of every request, from its first
-          // byte (or from connecting): a slow head gets 408 (client-errors.ts).
-          headersTimeout: config.httpHeadersTimeoutMs,
-          connectionsCheckingInterval: headersCheckIntervalMs(config.httpHeadersTimeoutMs),
-        },
-        (req, res) => (listener ?? fastifyListener)(req, res),
-      );
-      listener = fetchTaskFront(
+    loggerInstance: logger as unknown as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    // X-Request-Id is read (and checked) by requestIdOf, not by Fastify as is.
+    requestIdHeader: false,
+    genReqId: requestIdOf,
+    return503OnClosing: true,
+    // A runner's FetchTask (its poll, every few seconds; thousands of runners
+    // in a fleet) writes no request lines: at info level they were two lines
+    // per poll and most of an idle fleet's log. Its failures are still logged.
+    logController: new LogController({
+      disableRequestLogging: (req: { url?: string }) => req.url === FETCH_TASK_PATH,
+    }),
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorHandler(config.rootUrl, MAX_PARAM_LENGTH),
+    http: {
+      maxHeaderSize: config.headerLimitBytes,
+      // Bounds the request line and headers of every request, from its first
+      // byte (or from connecting): a slow head gets 408 (client-errors.ts).
+      headersTimeout: config.httpHeadersTimeoutMs,
+      // Node looks for expired heads on this interval (default 30 s, which
+      // would let a 20 s headersTimeout run to 50 s): a quarter of it.
+      connectionsCheckingInterval: Math.min(30_000, Math.max(250, Math.floor(config.httpHeadersTimeoutMs / 4))),
+    },
+    // Off here: it is one value for the whole server, and git pushes and
+    // runner uploads need far longer than API bodies. request-deadlines.ts
+    // bounds the time to receive a request per route class instead.
+    requestTimeout: 0,
+    // Above a reverse proxy's upstream keepalive_timeout (nginx: 60 s in the
+    // README's example), so the proxy, not Gantry, closes an idle connection
+    // and never sends a request on one Gantry is closing.
+    keepAliveTimeout: config.httpKeepAliveTimeoutMs,
+    clientErrorHandler: clientErrorHandler(),
+    // req.ip: the client X-Forwarded-For names when the peer is a trusted proxy (rate limits, logs).
+    trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
+    // The server Fastify would make from the options above (`http`,
+    // keepAliveTimeout, requestTimeout: Fastify applies them only to a server
+    // it makes itself), with a request listener in front of Fastify's: a
+    // runner's FetchTask as connect-go sends it is served there
+    // (http/runner-rpc/fetch-task-front.ts), everything else goes on to Fastify.
+    serverFactory: (fastifyListener: NextListener, options) => {
+      const front = fetchTaskFront(
         {
           protocol: services.runnerProtocol,
           maxBytes: bufferedLimitOf(RunnerService.method.fetchTask, config.actionsLogMaxRequestBytes).maxBytes,
@@ -113,33 +129,11 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
         },
         fastifyListener,
       );
-      // Above a reverse proxy's upstream keepalive_timeout (nginx: 60 s in the
-      // README's example), so the proxy, not Gantry, closes an idle connection
-      // and never sends a request on one Gantry is closing.
+      const server = http.createServer(options.http ?? {}, front);
       server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
-      // Off here: it is one value for the whole server, and git pushes and
-      // runner uploads need far longer than API bodies. request-deadlines.ts
-      // bounds the time to receive a request per route class instead.
       server.requestTimeout = 0;
       return server;
     },
-    loggerInstance: logger as unknown as FastifyBaseLogger,
-    bodyLimit: config.bodyLimitBytes,
-    // X-Request-Id is read (and checked) by requestIdOf, not by Fastify as is.
-    requestIdHeader: false,
-    genReqId: requestIdOf,
-    return503OnClosing: true,
-    // A runner's FetchTask (its poll, every few seconds; thousands of runners
-    // in a fleet) writes no request lines: at info level they were two lines
-    // per poll and most of an idle fleet's log. Its failures are still logged.
-    logController: new LogController({
-      disableRequestLogging: (req: { url?: string }) => req.url === FETCH_TASK_PATH,
-    }),
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
-    frameworkErrors: frameworkErrorHandler(config.rootUrl, MAX_PARAM_LENGTH),
-    clientErrorHandler: clientErrorHandler(),
-    // req.ip: the client X-Forwarded-For names when the peer is a trusted proxy (rate limits, logs).
-    trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Beyond the cap Node closes a new connection at once, unanswered (refused,

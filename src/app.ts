@@ -1,6 +1,5 @@
 // buildApp(deps) assembles the HTTP application. It never listens: main.ts does,
 // and tests either listen on port 0 or inject.
-import http from 'node:http';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -8,6 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
+import http from 'node:http';
 import type { Deps } from './deps.ts';
 import { installAuthHook } from './http/auth-hook.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
@@ -37,15 +37,15 @@ import { commitStatusRoutes } from './http/api/v1/commit-statuses.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
 import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
 import { FETCH_TASK_PATH } from './http/runner-rpc/fetch-task-direct.ts';
-import { fetchTaskFront } from './http/runner-rpc/fetch-task-front.ts';
-import type { NextListener } from './http/runner-rpc/fetch-task-front.ts';
-import { bufferedLimitOf } from './http/runner-rpc/request-limits.ts';
-import { RunnerService } from './gen/runner/v1/services_pb.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
 import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
 import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
+import { fetchTaskFront } from './http/runner-rpc/fetch-task-front.ts';
+import type { NextListener } from './http/runner-rpc/fetch-task-front.ts';
+import { bufferedLimitOf } from './http/runner-rpc/request-limits.ts';
+import { RunnerService } from './gen/runner/v1/services_pb.ts';
 import { API_CACHE_CONTROL } from './http/api-cache-control.ts';
 import { pageNotFound, webConsole } from './http/web/index.ts';
 

@@ -7,6 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
+import http from 'node:http';
 import type { Deps } from './deps.ts';
 import { installAuthHook } from './http/auth-hook.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
@@ -41,6 +42,10 @@ import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
 import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
+import { fetchTaskFront } from './http/runner-rpc/fetch-task-front.ts';
+import type { NextListener } from './http/runner-rpc/fetch-task-front.ts';
+import { bufferedLimitOf } from './http/runner-rpc/request-limits.ts';
+import { RunnerService } from './gen/runner/v1/services_pb.ts';
 import { API_CACHE_CONTROL } from './http/api-cache-control.ts';
 import { pageNotFoundFor, webConsole } from './http/web/index.ts';
 
@@ -65,6 +70,8 @@ function bodyValidator(): Ajv {
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const { config, services, logger } = deps;
+  /** Set before Fastify closes the server: every call then goes to Fastify, which answers 503. */
+  let closing = false;
   const app = Fastify({
     loggerInstance: logger as unknown as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -100,12 +107,42 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     clientErrorHandler: clientErrorHandler(),
     // req.ip: the client X-Forwarded-For names when the peer is a trusted proxy (rate limits, logs).
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
+    // The server Fastify would make from the options above (`http`,
+    // keepAliveTimeout, requestTimeout: Fastify applies them only to a server
+    // it makes itself), with a request listener in front of Fastify's: a
+    // runner's FetchTask as connect-go sends it is served there
+    // (http/runner-rpc/fetch-task-front.ts), everything else goes on to Fastify.
+    serverFactory: (fastifyListener: NextListener, options) => {
+      const front = fetchTaskFront(
+        {
+          protocol: services.runnerProtocol,
+          maxBytes: bufferedLimitOf(RunnerService.method.fetchTask, config.actionsLogMaxRequestBytes).maxBytes,
+          transferIdleTimeoutMs: config.httpTransferIdleTimeoutMs,
+          transferTimeoutMs: config.httpTransferTimeoutMs,
+          logger: logger as unknown as FastifyBaseLogger,
+          observe:
+            config.metricsToken !== null && deps.metrics !== null
+              ? deps.metrics.observeRequest.bind(deps.metrics)
+              : null,
+          // Rate limits count every request in rate-limit.ts's hook; a closing server answers 503 there.
+          passAll: () => closing || config.rateLimitPerIp > 0 || config.rateLimitPerToken > 0,
+        },
+        fastifyListener,
+      );
+      const server = http.createServer(options.http ?? {}, front);
+      server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+      server.requestTimeout = 0;
+      return server;
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Beyond the cap Node closes a new connection at once, unanswered (refused,
   // not queued): the process keeps its file descriptors and memory for the
   // connections it has. 0 leaves it unlimited.
   if (config.httpMaxConnections > 0) app.server.maxConnections = config.httpMaxConnections;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   const deadlines: RequestDeadlineLimits = {
     requestTimeoutMs: config.httpRequestTimeoutMs,
     transferIdleTimeoutMs: config.httpTransferIdleTimeoutMs,

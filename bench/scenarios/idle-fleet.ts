@@ -5,7 +5,7 @@
 // share of one core over that window (its utime + stime from /proc, against
 // wall time; target ≤ 10 %) and its RSS at the end (target ≤ 300 MB). The
 // runner clients live in this process, so their own CPU is not counted; they
-// speak FetchTask over bare node:http (bench/lib/fetch-poller.ts), cheap
+// speak FetchTask over bare node:http (bench/lib/runner-wire.ts), cheap
 // enough that 5,000 of them do not starve this process into timing out
 // calls the server answered in time.
 // Every client fetches as forgejo-runner does, with its default fetch_timeout
@@ -23,8 +23,8 @@ import { createDeps } from '../../src/deps.ts';
 import { freePort } from '../../test/support/free-port.ts';
 import { GantryChild } from '../../test/support/gantry-child.ts';
 import type { RunnerCredentials } from '../../test/support/runner-client.ts';
-import { fetchPoller, fleetAgent } from '../lib/fetch-poller.ts';
-import type { FetchOutcome, FetchPoller } from '../lib/fetch-poller.ts';
+import { fleetAgent, wireRunner } from '../lib/runner-wire.ts';
+import type { FetchOutcome, WireRunner } from '../lib/runner-wire.ts';
 import { readProcessMemory } from '../lib/process-memory.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 
@@ -115,11 +115,11 @@ interface PollStats {
   firstError: unknown;
 }
 
-async function pollLoop(poller: FetchPoller, signal: AbortSignal, stats: PollStats): Promise<void> {
+async function pollLoop(runner: WireRunner, signal: AbortSignal, stats: PollStats): Promise<void> {
   while (!signal.aborted) {
     let outcome: FetchOutcome;
     try {
-      outcome = await poller.fetch();
+      outcome = await runner.fetchTask({ timeoutMs: FETCH_TIMEOUT_MS });
     } catch (error) {
       stats.errors += 1;
       stats.firstError ??= error;
@@ -129,7 +129,7 @@ async function pollLoop(poller: FetchPoller, signal: AbortSignal, stats: PollSta
     if (signal.aborted) return;
     if (outcome.kind === 'answered') {
       stats.polls += 1;
-      if (outcome.response.task !== undefined) stats.tasks += 1;
+      if (outcome.taskId !== null) stats.tasks += 1;
     } else if (outcome.kind === 'timeout') {
       stats.timeouts += 1;
       // forgejo-runner fetches at most once per fetch_interval (2 s) after a failed fetch.
@@ -164,7 +164,7 @@ export const idleFleet: Scenario = {
     const stats: PollStats = { polls: 0, timeouts: 0, dropped: 0, tasks: 0, errors: 0, firstError: undefined };
     const spread = RAMP_MS / credentials.length;
     const loops = credentials.map((c, i) =>
-      sleep(i * spread).then(() => pollLoop(fetchPoller(url, c, FETCH_TIMEOUT_MS, agent), controller.signal, stats)),
+      sleep(i * spread).then(() => pollLoop(wireRunner(url, c, agent), controller.signal, stats)),
     );
     let cpuShare: number;
     let pollsPerSec: number;

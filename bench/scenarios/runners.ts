@@ -22,8 +22,11 @@
 // Latency (2) runs from sending the POST to the runner holding the task, so
 // it includes the dispatch call itself, whose own round trip is the baseline.
 //
-// The clients are test/support/runner-client.ts (Connect over HTTP/1.1,
-// binary). A "long-polling" client sends tasks_version 0 on every FetchTask:
+// The runners register with test/support/runner-client.ts (connect-es), then
+// call as forgejo-runner does through bench/lib/runner-wire.ts: binary
+// Connect over bare node:http, cheap enough that the clients' own CPU (this
+// process, on the same 2 cores as the server) stays small beside the
+// server's; forgejo-runner runs on other machines. A "long-polling" client sends tasks_version 0 on every FetchTask:
 // Gantry (like Forgejo) answers a runner that sends the current version at
 // once, and holds only a call whose version is stale (Forgejo: routers/api/actions/runner/runner.go, FetchTask).
 // GANTRY_BENCH_RUNNER_JOBS changes the queued job count (default 2,000);
@@ -33,20 +36,20 @@ import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { create, toBinary } from '@bufbuild/protobuf';
-import { Code, ConnectError } from '@connectrpc/connect';
-import { FetchTaskResponseSchema, Result } from '../../src/gen/runner/v1/messages_pb.ts';
-import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
+import { FetchTaskResponseSchema } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { Db } from '../../src/models/database.ts';
 import type { User } from '../../src/models/users.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
-import { createRunnerClient, registerRunner } from '../../test/support/runner-client.ts';
-import type { RunnerClient } from '../../test/support/runner-client.ts';
+import { registerRunner } from '../../test/support/runner-client.ts';
+import type { RunnerCredentials } from '../../test/support/runner-client.ts';
 import { createWorkDir, remoteUrl } from '../../test/support/workdir.ts';
 import { startGantryChild } from '../lib/gantry-child-server.ts';
 import type { GantryChildServer } from '../lib/gantry-child-server.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { GantryServer } from '../lib/gantry-server.ts';
 import { processCpuSeconds } from '../lib/process-cpu.ts';
+import { fleetAgent, wireRunner } from '../lib/runner-wire.ts';
+import type { WireRunner } from '../lib/runner-wire.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 
 const DEFAULT_JOBS = 2_000;
@@ -106,10 +109,6 @@ function sortedCopy(values: readonly number[]): number[] {
   return [...values].sort((a, b) => a - b);
 }
 
-function isAbort(error: unknown): boolean {
-  return error instanceof ConnectError && error.code === Code.Canceled;
-}
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 interface LoopStats {
@@ -129,29 +128,27 @@ interface LoopStats {
  * off a little so a broken server is not hammered.
  */
 async function pollLoop(
-  client: RunnerClient,
+  runner: WireRunner,
   signal: AbortSignal,
   stats: LoopStats,
-  onTask: (task: Task, fetchMs: number) => Promise<void>,
+  onTask: (taskId: bigint, fetchMs: number) => Promise<void>,
   /** The call's deadline, as a runner sends its fetch_timeout (none: the server's own bound). */
   timeoutMs?: number,
 ): Promise<void> {
   while (!signal.aborted) {
     try {
       const started = performance.now();
-      const res = await client.runner.fetchTask({ tasksVersion: 0n }, { signal, timeoutMs });
+      const outcome = await runner.fetchTask({ signal, timeoutMs });
+      if (signal.aborted) return;
+      if (outcome.kind === 'dropped') throw new Error('the server closed the connection under a FetchTask');
       stats.polls += 1;
-      if (res.task !== undefined) await onTask(res.task, performance.now() - started);
-      else stats.empty += 1;
-    } catch (error) {
-      if (signal.aborted || isAbort(error)) return;
       // A runner whose fetch ran out of time asks again, as forgejo-runner does
       // (on a loaded machine the answer can miss the deadline's margin).
-      if (timeoutMs !== undefined && error instanceof ConnectError && error.code === Code.DeadlineExceeded) {
-        stats.polls += 1;
-        stats.timeouts += 1;
-        continue;
-      }
+      if (outcome.kind === 'timeout') stats.timeouts += 1;
+      else if (outcome.taskId !== null) await onTask(outcome.taskId, performance.now() - started);
+      else stats.empty += 1;
+    } catch (error) {
+      if (signal.aborted) return;
       stats.errors += 1;
       stats.firstError ??= error;
       await sleep(100);
@@ -171,10 +168,6 @@ function settleAbandonedFetches(): Promise<void> {
   return sleep(HOLD_MS + 500);
 }
 
-function finishTask(client: RunnerClient, task: Task) {
-  return client.runner.updateTask({ state: { id: task.id, result: Result.SUCCESS, steps: [] } });
-}
-
 function newStats(): LoopStats {
   return { polls: 0, empty: 0, timeouts: 0, errors: 0, firstError: undefined };
 }
@@ -184,23 +177,35 @@ function checkStats(stats: LoopStats, what: string): void {
     throw new Error(`${what}: ${stats.errors} failed calls, the first: ${String(stats.firstError)}`);
 }
 
+/** Registers `count` runners; returns their credentials. */
 async function registerMany(
   url: string,
   registrationToken: string,
   count: number,
   labels: string[],
   ctx: ScenarioContext,
-): Promise<RunnerClient[]> {
-  const clients: RunnerClient[] = [];
+): Promise<RunnerCredentials[]> {
+  const clients: RunnerCredentials[] = [];
   for (let start = 0; start < count; start += REGISTER_CHUNK) {
     const chunk = Math.min(REGISTER_CHUNK, count - start);
-    clients.push(
-      ...(await Promise.all(Array.from({ length: chunk }, () => registerRunner(url, registrationToken, { labels })))),
+    const registered = await Promise.all(
+      Array.from({ length: chunk }, () => registerRunner(url, registrationToken, { labels })),
     );
+    for (const client of registered) {
+      if (client.credentials === null) throw new Error('a registered runner has no credentials');
+      clients.push(client.credentials);
+    }
     if (count >= 500 && (start + chunk) % 250 === 0)
       ctx.log(`registered ${start + chunk}/${count} runners (${labels.join(',')})`);
   }
   return clients;
+}
+
+/** Runners that call `url` as forgejo-runner does, one kept-alive connection each (closed by the scenario's end). */
+function wireRunners(url: string, credentials: readonly RunnerCredentials[], ctx: ScenarioContext): WireRunner[] {
+  const agent = fleetAgent();
+  ctx.defer(() => agent.destroy());
+  return credentials.map((c) => wireRunner(url, c, agent));
 }
 
 interface Setup {
@@ -265,7 +270,7 @@ async function dispatch(target: DispatchTarget, file: string): Promise<number> {
 
 /** Runs the swarm until `jobs` tasks are reported done; returns the seconds it took and the fetches' round trips. */
 async function drain(
-  clients: readonly RunnerClient[],
+  clients: readonly WireRunner[],
   jobs: number,
   /** The server's process, whose CPU is read from /proc. */
   serverPid: number,
@@ -281,7 +286,7 @@ async function drain(
 }> {
   // Runners that were polling hold open connections: open them now, so the
   // first fetches do not measure a hundred TCP handshakes at once.
-  await Promise.all(clients.map((client) => client.ping.ping({ data: 'bench' })));
+  await Promise.all(clients.map((client) => client.ping()));
   const serverCpuBefore = await processCpuSeconds(serverPid);
   const controller = new AbortController();
   // One signal for every client loop.
@@ -298,11 +303,11 @@ async function drain(
   let cpuMsPerJob = 0;
   let serverCpuAtEnd: Promise<number> = Promise.resolve(0);
   const loops = clients.map((client) => {
-    return pollLoop(client, controller.signal, stats, async (task, ms) => {
+    return pollLoop(client, controller.signal, stats, async (taskId, ms) => {
       fetchMs.push(ms);
-      if (taskIds.has(task.id)) throw new Error(`task ${task.id} handed out twice`);
-      taskIds.add(task.id);
-      await finishTask(client, task);
+      if (taskIds.has(taskId)) throw new Error(`task ${taskId} handed out twice`);
+      taskIds.add(taskId);
+      await client.finishTask(taskId);
       done += 1;
       if (done === jobs) {
         const cpu = process.cpuUsage(cpuBefore);
@@ -388,7 +393,11 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
   };
   const database = server.openDatabase();
   ctx.defer(() => database.destroy());
-  const clients = await registerMany(server.url, server.seeded.registrationToken, SWARM_RUNNERS, ['swarm'], ctx);
+  const clients = wireRunners(
+    server.url,
+    await registerMany(server.url, server.seeded.registrationToken, SWARM_RUNNERS, ['swarm'], ctx),
+    ctx,
+  );
 
   ctx.log(`warming up: ${MATRIX_LEGS} jobs through ${SWARM_RUNNERS} runners…`);
   await dispatch(target, 'warm.yml');
@@ -458,7 +467,11 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
 }
 
 async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {
-  const clients = await registerMany(setup.gantry.url, setup.registrationToken, LATENCY_RUNNERS, ['latency'], ctx);
+  const clients = wireRunners(
+    setup.gantry.url,
+    await registerMany(setup.gantry.url, setup.registrationToken, LATENCY_RUNNERS, ['latency'], ctx),
+    ctx,
+  );
   const controller = new AbortController();
   // One signal for every client loop.
   setMaxListeners(0, controller.signal);
@@ -466,12 +479,12 @@ async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metri
   let onTask: ((at: number) => void) | null = null;
   let stray = 0;
   const loops = clients.map((client) =>
-    pollLoop(client, controller.signal, stats, async (task) => {
+    pollLoop(client, controller.signal, stats, async (taskId) => {
       const at = performance.now();
       if (onTask === null) stray += 1;
       else onTask(at);
       onTask = null;
-      await finishTask(client, task);
+      await client.finishTask(taskId);
     }),
   );
   const latencies: number[] = [];
@@ -575,7 +588,7 @@ interface IdleMeasurement {
  * measures this process's CPU over `windowSec`.
  */
 async function measureIdle(
-  clients: readonly RunnerClient[],
+  clients: readonly WireRunner[],
   windowSec: number,
   label: string,
   ctx: ScenarioContext,
@@ -588,15 +601,15 @@ async function measureIdle(
   const spread = HOLD_MS / clients.length;
   const unexpected: number[] = [];
   for (let i = 0; i < clients.length; i += 1) {
-    const client = clients[i] as RunnerClient;
+    const client = clients[i] as WireRunner;
     loops.push(
       sleep(i * spread).then(() =>
         pollLoop(
           client,
           controller.signal,
           stats,
-          async (task) => {
-            unexpected.push(Number(task.id));
+          async (taskId) => {
+            unexpected.push(Number(taskId));
           },
           FETCH_TIMEOUT_MS,
         ),
@@ -632,18 +645,17 @@ async function measureIdle(
 async function idleMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {
   // Whole hold periods, so every client is counted for the same number of polls.
   const windowSec = Math.ceil(Math.max(MIN_IDLE_WINDOW_SEC, ctx.durationSec) / (HOLD_MS / 1000)) * (HOLD_MS / 1000);
-  const gantryClients = await registerMany(
+  const credentials = await registerMany(
     setup.gantry.url,
     setup.registrationToken,
     IDLE_RUNNERS,
     ['idle-no-work'],
     ctx,
   );
+  const gantryClients = wireRunners(setup.gantry.url, credentials, ctx);
   const bare = await startHoldingServer();
   ctx.defer(() => bare.close());
-  const bareClients = gantryClients.map((client) =>
-    createRunnerClient(bare.url, { credentials: client.credentials ?? undefined }),
-  );
+  const bareClients = wireRunners(bare.url, credentials, ctx);
 
   const baseline = await measureIdle(bareClients, windowSec, `bare server holding ${HOLD_MS / 1000} s`, ctx);
   const gantry = await measureIdle(gantryClients, windowSec, 'Gantry', ctx);

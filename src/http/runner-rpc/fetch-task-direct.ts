@@ -10,12 +10,16 @@
 // protocol versions, an unusable deadline, a caller the credentials do not
 // name — goes on to the Connect handler untouched, which answers or refuses
 // it as before. The body may come with a length or chunked (connect-es sends
-// chunked).
+// chunked). The call as forgejo-runner sends it (a Content-Length body) is
+// served even earlier, before Fastify (fetch-task-front.ts); this hook serves
+// the rest of the plain calls (chunked bodies, and every call while rate
+// limits are on). Both answer through fetchTaskAnswer.
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { FetchTaskRequestSchema, FetchTaskResponseSchema } from '../../gen/runner/v1/messages_pb.ts';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FetchTaskRequest } from '../../gen/runner/v1/messages_pb.ts';
 import { RunnerService } from '../../gen/runner/v1/services_pb.ts';
 import type { Runner } from '../../models/runners.ts';
@@ -31,16 +35,16 @@ export const FETCH_TASK_PATH = `/api/actions/${RunnerService.typeName}/${RunnerS
 /** Answers from this size on are gzip-compressed for a runner that accepts gzip (routes.ts: compressMinBytes). */
 const COMPRESS_MIN_BYTES = 1024;
 /** The abort reason of a call whose runner hung up (a shared value: no error object per call). */
-const CLIENT_GONE = Object.freeze({ reason: 'the runner closed the connection' });
-const CONNECT_TIMEOUT = /^\d{1,10}$/;
+export const CLIENT_GONE = Object.freeze({ reason: 'the runner closed the connection' });
+export const CONNECT_TIMEOUT = /^\d{1,10}$/;
 
-function header(req: FastifyRequest, name: string): string | undefined {
+function header(req: { headers: IncomingHttpHeaders }, name: string): string | undefined {
   const value = req.headers[name];
   return typeof value === 'string' ? value : undefined;
 }
 
 /** Connect's negotiation: gzip when it is one of the names the runner lists. */
-function acceptsGzip(accept: string | undefined): boolean {
+export function acceptsGzip(accept: string | undefined): boolean {
   return accept !== undefined && accept.split(',').some((name) => name.trim() === 'gzip');
 }
 
@@ -55,19 +59,22 @@ async function readBody(req: FastifyRequest, length: number | null, maxBytes: nu
   return readAll(bounded(req.raw[Symbol.asyncIterator](), { maxBytes }));
 }
 
-interface DirectCall {
-  runner: Runner;
+/** A plain binary FetchTask, from its request head. */
+export interface PlainCall {
   /** null: chunked. */
   length: number | null;
   timeoutMs: number | undefined;
+  uuid: string;
+  token: string;
+  requestKey: string | undefined;
+  acceptEncoding: string | undefined;
 }
 
-/** The call, when it has the shape this path serves and its credentials name a runner; undefined otherwise. */
-async function directCall(
-  req: FastifyRequest,
-  protocol: RunnerProtocolService,
+/** The call, when its head has the shape the direct paths serve; undefined otherwise. */
+export function plainCall(
+  req: { method?: string; url?: string; headers: IncomingHttpHeaders },
   maxBytes: number,
-): Promise<DirectCall | undefined> {
+): PlainCall | undefined {
   if (req.method !== 'POST' || req.url !== FETCH_TASK_PATH) return undefined;
   if (header(req, 'content-type') !== 'application/proto') return undefined;
   const encoding = header(req, 'content-encoding');
@@ -84,14 +91,113 @@ async function directCall(
   const uuid = header(req, UUID_HEADER);
   const token = header(req, TOKEN_HEADER);
   if (uuid === undefined || token === undefined) return undefined;
-  let runner: Runner | null;
+  return {
+    length,
+    timeoutMs: timeout === undefined ? undefined : Number(timeout),
+    uuid,
+    token,
+    requestKey: usableRequestKey(header(req, REQUEST_KEY_HEADER)),
+    acceptEncoding: header(req, 'accept-encoding'),
+  };
+}
+
+/** The runner the call's credentials name; null when they name none (the Connect path then refuses the call). */
+export async function plainCallRunner(protocol: RunnerProtocolService, call: PlainCall): Promise<Runner | null> {
   try {
-    runner = await protocol.authenticate(uuid, token, false);
+    return await protocol.authenticate(call.uuid, call.token, false);
   } catch {
-    return undefined; // The Connect path authenticates again and reports the failure.
+    return null; // The Connect path authenticates again and reports the failure.
   }
-  if (runner === null) return undefined;
-  return { runner, length, timeoutMs: timeout === undefined ? undefined : Number(timeout) };
+}
+
+export interface FetchTaskAnswer {
+  status: number;
+  contentType: 'application/proto' | 'application/json';
+  /** The body is gzip-compressed (Content-Encoding: gzip). */
+  gzip: boolean;
+  body: Buffer;
+}
+
+/**
+ * FetchTaskResponse{tasks_version} with no task, as toBinary writes it (field
+ * 2 as a varint, left out when 0): most of an idle fleet's answers, encoded
+ * without building a message.
+ */
+export function noTaskAnswer(tasksVersion: bigint): Uint8Array {
+  if (tasksVersion === 0n) return new Uint8Array(0);
+  const bytes = [0x10];
+  let rest = BigInt.asUintN(64, tasksVersion);
+  while (rest >= 0x80n) {
+    bytes.push(Number(rest & 0x7fn) | 0x80);
+    rest >>= 7n;
+  }
+  bytes.push(Number(rest));
+  return Uint8Array.from(bytes);
+}
+
+/** A body that is not a FetchTaskRequest (or could not be read whole): invalid_argument. */
+export function undecodable(error: unknown): ConnectError {
+  return new ConnectError(
+    `cannot decode the request as ${FetchTaskRequestSchema.typeName}: ${(error as Error).message}`,
+    Code.InvalidArgument,
+  );
+}
+
+function errorAnswer(error: unknown, logOf: () => FastifyBaseLogger): FetchTaskAnswer {
+  const connectError = toConnectError(error, logOf(), 'FetchTask');
+  return {
+    status: codeToHttpStatus(connectError.code),
+    contentType: 'application/json',
+    gzip: false,
+    body: Buffer.from(errorToJsonBytes(connectError, {})),
+  };
+}
+
+/**
+ * The answer to a plain binary FetchTask whose runner is known, as the
+ * Connect handler gives it: the task (or none) gzipped from 1 KiB on when the
+ * runner accepts gzip, or the Connect error (an undecodable body is
+ * invalid_argument); `body` is the error itself when the body could not be
+ * read (BodyLimitError past its limit).
+ */
+export async function fetchTaskAnswer(
+  protocol: RunnerProtocolService,
+  runner: Runner,
+  body: Uint8Array | ConnectError,
+  call: PlainCall,
+  /** Aborted when the runner hangs up. */
+  signal: AbortSignal,
+  /** The request's logger, where a failure that is Gantry's fault is logged (asked for only then). */
+  logOf: () => FastifyBaseLogger,
+): Promise<FetchTaskAnswer> {
+  if (body instanceof ConnectError) return errorAnswer(body, logOf);
+  let input: FetchTaskRequest;
+  try {
+    input = fromBinary(FetchTaskRequestSchema, body);
+  } catch (error) {
+    return errorAnswer(undecodable(error), logOf);
+  }
+  try {
+    const answer = await fetchTask(protocol, runner, input, {
+      timeoutMs: call.timeoutMs,
+      requestKey: call.requestKey,
+      signal,
+    });
+    let bytes =
+      answer.task === undefined && answer.additionalTasks.length === 0
+        ? noTaskAnswer(answer.tasksVersion)
+        : toBinary(FetchTaskResponseSchema, create(FetchTaskResponseSchema, answer));
+    const gzip = bytes.byteLength >= COMPRESS_MIN_BYTES && acceptsGzip(call.acceptEncoding);
+    if (gzip) bytes = await gzipAnswers.compress(bytes);
+    return {
+      status: 200,
+      contentType: 'application/proto',
+      gzip,
+      body: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    };
+  } catch (error) {
+    return errorAnswer(error, logOf);
+  }
 }
 
 /**
@@ -100,50 +206,24 @@ async function directCall(
  */
 export function fetchTaskDirect(protocol: RunnerProtocolService, maxBytes: number) {
   return async function serveFetchTaskDirectly(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    const call = await directCall(req, protocol, maxBytes);
+    const call = plainCall(req, maxBytes);
     if (call === undefined) return undefined;
-    const sendError = (error: unknown): FastifyReply => {
-      const connectError = toConnectError(error, req.log, 'FetchTask');
-      return reply
-        .code(codeToHttpStatus(connectError.code))
-        .type('application/json')
-        .send(Buffer.from(errorToJsonBytes(connectError, {})));
-    };
-    let input: FetchTaskRequest;
+    const runner = await plainCallRunner(protocol, call);
+    if (runner === null) return undefined;
+    let body: Uint8Array | ConnectError;
     try {
-      input = fromBinary(FetchTaskRequestSchema, await readBody(req, call.length, maxBytes));
+      body = await readBody(req, call.length, maxBytes);
     } catch (error) {
-      // The rest of the body stays unread: the connection cannot carry another request.
-      if (error instanceof BodyLimitError) {
-        reply.header('connection', 'close');
-        return sendError(error);
-      }
-      return sendError(
-        new ConnectError(
-          `cannot decode the request as ${FetchTaskRequestSchema.typeName}: ${(error as Error).message}`,
-          Code.InvalidArgument,
-        ),
-      );
+      body = error instanceof BodyLimitError ? error : undecodable(error);
     }
     const controller = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) controller.abort(CLIENT_GONE);
     });
-    try {
-      const answer = await fetchTask(protocol, call.runner, input, {
-        timeoutMs: call.timeoutMs,
-        requestKey: usableRequestKey(header(req, REQUEST_KEY_HEADER)),
-        signal: controller.signal,
-      });
-      let body = toBinary(FetchTaskResponseSchema, create(FetchTaskResponseSchema, answer));
-      reply.code(200).type('application/proto');
-      if (body.byteLength >= COMPRESS_MIN_BYTES && acceptsGzip(header(req, 'accept-encoding'))) {
-        body = await gzipAnswers.compress(body);
-        reply.header('content-encoding', 'gzip');
-      }
-      return reply.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
-    } catch (error) {
-      return sendError(error);
-    }
+    const answer = await fetchTaskAnswer(protocol, runner, body, call, controller.signal, () => req.log);
+    // The rest of an over-limit body stays unread: the connection cannot carry another request.
+    if (body instanceof BodyLimitError) reply.header('connection', 'close');
+    if (answer.gzip) reply.header('content-encoding', 'gzip');
+    return reply.code(answer.status).type(answer.contentType).send(answer.body);
   };
 }

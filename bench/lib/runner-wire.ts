@@ -1,0 +1,240 @@
+// A runner's calls as forgejo-runner puts them on the wire (connect-go over
+// HTTP/1.1: binary Connect, Connect-Protocol-Version 1, Accept-Encoding gzip,
+// a Content-Length body, the runner's uuid and token headers, its
+// fetch_timeout as Connect-Timeout-Ms when it sends one), over bare
+// node:http with kept-alive connections. forgejo-runner runs on other
+// machines; here the runners share the bench's 2 cores with the server they
+// measure, so they must cost little: request bodies are encoded by hand
+// (a few bytes each), and of an answer only the task id is decoded. The
+// Connect client of test/support/runner-client.ts does the same work with
+// more than 1 ms of CPU per job (Headers, abort signals, async iterables,
+// full message decoding); the tests keep it, as it checks every field.
+import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
+
+export type FetchOutcome =
+  /** taskId: the task the answer holds, null when none. */
+  | { kind: 'answered'; taskId: bigint | null }
+  /** The call ran out of its deadline on the client. */
+  | { kind: 'timeout' }
+  /** The connection was closed under the call (or the caller aborted it). */
+  | { kind: 'dropped' };
+
+/** The server answered a call with a status other than 200. */
+export class RunnerWireError extends Error {}
+
+export interface WireCallOptions {
+  /** The call's deadline: sent as Connect-Timeout-Ms and enforced here, as connect-go does. */
+  timeoutMs?: number;
+  /** Aborting ends the call at once (its outcome: dropped). */
+  signal?: AbortSignal;
+}
+
+export interface WireRunner {
+  /** FetchTask with tasks_version 0: the server holds it while it has nothing to claim. */
+  fetchTask(options?: WireCallOptions): Promise<FetchOutcome>;
+  /** UpdateTask reporting the task finished with success (no steps, no outputs). */
+  finishTask(taskId: bigint): Promise<void>;
+  /** Ping: opens (or reuses) a kept-alive connection. */
+  ping(): Promise<void>;
+}
+
+/** One agent for the whole fleet: every call in flight holds its own kept-alive connection, as each runner does. */
+export function fleetAgent(): http.Agent {
+  return new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, maxFreeSockets: 100_000 });
+}
+
+const SERVICE = '/api/actions/runner.v1.RunnerService/';
+const PING_PATH = '/api/actions/ping.v1.PingService/Ping';
+/** FetchTaskRequest{tasks_version: 0}: every field at its default, so no bytes. */
+const FETCH_TASK_BODY = Buffer.alloc(0);
+/** PingRequest{data: "bench"}. */
+const PING_BODY = Buffer.from([0x0a, 5, ...Buffer.from('bench')]);
+const RESULT_SUCCESS = 1;
+
+function varint(value: bigint): number[] {
+  const bytes: number[] = [];
+  let rest = value;
+  while (rest >= 0x80n) {
+    bytes.push(Number(rest & 0x7fn) | 0x80);
+    rest >>= 7n;
+  }
+  bytes.push(Number(rest));
+  return bytes;
+}
+
+/** UpdateTaskRequest{state: TaskState{id, result: RESULT_SUCCESS}}. */
+function finishTaskBody(taskId: bigint): Buffer {
+  const state = [0x08, ...varint(taskId), 0x10, RESULT_SUCCESS];
+  return Buffer.from([0x0a, ...varint(BigInt(state.length)), ...state]);
+}
+
+/** Reads protobuf varints and skips fields, over one buffer. */
+class ProtoReader {
+  pos: number;
+  constructor(
+    readonly bytes: Uint8Array,
+    start = 0,
+    readonly end = bytes.length,
+  ) {
+    this.pos = start;
+  }
+
+  varint(): bigint {
+    let result = 0n;
+    let shift = 0n;
+    for (;;) {
+      if (this.pos >= this.end) throw new RunnerWireError('truncated varint');
+      const byte = this.bytes[this.pos++] as number;
+      result |= BigInt(byte & 0x7f) << shift;
+      if (byte < 0x80) return result;
+      shift += 7n;
+    }
+  }
+
+  skip(wireType: number): void {
+    if (wireType === 0) this.varint();
+    else if (wireType === 1) this.pos += 8;
+    else if (wireType === 2) {
+      // Read before adding: `pos += varint()` would add to pos as it was before the length.
+      const length = Number(this.varint());
+      this.pos += length;
+    } else if (wireType === 5) this.pos += 4;
+    else throw new RunnerWireError(`unexpected wire type ${wireType}`);
+  }
+}
+
+/** The id of FetchTaskResponse.task (field 1, its field 1), null when the answer holds no task. */
+export function taskIdOf(bytes: Uint8Array): bigint | null {
+  const reader = new ProtoReader(bytes);
+  while (reader.pos < reader.end) {
+    const tag = Number(reader.varint());
+    if (tag !== 0x0a) {
+      reader.skip(tag & 7);
+      continue;
+    }
+    const length = Number(reader.varint());
+    const task = new ProtoReader(bytes, reader.pos, reader.pos + length);
+    let id = 0n;
+    while (task.pos < task.end) {
+      const field = Number(task.varint());
+      if (field === 0x08) id = task.varint();
+      else task.skip(field & 7);
+    }
+    return id;
+  }
+  return null;
+}
+
+interface Answer {
+  status: number;
+  body: Buffer;
+}
+
+export function wireRunner(serverUrl: string, runner: { uuid: string; token: string }, agent: http.Agent): WireRunner {
+  const url = new URL(serverUrl);
+  const base = {
+    'content-type': 'application/proto',
+    'connect-protocol-version': '1',
+    'accept-encoding': 'gzip',
+    'user-agent': 'connect-go/1.18.1 (go1.24)',
+    'x-runner-uuid': runner.uuid,
+    'x-runner-token': runner.token,
+  };
+  const fetchHeaders = new Map<number | undefined, http.OutgoingHttpHeaders>();
+  const headersOf = (timeoutMs: number | undefined): http.OutgoingHttpHeaders => {
+    let headers = fetchHeaders.get(timeoutMs);
+    if (headers === undefined) {
+      headers = {
+        ...base,
+        'content-length': '0',
+        ...(timeoutMs === undefined ? {} : { 'connect-timeout-ms': String(timeoutMs) }),
+      };
+      fetchHeaders.set(timeoutMs, headers);
+    }
+    return headers;
+  };
+
+  /** One unary call: resolves with the answer, or with 'timeout' / 'dropped'. */
+  function call(
+    path: string,
+    headers: http.OutgoingHttpHeaders,
+    body: Buffer,
+    options: WireCallOptions,
+  ): Promise<Answer | 'timeout' | 'dropped'> {
+    return new Promise((resolve) => {
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      const { signal } = options;
+      const settle = (outcome: Answer | 'timeout' | 'dropped'): void => {
+        if (settled) return;
+        settled = true;
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      };
+      const req = http.request({ host: url.hostname, port: url.port, path, method: 'POST', headers, agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', () => settle('dropped'));
+        res.on('end', () => {
+          const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+          const bytes = res.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
+          settle({ status: res.statusCode ?? 0, body: bytes });
+        });
+      });
+      function onAbort(): void {
+        settle('dropped');
+        req.destroy();
+      }
+      if (signal !== undefined) {
+        if (signal.aborted) {
+          onAbort();
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (options.timeoutMs !== undefined) {
+        // On a loaded machine this process may wake after a stall with both the
+        // deadline passed and the answer already in: timers run before I/O in
+        // an event-loop turn, so the answer is read first (setImmediate runs
+        // after the turn's I/O) and only a call still unanswered then times out.
+        timer = setTimeout(() => {
+          setImmediate(() => {
+            if (settled) return;
+            settle('timeout');
+            req.destroy();
+          });
+        }, options.timeoutMs);
+      }
+      req.on('error', () => settle('dropped'));
+      req.end(body);
+    });
+  }
+
+  function check(answer: Answer, what: string): Answer {
+    if (answer.status !== 200)
+      throw new RunnerWireError(`${what} answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 200)}`);
+    return answer;
+  }
+
+  return {
+    async fetchTask(options = {}) {
+      const answer = await call(`${SERVICE}FetchTask`, headersOf(options.timeoutMs), FETCH_TASK_BODY, options);
+      if (answer === 'timeout') return { kind: 'timeout' };
+      if (answer === 'dropped') return { kind: 'dropped' };
+      return { kind: 'answered', taskId: taskIdOf(check(answer, 'FetchTask').body) };
+    },
+    async finishTask(taskId) {
+      const body = finishTaskBody(taskId);
+      const answer = await call(`${SERVICE}UpdateTask`, { ...base, 'content-length': String(body.length) }, body, {});
+      if (typeof answer === 'string') throw new RunnerWireError(`UpdateTask of task ${taskId}: connection ${answer}`);
+      check(answer, 'UpdateTask');
+    },
+    async ping() {
+      const answer = await call(PING_PATH, { ...base, 'content-length': String(PING_BODY.length) }, PING_BODY, {});
+      if (typeof answer === 'string') throw new RunnerWireError(`Ping: connection ${answer}`);
+      check(answer, 'Ping');
+    },
+  };
+}

@@ -1,0 +1,245 @@
+// FetchTask as a fleet sends it, seen from the wire: the call as connect-go
+// puts it (a Content-Length body: forgejo-runner, act_runner) and as
+// connect-es does (chunked: `gantry runner`, the tests' client) get the same
+// answer — status, headers, gzip negotiation, errors — and the same
+// treatment a user can observe around it: X-Request-Id, the metrics by route,
+// the body's transfer deadline, the body limit refused unread.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { gunzipSync } from 'node:zlib';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
+import { FetchTaskRequestSchema, FetchTaskResponseSchema } from '../../src/gen/runner/v1/messages_pb.ts';
+import type { FetchTaskResponse } from '../../src/gen/runner/v1/messages_pb.ts';
+import { registerRunner } from '../support/runner-client.ts';
+import type { RunnerCredentials } from '../support/runner-client.ts';
+import { startTestServer, testDialects } from '../support/server.ts';
+import type { TestServer, TestUser } from '../support/server.ts';
+import { createWorkDir, remoteUrl } from '../support/workdir.ts';
+
+const PATH = '/api/actions/runner.v1.RunnerService/FetchTask';
+const METRICS_TOKEN = 'fetch-task-wire-metrics-token';
+
+const WORKFLOW = `on: workflow_dispatch
+jobs:
+  one:
+    runs-on: wire
+    steps:
+      - run: echo wire
+`;
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** Inflated when gzip-encoded. */
+  body: Buffer;
+}
+
+interface CallOptions {
+  /** A chunked body (connect-es) instead of a Content-Length one (connect-go). */
+  chunked?: boolean;
+  headers?: Record<string, string>;
+  body?: Uint8Array;
+}
+
+function fetchBody(tasksVersion: bigint): Uint8Array {
+  return toBinary(FetchTaskRequestSchema, create(FetchTaskRequestSchema, { tasksVersion }));
+}
+
+function call(url: string, runner: RunnerCredentials, options: CallOptions = {}): Promise<Answer> {
+  const body = Buffer.from(options.body ?? fetchBody(0n));
+  const target = new URL(PATH, url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: 'POST',
+        agent: false,
+        headers: {
+          'content-type': 'application/proto',
+          'connect-protocol-version': '1',
+          'connect-timeout-ms': '1000',
+          'x-runner-uuid': runner.uuid,
+          'x-runner-token': runner.token,
+          ...(options.chunked === true ? {} : { 'content-length': String(body.length) }),
+          ...options.headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: res.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw,
+          });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    if (options.chunked === true) {
+      // Written in a second chunk, as a stream: Node sends Transfer-Encoding: chunked.
+      req.write(body.subarray(0, 0));
+      req.end(body);
+    } else req.end(body);
+  });
+}
+
+/** The headers of an answer a client can rely on (not the framing, not the date). */
+function visibleHeaders(answer: Answer): Record<string, string> {
+  const {
+    date: _date,
+    connection: _c,
+    'keep-alive': _k,
+    'transfer-encoding': _t,
+    'content-length': _l,
+    ...rest
+  } = answer.headers;
+  return Object.fromEntries(Object.entries(rest).map(([name, value]) => [name, String(value)]));
+}
+
+function decode(answer: Answer): FetchTaskResponse {
+  assert.equal(answer.status, 200, answer.body.toString('utf8'));
+  return fromBinary(FetchTaskResponseSchema, answer.body);
+}
+
+for (const dialect of testDialects()) {
+  describe(`FetchTask on the wire [${dialect}]`, () => {
+    let s: TestServer;
+    let owner: TestUser;
+    let runner: RunnerCredentials;
+    let version: bigint;
+
+    before(async () => {
+      s = await startTestServer(dialect, {
+        GANTRY_METRICS_TOKEN: METRICS_TOKEN,
+        GANTRY_HTTP_TRANSFER_IDLE_TIMEOUT: '1',
+      });
+      owner = await s.createUser('wire-owner');
+      await createCurrentUserRepo({ client: owner.client, body: { name: 'wire' }, throwOnError: true });
+      const work = await createWorkDir(
+        remoteUrl(s.url, owner.name, 'wire', { user: owner.name, password: owner.token }),
+      );
+      await work.commit({ '.forgejo/workflows/wire.yml': WORKFLOW }, 'wire');
+      assert.equal((await work.push('main')).code, 0);
+      await work.remove();
+      const registrationToken = await s.server.deps.services.runners.registrationToken({
+        ownerId: owner.user.id,
+        repoId: 0,
+      });
+      const client = await registerRunner(s.url, registrationToken, { labels: ['wire'] });
+      runner = client.credentials as RunnerCredentials;
+      // The scope's current version: a call that sends it is answered at once.
+      version = decode(await call(s.url, runner)).tasksVersion;
+    });
+    after(() => s?.stop());
+
+    test('as connect-go and as connect-es sends it: the same status, headers and answer; X-Request-Id is the runner’s own when plausible', async () => {
+      const plain = await call(s.url, runner, { body: fetchBody(version), headers: { 'x-request-id': 'runner-1.2' } });
+      const chunked = await call(s.url, runner, {
+        body: fetchBody(version),
+        chunked: true,
+        headers: { 'x-request-id': 'runner-1.2' },
+      });
+      assert.deepEqual(decode(plain), decode(chunked));
+      assert.deepEqual(visibleHeaders(plain), visibleHeaders(chunked));
+      assert.equal(plain.headers['x-request-id'], 'runner-1.2');
+      assert.equal(plain.headers['content-type'], 'application/proto');
+      assert.equal(plain.headers['content-encoding'], undefined, 'a small answer is not compressed');
+
+      const junk = await call(s.url, runner, { body: fetchBody(version), headers: { 'x-request-id': 'a b<c>' } });
+      assert.match(String(junk.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    });
+
+    test('a body that is not a FetchTaskRequest is invalid_argument, in the same Connect error either way', async () => {
+      const junk = new Uint8Array([0xff, 0xff, 0xff]);
+      const plain = await call(s.url, runner, { body: junk });
+      const chunked = await call(s.url, runner, { body: junk, chunked: true });
+      assert.equal(plain.status, 400);
+      assert.equal(plain.headers['content-type'], 'application/json');
+      assert.deepEqual(Object.keys(visibleHeaders(plain)).sort(), Object.keys(visibleHeaders(chunked)).sort());
+      assert.deepEqual(JSON.parse(plain.body.toString('utf8')), JSON.parse(chunked.body.toString('utf8')));
+      assert.equal((JSON.parse(plain.body.toString('utf8')) as { code: string }).code, 'invalid_argument');
+    });
+
+    test('a task is gzip-compressed for a runner that accepts gzip, identity for one that does not', async () => {
+      for (const acceptGzip of [true, false]) {
+        await dispatchWorkflow({
+          client: owner.client,
+          path: { owner: owner.name, repo: 'wire', workflowfilename: 'wire.yml' },
+          body: { ref: 'main' },
+          throwOnError: true,
+        });
+        const answer = await call(s.url, runner, {
+          headers: acceptGzip ? { 'accept-encoding': 'gzip' } : {},
+        });
+        const task = decode(answer).task;
+        assert.ok(task !== undefined, 'the dispatched job is handed out');
+        assert.equal(answer.headers['content-encoding'], acceptGzip ? 'gzip' : undefined);
+        assert.ok(answer.body.length >= 1024, 'the answer is large enough to be compressed');
+      }
+    });
+
+    test('calls are counted and timed under their route in /metrics, whichever way they were sent', async () => {
+      const route = `method="POST",route="${PATH}",status="200"`;
+      const count = async (): Promise<number> => {
+        const res = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+        const text = await res.text();
+        const line = text.split('\n').find((l) => l.startsWith(`gantry_http_requests_total{${route}}`));
+        return line === undefined ? 0 : Number(line.split(' ').at(-1));
+      };
+      const before = await count();
+      for (let i = 0; i < 3; i += 1) decode(await call(s.url, runner, { body: fetchBody(version) }));
+      decode(await call(s.url, runner, { body: fetchBody(version), chunked: true }));
+      assert.equal((await count()) - before, 4);
+    });
+
+    test('a body that stops arriving closes the connection after GANTRY_HTTP_TRANSFER_IDLE_TIMEOUT', async () => {
+      const target = new URL(s.url);
+      const socket = net.connect(Number(target.port), target.hostname);
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      const started = performance.now();
+      socket.write(
+        `POST ${PATH} HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/proto\r\n` +
+          `Connect-Protocol-Version: 1\r\nX-Runner-Uuid: ${runner.uuid}\r\nX-Runner-Token: ${runner.token}\r\n` +
+          `Content-Length: 10\r\n\r\n\x08`,
+      );
+      const received: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => received.push(chunk));
+      await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      const seconds = (performance.now() - started) / 1000;
+      assert.ok(seconds >= 0.9 && seconds < 5, `closed after ${seconds.toFixed(1)} s`);
+      assert.equal(Buffer.concat(received).length, 0, 'nothing was answered');
+    });
+
+    test('a body over the limit (64 KiB) is resource_exhausted while the rest is still unsent', async () => {
+      const target = new URL(s.url);
+      const socket = net.connect(Number(target.port), target.hostname);
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(
+        `POST ${PATH} HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/proto\r\n` +
+          `Connect-Protocol-Version: 1\r\nX-Runner-Uuid: ${runner.uuid}\r\nX-Runner-Token: ${runner.token}\r\n` +
+          `Content-Length: ${10 * 1024 * 1024}\r\n\r\n`,
+      );
+      socket.write(Buffer.alloc(128 * 1024));
+      const answer = await new Promise<string>((resolve) => {
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString('latin1');
+          if (text.includes('resource_exhausted')) resolve(text);
+        });
+        socket.on('close', () => resolve(text));
+      });
+      socket.destroy();
+      assert.match(answer, /^HTTP\/1\.1 429 /);
+      assert.match(answer, /resource_exhausted/);
+    });
+  });
+}

@@ -1,6 +1,6 @@
 // buildApp(deps) assembles the HTTP application. It never listens: main.ts does,
 // and tests either listen on port 0 or inject.
-import Fastify, { LogController } from 'fastify';
+import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
@@ -17,6 +17,7 @@ import { frameworkErrorHandler, installErrorHandlers } from './http/errors.ts';
 import { installMetrics } from './http/metrics.ts';
 import { installRateLimits } from './http/rate-limit.ts';
 import { installRequestIdHeader, requestIdOf } from './http/request-id.ts';
+import { RequestLog } from './http/request-log.ts';
 import { installRequestDeadlines, useTransferDeadlines } from './http/request-deadlines.ts';
 import type { RequestDeadlineLimits } from './http/request-deadlines.ts';
 import { createGuards } from './http/guards.ts';
@@ -35,7 +36,6 @@ import { hookRoutes } from './http/api/v1/hooks.ts';
 import { commitStatusRoutes } from './http/api/v1/commit-statuses.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
 import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
-import { FETCH_TASK_PATH } from './http/runner-rpc/fetch-task-direct.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
 import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
@@ -72,12 +72,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: requestIdOf,
     return503OnClosing: true,
-    // A runner's FetchTask (its poll, every few seconds; thousands of runners
-    // in a fleet) writes no request lines: at info level they were two lines
-    // per poll and most of an idle fleet's log. Its failures are still logged.
-    logController: new LogController({
-      disableRequestLogging: (req: { url?: string }) => req.url === FETCH_TASK_PATH,
-    }),
+    // One line per request, none for a runner's FetchTask (request-log.ts).
+    logController: new RequestLog(),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler(config.rootUrl, MAX_PARAM_LENGTH),
     http: {

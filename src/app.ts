@@ -178,19 +178,22 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     async (api) => {
       const typed = api as unknown as ApiApp;
       installAuthHook(api, services, config.rootUrl);
-      api.addHook('onRequest', async (req) => {
+      // Hooks that never wait take Fastify's callback form: no promise per request.
+      api.addHook('onRequest', (req, _reply, done) => {
         const key = queryParameterWithNul(req.query);
         if (key !== null)
           throw AppError.invalid(`query parameter ${key.split('\0').join('\\0')} must not contain NUL characters`);
+        done();
       });
-      api.addHook('preValidation', async (req) => {
+      api.addHook('preValidation', (req, _reply, done) => {
         if (hasNulParam(req.params)) throw AppError.notFound();
+        done();
       });
-      api.addHook('onSend', async (_req, reply, payload) => {
+      api.addHook('onSend', (_req, reply, payload, done) => {
         reply.header('Cache-Control', API_CACHE_CONTROL);
         const type = reply.getHeader('content-type');
         if (typeof type === 'string' && type.startsWith('application/json')) reply.header('content-type', JSON_TYPE);
-        return payload;
+        done(null, payload);
       });
       const ctx: RouteContext = { config, services, guards: createGuards(services) };
       miscRoutes(typed, ctx, deps.version);

@@ -35,7 +35,9 @@ const draining = new WeakSet<IncomingMessage>();
 
 /** Reads and drops the rest of `raw`'s body, within bounds; a no-op once it has been read or its socket is gone. */
 export function drainUnreadBody(raw: IncomingMessage): void {
-  if (raw.readableEnded || raw.destroyed || draining.has(raw)) return;
+  // A complete request with nothing buffered (a GET's, usually) has nothing
+  // left to read, here or on the wire.
+  if ((raw.complete && raw.readableLength === 0) || raw.readableEnded || raw.destroyed || draining.has(raw)) return;
   draining.add(raw);
   let dropped = 0;
   const stop = (): void => {
@@ -61,7 +63,8 @@ export function drainUnreadBody(raw: IncomingMessage): void {
 
 /** On the root instance before any route plugin: every route, and the 404 handler, drains what it left. */
 export function installUnreadBodyDrain(app: FastifyInstance): void {
-  app.addHook('onResponse', async (req) => {
+  app.addHook('onResponse', (req, _reply, done) => {
     drainUnreadBody(req.raw);
+    done();
   });
 }

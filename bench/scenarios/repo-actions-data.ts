@@ -10,7 +10,8 @@
 // generator a third, and the windows alternate between them in the same
 // minutes (bench/lib/paired-windows.ts): the GET's figure is the median ratio
 // of GANTRY_BENCH_READ_PAIRS pairs (default 3), printed with each side's CPU
-// per request; the PUT's is one pair.
+// per request; the PUT's is one pair. `gantry web` logs at its default level
+// (info), as users run it.
 import type { Db } from '../../src/models/database.ts';
 import type { User } from '../../src/models/users.ts';
 import { startBareApiChild } from '../lib/bare-api.ts';
@@ -85,24 +86,29 @@ export const repoActionsData: Scenario = {
     if (!Number.isInteger(READ_PAIRS) || READ_PAIRS < 1)
       throw new Error(`GANTRY_BENCH_READ_PAIRS must be a whole number ≥ 1`);
     const repo = repoName(REPOS / 2);
-    const gantry = await startGantryChild<Seeded>(ctx, async (deps) => {
-      const { accounts, accessTokens } = deps.services;
-      const owner = await accounts.createUser({
-        username: 'bench-owner',
-        email: 'bench-owner@bench.invalid',
-        password: 'bench-password',
-        mustChangePassword: false,
-      });
-      const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
-      await seed(deps.database.db, owner, ctx);
-      const row = await deps.database.db
-        .selectFrom('repository')
-        .select('id')
-        .where('owner_id', '=', owner.id)
-        .where('lower_name', '=', repo)
-        .executeTakeFirstOrThrow();
-      return { ownerName: owner.name, ownerId: owner.id, repoId: row.id, token };
-    });
+    const gantry = await startGantryChild<Seeded>(
+      ctx,
+      async (deps) => {
+        const { accounts, accessTokens } = deps.services;
+        const owner = await accounts.createUser({
+          username: 'bench-owner',
+          email: 'bench-owner@bench.invalid',
+          password: 'bench-password',
+          mustChangePassword: false,
+        });
+        const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+        await seed(deps.database.db, owner, ctx);
+        const row = await deps.database.db
+          .selectFrom('repository')
+          .select('id')
+          .where('owner_id', '=', owner.id)
+          .where('lower_name', '=', repo)
+          .executeTakeFirstOrThrow();
+        return { ownerName: owner.name, ownerId: owner.id, repoId: row.id, token };
+      },
+      // The default log level, as users run it: the request lines are part of the cost.
+      { GANTRY_LOG_LEVEL: 'info' },
+    );
     ctx.defer(() => gantry.stop());
     const { ownerName, token } = gantry.seeded;
     const headers = { authorization: `token ${token}` };

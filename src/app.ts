@@ -1,6 +1,6 @@
 // buildApp(deps) assembles the HTTP application. It never listens: main.ts does,
 // and tests either listen on port 0 or inject.
-import Fastify, { LogController } from 'fastify';
+import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
@@ -18,6 +18,7 @@ import { frameworkErrorHandler, installErrorHandlers } from './http/errors.ts';
 import { installMetrics } from './http/metrics.ts';
 import { installRateLimits } from './http/rate-limit.ts';
 import { installRequestIdHeader, requestIdOf } from './http/request-id.ts';
+import { RequestLog } from './http/request-log.ts';
 import { installRequestDeadlines, useTransferDeadlines } from './http/request-deadlines.ts';
 import type { RequestDeadlineLimits } from './http/request-deadlines.ts';
 import { createGuards } from './http/guards.ts';
@@ -36,7 +37,6 @@ import { hookRoutes } from './http/api/v1/hooks.ts';
 import { commitStatusRoutes } from './http/api/v1/commit-statuses.ts';
 import { gitHttpRoutes } from './http/git-http.ts';
 import { runnerRpcRoutes } from './http/runner-rpc/routes.ts';
-import { FETCH_TASK_PATH } from './http/runner-rpc/fetch-task-direct.ts';
 import { miscRoutes } from './http/api/v1/misc.ts';
 import { orgRoutes } from './http/api/v1/orgs.ts';
 import { repoRoutes } from './http/api/v1/repos.ts';
@@ -79,12 +79,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: requestIdOf,
     return503OnClosing: true,
-    // A runner's FetchTask (its poll, every few seconds; thousands of runners
-    // in a fleet) writes no request lines: at info level they were two lines
-    // per poll and most of an idle fleet's log. Its failures are still logged.
-    logController: new LogController({
-      disableRequestLogging: (req: { url?: string }) => req.url === FETCH_TASK_PATH,
-    }),
+    // One line per request, none for a runner's FetchTask (request-log.ts).
+    logController: new RequestLog(),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler(config.rootUrl, MAX_PARAM_LENGTH),
     http: {
@@ -219,19 +215,22 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     async (api) => {
       const typed = api as unknown as ApiApp;
       installAuthHook(api, services, config.rootUrl);
-      api.addHook('onRequest', async (req) => {
+      // Hooks that never wait take Fastify's callback form: no promise per request.
+      api.addHook('onRequest', (req, _reply, done) => {
         const key = queryParameterWithNul(req.query);
         if (key !== null)
           throw AppError.invalid(`query parameter ${key.split('\0').join('\\0')} must not contain NUL characters`);
+        done();
       });
-      api.addHook('preValidation', async (req) => {
+      api.addHook('preValidation', (req, _reply, done) => {
         if (hasNulParam(req.params)) throw AppError.notFound();
+        done();
       });
-      api.addHook('onSend', async (_req, reply, payload) => {
+      api.addHook('onSend', (_req, reply, payload, done) => {
         reply.header('Cache-Control', API_CACHE_CONTROL);
         const type = reply.getHeader('content-type');
         if (typeof type === 'string' && type.startsWith('application/json')) reply.header('content-type', JSON_TYPE);
-        return payload;
+        done(null, payload);
       });
       const ctx: RouteContext = { config, services, guards: createGuards(services) };
       miscRoutes(typed, ctx, deps.version);

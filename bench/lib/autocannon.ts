@@ -1,6 +1,7 @@
 // measure(): one autocannon run against a URL, reduced to the numbers the report
 // needs. The load generator runs in a worker thread, so it does not share the
-// event loop with the server under test (both live in this process).
+// event loop with a server under test in this process; load-child.ts runs it
+// in a process of its own.
 import autocannon from 'autocannon';
 import type { Result } from 'autocannon';
 
@@ -26,6 +27,8 @@ export interface Measurement {
   p99: number;
   errors: number;
   non2xx: number;
+  /** Requests answered in the whole run. */
+  total: number;
 }
 
 export class MeasurementError extends Error {}
@@ -73,6 +76,7 @@ export async function measure(options: MeasureOptions): Promise<Measurement> {
     p99: result.latency.p99,
     errors: result.errors,
     non2xx: result.non2xx,
+    total: result.requests.total,
   };
 }
 

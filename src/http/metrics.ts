@@ -28,13 +28,14 @@ export function installMetrics(app: FastifyInstance, deps: Deps): void {
     return;
   }
 
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     metrics.observeRequest(
       req.method,
       req.routeOptions.url ?? UNMATCHED_ROUTE,
       reply.statusCode,
       reply.elapsedTime / 1000,
     );
+    done();
   });
 
   // Digests of equal length: the comparison takes the same time whatever the caller sent.

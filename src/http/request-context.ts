@@ -29,8 +29,9 @@ declare module 'fastify' {
 export function decorateRequests(app: FastifyInstance): void {
   // Every request starts anonymous; the auth hook replaces this.
   app.decorateRequest('auth', null as unknown as Authentication);
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', (req, _reply, done) => {
     req.auth = ANONYMOUS;
+    done();
   });
   app.decorateRequest('org', null);
   app.decorateRequest('repoContext', null);

@@ -86,8 +86,14 @@ function expireTransfer(req: FastifyRequest, reason: string, details: Record<str
   socket.destroy();
 }
 
+/** HTTP/1.1: a request has a body only when it says so (RFC 9112, section 6.3); without one there is nothing to wait for. */
+function hasNoBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined;
+}
+
 function startApiDeadline(req: FastifyRequest, reply: FastifyReply, limits: RequestDeadlineLimits): void {
-  if (req.raw.complete) return;
+  if (req.raw.complete || hasNoBody(req)) return;
   const timer = setTimeout(() => expireApiRequest(req, reply, limits), limits.requestTimeoutMs);
   timer.unref();
   track(req.raw, () => clearTimeout(timer));
@@ -123,14 +129,17 @@ function startTransferDeadline(req: FastifyRequest, limits: RequestDeadlineLimit
  * that has answered 408 never reaches its handler.
  */
 export function installRequestDeadlines(app: FastifyInstance, limits: RequestDeadlineLimits): void {
-  app.addHook('onRequest', async (req, reply) => startApiDeadline(req, reply, limits));
-  app.addHook('preValidation', async (req, reply) => {
-    // The body completed just after its 408 went out: the client was told it failed, so it must.
-    if (expired.has(req.raw)) {
-      reply.hijack();
-      return reply;
-    }
-    return undefined;
+  // Callback hooks: no promise per request.
+  app.addHook('onRequest', (req, reply, done) => {
+    startApiDeadline(req, reply, limits);
+    done();
+  });
+  app.addHook('preValidation', (req, reply, done) => {
+    // The body completed just after its 408 went out: the client was told it
+    // failed, so it must. A hijacked reply counts as sent: Fastify runs
+    // neither the later hooks nor the handler.
+    if (expired.has(req.raw)) reply.hijack();
+    done();
   });
 }
 

@@ -17,7 +17,8 @@ export function requestIdOf(req: IncomingMessage): string {
 
 /** Answers every request's id in X-Request-Id (set first, so errors and 404s carry it too). */
 export function installRequestIdHeader(app: FastifyInstance): void {
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header(REQUEST_ID_HEADER, req.id);
+    done();
   });
 }

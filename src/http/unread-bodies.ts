@@ -33,8 +33,19 @@ const DRAIN_MAX_MS = 10_000;
 /** Bodies already being drained: starting twice would count and time them twice. */
 const draining = new WeakSet<IncomingMessage>();
 
+/** HTTP/1.1: a request has a body only when it says so (RFC 9112, section 6.3). */
+function declaresNoBody(raw: IncomingMessage): boolean {
+  const length = raw.headers['content-length'];
+  return (length === undefined || length === '0') && raw.headers['transfer-encoding'] === undefined;
+}
+
 /** Reads and drops the rest of `raw`'s body, within bounds; a no-op once it has been read or its socket is gone. */
 export function drainUnreadBody(raw: IncomingMessage): void {
+  // A request that declared no body (a GET, usually) and has arrived whole:
+  // nothing to read here or on the wire, and Node ends it when the response
+  // finishes. A body read only in part (FetchTask reads exactly its declared
+  // length) still goes through the drain below, so the request ends.
+  if (raw.complete && !raw.readableDidRead && declaresNoBody(raw)) return;
   if (raw.readableEnded || raw.destroyed || draining.has(raw)) return;
   draining.add(raw);
   let dropped = 0;
@@ -61,7 +72,8 @@ export function drainUnreadBody(raw: IncomingMessage): void {
 
 /** On the root instance before any route plugin: every route, and the 404 handler, drains what it left. */
 export function installUnreadBodyDrain(app: FastifyInstance): void {
-  app.addHook('onResponse', async (req) => {
+  app.addHook('onResponse', (req, _reply, done) => {
     drainUnreadBody(req.raw);
+    done();
   });
 }

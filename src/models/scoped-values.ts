@@ -1,7 +1,8 @@
 // Queries shared by the two tables of Actions scope values, `secret` and
 // `action_variable`: same columns, same unique (owner_id, repo_id, name) index.
-import type { Selectable } from 'kysely';
+import type { CompiledQuery, Selectable } from 'kysely';
 import type { ScopeColumns } from '../modules/scope.ts';
+import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ScopedValueTable } from './tables.ts';
 
@@ -36,19 +37,36 @@ function table(name: ScopedValueTableName): 'secret' {
   return name as 'secret';
 }
 
+/** Parameter stand-ins of the compiled lookup (ids are never negative; names never hold NUL). */
+const OWNER_ID_PARAM = -1;
+const REPO_ID_PARAM = -2;
+const NAME_PARAM = '\0name';
+/** The lookup compiled once per table and dialect: building and compiling it cost as much as running it. */
+const compiledLookups = new Map<string, CompiledQuery>();
+
+/** One value by name (an Actions variable is read on every job and by the API's GET). */
 export async function findScopedValue(
   db: Queryable,
   name: ScopedValueTableName,
   key: ScopeColumns,
   valueName: string,
 ): Promise<ScopedValue | null> {
-  const row = await db
-    .selectFrom(table(name))
-    .selectAll()
-    .where('owner_id', '=', key.ownerId)
-    .where('repo_id', '=', key.repoId)
-    .where('name', '=', valueName)
-    .executeTakeFirst();
+  const cacheKey = `${name}:${isPostgres(db) ? 'pg' : 'sqlite'}`;
+  let compiled = compiledLookups.get(cacheKey);
+  if (compiled === undefined) {
+    compiled = db
+      .selectFrom(table(name))
+      .selectAll()
+      .where('owner_id', '=', OWNER_ID_PARAM)
+      .where('repo_id', '=', REPO_ID_PARAM)
+      .where('name', '=', NAME_PARAM)
+      .compile();
+    compiledLookups.set(cacheKey, compiled);
+  }
+  const parameters = compiled.parameters.map((p) =>
+    p === OWNER_ID_PARAM ? key.ownerId : p === REPO_ID_PARAM ? key.repoId : p === NAME_PARAM ? valueName : p,
+  );
+  const row = (await db.executeQuery<Selectable<ScopedValueTable>>({ ...compiled, parameters })).rows[0];
   return row ? scopedValueFromRow(row) : null;
 }
 

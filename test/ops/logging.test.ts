@@ -4,7 +4,8 @@
 // a runner registration token, a runner token, a task token, a git remote with
 // credentials in its URL): none of them is in the log, while every request's
 // line carries its request id, the one the client got back in X-Request-Id.
-// A runner's FetchTask (its poll) writes no request line at all.
+// A runner's FetchTask (its poll) writes no request line at all. At the
+// default level (info) every other request writes one line.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -203,6 +204,42 @@ for (const dialect of testDialects()) {
         for (const id of returnedIds) assert.ok(loggedIds.has(id), `request id ${id} is in the log`);
       } finally {
         await receiver.close();
+        await s.stop();
+        await fs.rm(logFile, { force: true });
+      }
+    });
+
+    test('at the default level a request writes one line: method, URL, status and time', async () => {
+      const logFile = path.join(os.tmpdir(), `gantry-log-${randomBytes(6).toString('hex')}.jsonl`);
+      const s = await startTestServer(dialect, { GANTRY_LOG_LEVEL: 'info' }, { logFile });
+      try {
+        const answered = await fetch(`${s.apiUrl}/version?token=abcdefgh12345678`, {
+          headers: { 'x-request-id': 'one-line-ok' },
+        });
+        assert.equal(answered.status, 200);
+        const missing = await fetch(`${s.apiUrl}/repos/nobody/nothing`, {
+          headers: { 'x-request-id': 'one-line-404' },
+        });
+        assert.equal(missing.status, 404);
+        await s.server.stop();
+        const lines = readFileSync(logFile, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as LogLine & { responseTime?: number });
+        for (const [id, url, status] of [
+          ['one-line-ok', '/api/v1/version?token=[redacted]', 200],
+          ['one-line-404', '/api/v1/repos/nobody/nothing', 404],
+        ] as const) {
+          const mine = lines.filter((l) => l.reqId === id);
+          assert.equal(mine.length, 1, `one line for ${id}: ${JSON.stringify(mine)}`);
+          const [line] = mine as [(typeof mine)[number]];
+          assert.equal(line.level, 30);
+          assert.equal(line.req?.method, 'GET');
+          assert.equal(line.req?.url, url);
+          assert.equal(line.res?.statusCode, status);
+          assert.equal(typeof line.responseTime, 'number');
+        }
+      } finally {
         await s.stop();
         await fs.rm(logFile, { force: true });
       }

@@ -151,3 +151,11 @@ export async function recordOldDelivery(
     })
     .execute();
 }
+
+/**
+ * An account prohibited from signing in, as a site administrator sets it in
+ * Forgejo (PATCH /admin/users/{username}): Gantry has no route that sets it.
+ */
+export async function prohibitSignIn(db: Db, name: string): Promise<void> {
+  await db.updateTable('user').set({ prohibit_login: 1 }).where('lower_name', '=', name.toLowerCase()).execute();
+}

@@ -24,7 +24,13 @@ import {
   unblockJobs,
   updateRunStatus,
 } from '../../models/action-runs.ts';
-import type { ActionRun, ActionRunJob, JobStatusRow, RunStatusChange } from '../../models/action-runs.ts';
+import type {
+  ActionRun,
+  ActionRunJob,
+  JobStatusCount,
+  JobStatusRow,
+  RunStatusChange,
+} from '../../models/action-runs.ts';
 import type { Db, Tx } from '../../models/database.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { ClaimedRunLook } from '../../models/task-claims.ts';
@@ -146,6 +152,8 @@ export class RunProgress {
     run: ActionRun,
     changedJobIds: readonly number[] = [],
     changedJobs: readonly ActionRunJob[] = [],
+    /** The run's jobs counted by status as they now are (countJobStatusesOfRun), when the caller has them. */
+    counted: readonly JobStatusCount[] | null = null,
   ): Promise<ActionRun> {
     const runId = run.id;
     const now = this.clock.nowSec();
@@ -154,7 +162,7 @@ export class RunProgress {
     // the matrix; nothing below then moves a job. Otherwise settle reads each
     // job's status and needs (not its payload: a claim in a 100-leg matrix
     // must not read 100 payloads); whole rows for the changed jobs below.
-    const counts = run.jobConcurrency ? null : await countJobStatusesOfRun(tx, runId);
+    const counts = run.jobConcurrency ? null : (counted ?? (await countJobStatusesOfRun(tx, runId)));
     const recount =
       counts !== null && !counts.some((count) => count.status === ActionStatus.blocked && !count.concurrencyHeld);
     let jobs = recount ? [] : await listJobStatusesOfRun(tx, runId);

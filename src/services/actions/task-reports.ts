@@ -188,15 +188,20 @@ export class TaskReportService {
     return this.runProgress.groupedTransaction(this.writes, async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
-      let { task, job } = await this.ownTaskWithJob(tx, runner, state.id);
+      const own = await this.ownTaskWithJob(tx, runner, state.id);
+      let { task, job } = own;
       // Outputs are stored whatever the task's state, first write wins (Forgejo
       // stores them after UpdateTaskByState, even for a finished task): a
       // runner reporting after the end (the job was cancelled or swept as a
       // zombie meanwhile) gets them acknowledged and stops resending. Stored
       // and listed before the run's lock is taken, so the lock is held for
       // less; only this task's runner writes them.
-      await insertTaskOutputs(tx, task.id, accepted.rows);
-      const sentOutputs = [...(await listTaskOutputKeys(tx, task.id)), ...accepted.sentAs];
+      let stored = own.outputKeys;
+      if (accepted.rows.length > 0) {
+        await insertTaskOutputs(tx, task.id, accepted.rows);
+        stored = await listTaskOutputKeys(tx, task.id);
+      }
+      const sentOutputs = [...stored, ...accepted.sentAs];
       const answer = (status?: ActionStatusValue) => this.answer(tx, runner, task.id, sentOutputs, status);
       if (isDone(task.status)) return answer(task.status);
 
@@ -221,14 +226,16 @@ export class TaskReportService {
           const status = imposed ?? result;
           // An imposed status came from whoever finished the job; they settled the run.
           const jobToFinish = imposed === null && job !== null ? job.id : null;
-          const finished = await finishTaskAndJob(tx, task.id, jobToFinish, status, now, steps.length === 0);
+          // The run's jobs are counted with the finish only for a run settle would count (no job groups).
+          const countRun = run !== null && !run.jobConcurrency ? run.id : null;
+          const finished = await finishTaskAndJob(tx, task.id, jobToFinish, status, now, steps.length === 0, countRun);
           if (!finished.finished) return answer();
           if (steps.length > 0) {
             await this.applySteps(tx, task.id, steps, now);
             await closeUnfinishedSteps(tx, task.id, status, now);
           }
           if (finished.job !== null && run !== null)
-            await this.runProgress.settleLocked(tx, run, [finished.job.id], [finished.job]);
+            await this.runProgress.settleLocked(tx, run, [finished.job.id], [finished.job], finished.counts);
           return answer(status);
         }
       }
@@ -325,10 +332,10 @@ export class TaskReportService {
     db: Queryable,
     runner: Runner,
     taskId: number,
-  ): Promise<{ task: ReportedTask; job: ReportedTaskJob | null }> {
+  ): Promise<{ task: ReportedTask; job: ReportedTaskJob | null; outputKeys: string[] }> {
     const found = Number.isSafeInteger(taskId) && taskId > 0 ? await findReportedTaskWithJob(db, taskId) : null;
     this.owned(runner, found?.task ?? null);
-    return found as { task: ReportedTask; job: ReportedTaskJob | null };
+    return found as { task: ReportedTask; job: ReportedTaskJob | null; outputKeys: string[] };
   }
 
   private owned(runner: Runner, task: ReportedTask | null): ReportedTask {

@@ -437,6 +437,16 @@ export async function findRunByIndex(db: Queryable, repoId: number, index: numbe
 }
 
 /**
+ * The run's row, locked as lockRun locks it (FOR UPDATE on PostgreSQL; SQLite
+ * writers hold the database's write lock) and read in the same statement.
+ */
+export async function findRunForUpdate(tx: Tx, runId: number): Promise<ActionRun | null> {
+  const query = tx.selectFrom('action_run').selectAll().where('id', '=', runId);
+  const row = await (isPostgres(tx) ? query.forUpdate() : query).executeTakeFirst();
+  return row === undefined ? null : runFromRow(row);
+}
+
+/**
  * The run, for a transaction that claimed some of its jobs. On PostgreSQL the
  * row is locked FOR SHARE: claims of one run share it and go on in parallel,
  * while a transaction that recomputes the run from its jobs (lockRun, FOR

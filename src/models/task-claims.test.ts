@@ -1,10 +1,10 @@
 // The claim behind FetchTask on each dialect, through what a caller of this
 // model sees (the exported functions, driven as runner-protocol.ts's
-// claimBatch and claimOne drive them: findFirstClaimable then claimJob in the
-// runner's transaction, anyClaimable when nothing was free), not the SQL text:
-// two runners racing for the same waiting jobs get disjoint jobs covering them
-// all; a claimed job is neither offered nor claimable again and a stale claim
-// loses without leaving a task; a runner gets only the jobs in its scope whose
+// claimBatch and claimOne drive them: claimNextJob in the runner's
+// transaction, anyClaimable when nothing was free), not the SQL text: two
+// runners racing for the same waiting jobs get disjoint jobs covering them
+// all, each the job findFirstClaimable offers; a claimed job is neither
+// offered nor claimable again, not even by its handle, and leaves one task; a runner gets only the jobs in its scope whose
 // runs-on labels it has, and a handle narrows the claim to one job; a job held
 // by another claim reads as busy, not as gone; tasks claimed under a request
 // key are found by their runner until the key expires, and a released claim
@@ -25,7 +25,7 @@ import type { Runner } from './runners.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
 import {
   anyClaimable,
-  claimJob,
+  claimNextJob,
   findFirstClaimable,
   findJobById,
   findTasksByRequestKey,
@@ -58,8 +58,8 @@ type BatchResult = ClaimedJob[] | 'claimed under the key' | 'busy';
  * One FetchTask's claims in one transaction, as runner-protocol.ts's
  * claimBatch and claimOne make them: lock the runner; answer 'claimed under
  * the key' when tasks claimed under the request key are there already; then
- * up to `capacity` times take the oldest claimable job (findFirstClaimable)
- * and claim it (claimJob); with nothing free, 'busy' when anyClaimable still
+ * up to `capacity` times claim the oldest claimable job (the one
+ * findFirstClaimable offers) with claimNextJob; with nothing free, 'busy' when anyClaimable still
  * sees a job (rows another claim holds). The pick is locked (PostgreSQL) or
  * under the write lock (SQLite), so its claim must not lose.
  */
@@ -73,10 +73,10 @@ async function claimBatch(db: Queryable, runner: Runner, options: BatchOptions =
     const labels = runner.labels ?? [];
     const claims: ClaimedJob[] = [];
     while (claims.length < capacity) {
-      const job = await findFirstClaimable(tx, scopeOf(runner), labels, handle);
-      if (job === null) break;
-      const claimed = await claimJob(tx, job, runner.id, newToken(), now, requestKey);
-      assert.ok(claimed, `the job ${job.id} findFirstClaimable picked is claimed, not lost`);
+      const picked = await findFirstClaimable(tx, scopeOf(runner), labels, handle);
+      const claimed = await claimNextJob(tx, scopeOf(runner), labels, handle, runner.id, newToken(), now, requestKey);
+      assert.equal(claimed?.job.id, picked?.id, 'the claim takes the job findFirstClaimable offers');
+      if (claimed === null) break;
       claims.push(claimed);
     }
     if (claims.length === 0 && (await anyClaimable(tx, scopeOf(runner), labels, handle))) return 'busy' as const;
@@ -222,7 +222,7 @@ for (const dialect of testDialects()) {
       }
     });
 
-    test('a claimed job is neither offered nor claimable again; a stale claim loses and leaves no task', async () => {
+    test('a claimed job is neither offered nor claimable again, not by its handle either, and has one task', async () => {
       const db = scratch.handle.db;
       const once = uniqueLabel('once');
       const [job] = await addRun([[once]]);
@@ -236,9 +236,11 @@ for (const dialect of testDialects()) {
       assert.equal(await findFirstClaimable(db, scope, [once]), null, 'not offered again');
       assert.equal(await anyClaimable(db, scope, [once]), false, 'not claimable again');
       assert.equal(await findFirstClaimable(db, scope, [once], job.handle), null, 'not even by its handle');
-      // A caller holding the job as it was before the claim (read before another process won).
-      const stale = await db.transaction().execute((tx) => claimJob(tx, job, runner.id, newToken(), NOW));
-      assert.equal(stale, null, 'the stale claim loses');
+      // A claim by the job's handle (Forgejo's FetchSingleTask) finds it taken.
+      const again = await db
+        .transaction()
+        .execute((tx) => claimNextJob(tx, scope, [once], job.handle, runner.id, newToken(), NOW));
+      assert.equal(again, null, 'a claim by its handle gets nothing');
       const tasks = await db.selectFrom('action_task').select('id').where('job_id', '=', job.id).execute();
       assert.deepEqual(
         tasks.map((task) => task.id),

@@ -1,18 +1,21 @@
-// Claiming waiting jobs for runners: the queries behind FetchTask. A claim is
-// one SELECT (findFirstClaimable) picking the oldest waiting job in the
-// runner's scope whose runs-on labels the runner has, then claimJob, in the
-// runner's transaction. Several Gantry processes may share one PostgreSQL
-// database, so nothing here trusts a value it read earlier: the conditional
-// UPDATE of the job row (task_id = 0 AND status = waiting) decides who gets a
-// job, and on PostgreSQL the pick is locked with FOR UPDATE SKIP LOCKED so that
-// racing runners spread over the queue instead of queueing behind one row
-// (graphile-worker's pattern).
+// Claiming waiting jobs for runners: the queries behind FetchTask. A claim
+// picks the oldest waiting job in the runner's scope whose runs-on labels the
+// runner has, inserts its task and moves the job to running (claimNextJob),
+// in the runner's transaction. Several Gantry processes may share one
+// PostgreSQL database, so nothing here trusts a value it read earlier: the
+// conditional UPDATE of the job row (task_id = 0 AND status = waiting)
+// decides who gets a job, and on PostgreSQL the pick is locked with FOR
+// UPDATE SKIP LOCKED so that racing runners spread over the queue instead of
+// queueing behind one row (graphile-worker's pattern).
 // Forgejo: models/actions/task.go (CreateTaskForRunner).
 import { sql } from 'kysely';
+import type { Selectable } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 import { jobFromRow } from './action-runs.ts';
 import type { ActionRunJob } from './action-runs.ts';
 import { isPostgres } from './database.ts';
+import type { ActionRunJobTable } from './tables.ts';
 import type { Queryable } from './database.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
 
@@ -123,73 +126,103 @@ export interface ClaimedJob {
   taskId: number;
   /** The job as it is after the claim: running, attempt at least 1, task_id set. */
   job: ActionRunJob;
+  /** The job's run as the claim statement saw it, unlocked (RunProgress.settleClaimed decides from it). */
+  run: ClaimedRunLook;
 }
 
+export interface ClaimedRunLook {
+  status: ActionStatusValue;
+  jobConcurrency: boolean;
+}
+
+type ClaimedRow = Selectable<ActionRunJobTable> & { run_status: ActionStatusValue; run_job_concurrency: number };
+
 /**
- * Gives `job` to the runner: inserts the task (running, with the token's
- * digest), then moves the job to running only if it is still waiting and
- * unassigned. When that conditional update changes nothing another runner won,
- * the task row is removed again and null is returned. Call inside the claim's
- * transaction.
+ * Claims the oldest job findFirstClaimable would pick for the runner: the
+ * task (running, with the token's digest, the job's fork flag) is inserted
+ * and the job moved to running only while it is still waiting and
+ * unassigned, in one statement on PostgreSQL (a data-modifying CTE: the
+ * pick locked FOR UPDATE SKIP LOCKED, the task's id drawn from its sequence
+ * first so the job and the task name each other) and in two on SQLite,
+ * whose claim already holds the write lock (lockRunnerForClaim): the task
+ * inserted from the picked row, then the job's conditional update. Null
+ * when nothing in scope matches. Call inside the claim's transaction.
+ * Forgejo: models/actions/task.go (CreateTaskForRunner).
  */
-export async function claimJob(
+export async function claimNextJob(
   tx: Queryable,
-  job: ActionRunJob,
+  scope: ScopeColumns,
+  labels: readonly string[],
+  handle: string | undefined,
   runnerId: number,
   token: NewTaskToken,
   now: number,
   requestKey: ClaimRequestKey | null = null,
 ): Promise<ClaimedJob | null> {
-  const task = await tx
-    .insertInto('action_task')
-    .values({
-      job_id: job.id,
-      // The job's attempt, numbered from 1 (a rerun has already counted its own).
-      attempt: Math.max(job.attempt, 1),
-      runner_id: runnerId,
-      status: ActionStatus.running,
-      started: now,
-      repo_id: job.repoId,
-      owner_id: job.ownerId,
-      commit_sha: job.commitSha,
-      is_fork_pull_request: 0,
-      token_hash: token.hash,
-      token_last_eight: token.lastEight,
-      ...(requestKey === null
-        ? {}
-        : { runner_request_key: requestKey.key, runner_request_key_expires: requestKey.expires }),
-      created: now,
-      updated: now,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  const updated = await tx
-    .updateTable('action_run_job')
-    .set({
-      task_id: task.id,
-      status: ActionStatus.running,
-      attempt: sql<number>`case when attempt < 1 then 1 else attempt end`,
-      started: now,
-      updated: now,
-    })
-    .where('id', '=', job.id)
-    .where('task_id', '=', 0)
-    .where('status', '=', ActionStatus.waiting)
-    .returningAll()
-    .executeTakeFirst();
-  if (updated === undefined) {
+  const key = requestKey?.key ?? '';
+  const expires = requestKey?.expires ?? 0;
+  const running = ActionStatus.running;
+  const waiting = ActionStatus.waiting;
+  if (isPostgres(tx)) {
+    const pick = claimableQuery(tx, scope, labels, handle).select('id').orderBy('id').limit(1).forUpdate().skipLocked();
+    const { rows } = await sql<ClaimedRow>`
+      with pick as (${pick}),
+      next_task as (select nextval(pg_get_serial_sequence('action_task', 'id')) as id from pick),
+      job as (
+        update action_run_job as j
+        set task_id = next_task.id, status = ${running},
+            attempt = case when j.attempt < 1 then 1 else j.attempt end, started = ${now}, updated = ${now}
+        from next_task
+        where j.id = (select id from pick) and j.task_id = 0 and j.status = ${waiting}
+        returning j.*
+      ),
+      task as (
+        insert into action_task (id, job_id, attempt, runner_id, status, started, repo_id, owner_id, commit_sha,
+          is_fork_pull_request, token_hash, token_last_eight, runner_request_key, runner_request_key_expires,
+          created, updated)
+        select task_id, id, attempt, ${runnerId}, ${running}, ${now}, repo_id, owner_id, commit_sha,
+          is_fork_pull_request, ${token.hash}, ${token.lastEight}, ${key}, ${expires}, ${now}, ${now}
+        from job
+      )
+      select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency
+      from job join action_run as r on r.id = job.run_id`.execute(tx);
+    const row = rows[0];
+    return row === undefined ? null : claimedFromRow(row);
+  }
+  const pick = claimableQuery(tx, scope, labels, handle).select('id').orderBy('id').limit(1);
+  const { rows: inserted } = await sql<{ id: number; job_id: number }>`
+    insert into action_task (job_id, attempt, runner_id, status, started, repo_id, owner_id, commit_sha,
+      is_fork_pull_request, token_hash, token_last_eight, runner_request_key, runner_request_key_expires,
+      created, updated)
+    select id, max(attempt, 1), ${runnerId}, ${running}, ${now}, repo_id, owner_id, commit_sha,
+      is_fork_pull_request, ${token.hash}, ${token.lastEight}, ${key}, ${expires}, ${now}, ${now}
+    from action_run_job where id = (${pick})
+    returning id, job_id`.execute(tx);
+  const task = inserted[0];
+  if (task === undefined) return null;
+  const { rows } = await sql<ClaimedRow>`
+    update action_run_job
+    set task_id = ${task.id}, status = ${running}, attempt = max(attempt, 1), started = ${now}, updated = ${now}
+    where id = ${task.job_id} and task_id = 0 and status = ${waiting}
+    returning *,
+      (select status from action_run where id = run_id) as run_status,
+      (select job_concurrency from action_run where id = run_id) as run_job_concurrency`.execute(tx);
+  const row = rows[0];
+  if (row === undefined) {
+    // Under the write lock nothing can take the job between the two statements; never leave a task without its job.
     await tx.deleteFrom('action_task').where('id', '=', task.id).execute();
     return null;
   }
-  // The fork flag lives on the job; copy it now that the row is ours.
-  if (updated.is_fork_pull_request !== 0) {
-    await tx
-      .updateTable('action_task')
-      .set({ is_fork_pull_request: updated.is_fork_pull_request })
-      .where('id', '=', task.id)
-      .execute();
-  }
-  return { taskId: task.id, job: jobFromRow(updated) };
+  return claimedFromRow(row);
+}
+
+function claimedFromRow(row: ClaimedRow): ClaimedJob {
+  const { run_status: status, run_job_concurrency: jobConcurrency, ...job } = row;
+  return {
+    taskId: job.task_id,
+    job: jobFromRow(job),
+    run: { status: Number(status) as ActionStatusValue, jobConcurrency: Number(jobConcurrency) === 1 },
+  };
 }
 
 /** One row per step of the job, in order, all waiting. */

@@ -3,8 +3,12 @@
 // that races another process is conditional on the state it expects, so two
 // writers can never both apply the same transition.
 import { sql } from 'kysely';
+import type { RawBuilder, Selectable } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
+import { countJobStatusesOfRun, jobFromRow } from './action-runs.ts';
+import type { ActionRunJob, JobStatusCount } from './action-runs.ts';
 import { isPostgres } from './database.ts';
+import type { ActionRunJobTable } from './tables.ts';
 import type { Queryable, Tx } from './database.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 
@@ -46,7 +50,24 @@ export async function findReportedTask(db: Queryable, id: number): Promise<Repor
     ])
     .where('id', '=', id)
     .executeTakeFirst();
-  if (row === undefined) return null;
+  return row === undefined ? null : taskFromRow(row);
+}
+
+function taskFromRow(row: {
+  id: number;
+  job_id: number;
+  runner_id: number;
+  status: ActionStatusValue;
+  started: number;
+  stopped: number;
+  repo_id: number;
+  owner_id: number;
+  log_filename: string;
+  log_in_storage: number;
+  log_length: number;
+  log_size: number;
+  updated: number;
+}): ReportedTask {
   return {
     id: row.id,
     jobId: row.job_id,
@@ -78,6 +99,67 @@ export async function findTaskJob(db: Queryable, jobId: number): Promise<TaskJob
     .where('id', '=', jobId)
     .executeTakeFirst();
   return row === undefined ? null : { id: row.id, runId: row.run_id, taskId: row.task_id, status: row.status };
+}
+
+/** A task's job with what locking its run needs (RunProgress.lockRunForSettle). */
+export interface ReportedTaskJob extends TaskJobRef {
+  repoId: number;
+  runJobConcurrency: boolean;
+}
+
+/** A task, its job (null when the job is gone) and its output keys (as listTaskOutputKeys), read in one statement. */
+export async function findReportedTaskWithJob(
+  db: Queryable,
+  id: number,
+): Promise<{ task: ReportedTask; job: ReportedTaskJob | null; outputKeys: string[] } | null> {
+  // A JSON array: parsed by pg on PostgreSQL, text on SQLite.
+  const outputKeys: RawBuilder<string[] | string> = isPostgres(db)
+    ? sql`(select coalesce(json_agg(o.output_key order by o.id), '[]') from action_task_output as o where o.task_id = t.id)`
+    : sql`(select json_group_array(output_key) from (select o.output_key from action_task_output as o where o.task_id = t.id order by o.id))`;
+  const row = await db
+    .selectFrom('action_task as t')
+    .leftJoin('action_run_job as j', 'j.id', 't.job_id')
+    .leftJoin('action_run as r', 'r.id', 'j.run_id')
+    .select([
+      't.id',
+      't.job_id',
+      't.runner_id',
+      't.status',
+      't.started',
+      't.stopped',
+      't.repo_id',
+      't.owner_id',
+      't.log_filename',
+      't.log_in_storage',
+      't.log_length',
+      't.log_size',
+      't.updated',
+      'j.id as j_id',
+      'j.run_id as j_run_id',
+      'j.task_id as j_task_id',
+      'j.status as j_status',
+      'j.repo_id as j_repo_id',
+      'r.job_concurrency as r_job_concurrency',
+      outputKeys.as('output_keys'),
+    ])
+    .where('t.id', '=', id)
+    .executeTakeFirst();
+  if (row === undefined) return null;
+  return {
+    task: taskFromRow(row),
+    job:
+      row.j_id === null || row.j_run_id === null || row.j_task_id === null || row.j_status === null
+        ? null
+        : {
+            id: row.j_id,
+            runId: row.j_run_id,
+            taskId: row.j_task_id,
+            status: row.j_status,
+            repoId: row.j_repo_id ?? 0,
+            runJobConcurrency: row.r_job_concurrency === 1,
+          },
+    outputKeys: typeof row.output_keys === 'string' ? (JSON.parse(row.output_keys) as string[]) : row.output_keys,
+  };
 }
 
 /**
@@ -135,6 +217,108 @@ export async function finishJobOfTask(
     .where('status', 'not in', DONE)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+export interface FinishedTask {
+  /** False when the task was done already: nothing changed. */
+  finished: boolean;
+  /** The job as it now is when it was finished too, else null. */
+  job: ActionRunJob | null;
+  /** With `countRun` and a finished job: its run's jobs counted by status as they now are (countJobStatusesOfRun). */
+  counts: JobStatusCount[] | null;
+}
+
+/**
+ * finishTask, then (only if it finished the task) closeUnfinishedSteps when
+ * `closeSteps`, and finishJobOfTask for `jobId` unless null: one statement on
+ * PostgreSQL (a data-modifying CTE; each part conditional on the task's
+ * update), so a task report holds its run's lock one round trip instead of
+ * four; in turn on SQLite, where a statement costs no round trip. With
+ * `countRun` (the job's run, which the caller has locked) a finished job's
+ * run is counted as settle counts it: on PostgreSQL in the same statement,
+ * whose snapshot still shows the job as it was, so its row is moved from its
+ * old status to the new one here.
+ */
+export async function finishTaskAndJob(
+  tx: Queryable,
+  taskId: number,
+  jobId: number | null,
+  status: ActionStatusValue,
+  now: number,
+  closeSteps: boolean,
+  countRun: number | null = null,
+): Promise<FinishedTask> {
+  if (!isPostgres(tx)) {
+    if (!(await finishTask(tx, taskId, status, now))) return { finished: false, job: null, counts: null };
+    if (closeSteps) await closeUnfinishedSteps(tx, taskId, status, now);
+    if (jobId === null) return { finished: true, job: null, counts: null };
+    const row = await tx
+      .updateTable('action_run_job')
+      .set({ status, stopped: now, updated: now })
+      .where('id', '=', jobId)
+      .where('task_id', '=', taskId)
+      .where('status', 'not in', DONE)
+      .returningAll()
+      .executeTakeFirst();
+    if (row === undefined) return { finished: true, job: null, counts: null };
+    const counts = countRun === null ? null : await countJobStatusesOfRun(tx, countRun);
+    return { finished: true, job: jobFromRow(row), counts };
+  }
+  const done = sql.join(DONE);
+  const steps = closeSteps
+    ? sql`, steps as (
+        update action_task_step
+        set status = ${status}, stopped = ${now}, updated = ${now},
+            started = case when started = 0 then ${now} else started end
+        where task_id in (select id from task) and status not in (${done})
+      )`
+    : sql``;
+  const finishJob =
+    jobId === null
+      ? sql`, job as (select * from action_run_job where false)`
+      : sql`, job as (
+          update action_run_job set status = ${status}, stopped = ${now}, updated = ${now}
+          where id = ${jobId} and task_id = ${taskId} and status not in (${done}) and exists (select 1 from task)
+          returning *
+        )`;
+  const counted =
+    jobId === null || countRun === null
+      ? sql``
+      : sql`, (select status from action_run_job where id = ${jobId}) as old_status,
+          (select coalesce(json_agg(json_build_array(c.status, c.concurrency_held, c.n)), '[]')
+           from (select status, concurrency_held, count(*) as n from action_run_job
+                 where run_id = ${countRun} group by status, concurrency_held) as c) as run_counts`;
+  type Row = Partial<Selectable<ActionRunJobTable>> & {
+    task_finished: number | string;
+    old_status?: ActionStatusValue;
+    run_counts?: Array<[ActionStatusValue, number, number | string]>;
+  };
+  const { rows } = await sql<Row>`
+    with task as (
+      update action_task
+      set status = ${status}, stopped = ${now}, updated = ${now},
+          started = case when started = 0 then ${now} else started end
+      where id = ${taskId} and status not in (${done})
+      returning id
+    )${steps}${finishJob}
+    select job.*, (select count(*) from task) as task_finished${counted}
+    from (select 1) as one left join job on true`.execute(tx);
+  const { task_finished: finished, old_status: oldStatus, run_counts: runCounts, ...row } = rows[0] as Row;
+  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, job: null, counts: null };
+  const job = jobFromRow(row as Selectable<ActionRunJobTable>);
+  let counts: JobStatusCount[] | null = null;
+  if (runCounts !== undefined && oldStatus !== undefined) {
+    counts = runCounts.map(([s, held, n]) => ({ status: s, concurrencyHeld: held === 1, count: Number(n) }));
+    const move = (from: ActionStatusValue, delta: number) => {
+      const entry = counts?.find((c) => c.status === from && c.concurrencyHeld === job.concurrencyHeld);
+      if (entry !== undefined) entry.count += delta;
+      else counts?.push({ status: from, concurrencyHeld: job.concurrencyHeld, count: delta });
+    };
+    move(oldStatus, -1);
+    move(job.status, 1);
+    counts = counts.filter((c) => c.count > 0);
+  }
+  return { finished: true, job, counts };
 }
 
 export interface TaskStep {

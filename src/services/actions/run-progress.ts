@@ -15,6 +15,7 @@ import { unblockedJobs } from '../../modules/job-graph.ts';
 import {
   countJobStatusesOfRun,
   findRunById,
+  findRunForUpdate,
   findRunSharedForClaim,
   listJobIdsOfRun,
   listJobsByIds,
@@ -23,16 +24,23 @@ import {
   unblockJobs,
   updateRunStatus,
 } from '../../models/action-runs.ts';
-import type { ActionRun, ActionRunJob, JobStatusRow, RunStatusChange } from '../../models/action-runs.ts';
+import type {
+  ActionRun,
+  ActionRunJob,
+  JobStatusCount,
+  JobStatusRow,
+  RunStatusChange,
+} from '../../models/action-runs.ts';
 import type { Db, Tx } from '../../models/database.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
+import type { ClaimedRunLook } from '../../models/task-claims.ts';
 import { bumpTasksVersionsForRepo } from '../../models/runners.ts';
 import type { DomainEvents } from '../events.ts';
 import { lockGroupOf, releaseNextRun } from './concurrency.ts';
 import { admitReadyJobs, lockJobGroupsFirst, releaseJobGroups } from './job-concurrency.ts';
 
 /** Whether a claim in the run changes only its jobs: the run shows running or cancelled (settleClaimed). */
-function claimOnlyRecords(run: ActionRun): boolean {
+function claimOnlyRecords(run: Pick<ActionRun, 'status'>): boolean {
   return run.status === ActionStatus.running || run.status === ActionStatus.cancelled;
 }
 
@@ -71,7 +79,8 @@ export class RunProgress {
 
   /**
    * settle, for jobs a runner just claimed (waiting → running), as they are
-   * after the claim. A claim finishes nothing, so it unblocks nothing and
+   * after the claim; `seen` is the run as the claim statement saw it. Returns
+   * the run as this transaction leaves it (null when it is gone). A claim finishes nothing, so it unblocks nothing and
    * admits or releases no job group, and by the aggregate's rules it can move
    * the run only from waiting to running (a cancelled job keeps the run
    * cancelled; otherwise a running job makes it running). So when the run
@@ -83,23 +92,22 @@ export class RunProgress {
    * before its row (the lock order of lockRun), which a shared lock taken
    * here first would break.
    */
-  async settleClaimed(tx: Tx, runId: number, claimed: readonly ActionRunJob[]): Promise<void> {
+  async settleClaimed(
+    tx: Tx,
+    seen: ClaimedRunLook,
+    runId: number,
+    claimed: readonly ActionRunJob[],
+  ): Promise<ActionRun | null> {
     const ids = claimed.map((job) => job.id);
-    // An unlocked look first: a run that must move takes settle's exclusive
-    // lock at once (not a shared one that two claims would both try to upgrade).
-    const seen = await findRunById(tx, runId);
-    if (seen === null) return;
-    if (seen.jobConcurrency || !claimOnlyRecords(seen)) {
-      await this.settle(tx, runId, ids);
-      return;
-    }
+    // `seen` is the claim statement's unlocked look: a run that must move takes
+    // settle's exclusive lock at once (not a shared one that two claims would both try to upgrade).
+    if (seen.jobConcurrency || !claimOnlyRecords(seen)) return (await this.settle(tx, runId, ids)) ?? null;
     const run = await findRunSharedForClaim(tx, runId);
-    if (run === null) return;
+    if (run === null) return null;
     if (!claimOnlyRecords(run)) {
       // Moved between the look and the lock (its last running job ended): rare, and settle's lock may then
       // deadlock with another claim's shared one, which PostgreSQL breaks and the claim retries.
-      await this.settle(tx, runId, ids);
-      return;
+      return (await this.settle(tx, runId, ids)) ?? null;
     }
     if (claimed.length > 0)
       await this.events.record(tx, {
@@ -108,6 +116,7 @@ export class RunProgress {
         jobs: claimed,
         runJobIds: () => listJobIdsOfRun(tx, runId),
       });
+    return run;
   }
 
   /**
@@ -118,17 +127,42 @@ export class RunProgress {
     // The flag never changes: read before the run's row is locked, for the lock order.
     const flagged = await findRunById(tx, runId);
     if (flagged === null) return undefined;
-    await lockJobGroupsFirst(tx, flagged);
-    await lockRun(tx, runId);
-    const run = await findRunById(tx, runId);
+    const run = await this.lockRunForSettle(tx, flagged);
     if (run === null) return undefined;
+    return this.settleLocked(tx, run, changedJobIds);
+  }
+
+  /**
+   * Locks a run for settleLocked (the group lock first when it has job
+   * groups, as lockRun) and returns it as locked. `ref` may be stale: only
+   * its id, repository and job-groups flag are used, and those never change.
+   */
+  async lockRunForSettle(tx: Tx, ref: Pick<ActionRun, 'id' | 'repoId' | 'jobConcurrency'>): Promise<ActionRun | null> {
+    await lockJobGroupsFirst(tx, ref);
+    return findRunForUpdate(tx, ref.id);
+  }
+
+  /**
+   * settle, for a run this transaction has locked (lockRunForSettle) since
+   * before its jobs changed; `run` is the run as locked. `changedJobs`: whole
+   * rows of changed jobs as they now are, so they are not read again.
+   */
+  async settleLocked(
+    tx: Tx,
+    run: ActionRun,
+    changedJobIds: readonly number[] = [],
+    changedJobs: readonly ActionRunJob[] = [],
+    /** The run's jobs counted by status as they now are (countJobStatusesOfRun), when the caller has them. */
+    counted: readonly JobStatusCount[] | null = null,
+  ): Promise<ActionRun> {
+    const runId = run.id;
     const now = this.clock.nowSec();
     // A run without job groups, none of whose jobs waits for its needs, is
     // recomputed from its jobs counted by status: a few rows, however large
     // the matrix; nothing below then moves a job. Otherwise settle reads each
     // job's status and needs (not its payload: a claim in a 100-leg matrix
     // must not read 100 payloads); whole rows for the changed jobs below.
-    const counts = run.jobConcurrency ? null : await countJobStatusesOfRun(tx, runId);
+    const counts = run.jobConcurrency ? null : (counted ?? (await countJobStatusesOfRun(tx, runId)));
     const recount =
       counts !== null && !counts.some((count) => count.status === ActionStatus.blocked && !count.concurrencyHeld);
     let jobs = recount ? [] : await listJobStatusesOfRun(tx, runId);
@@ -179,13 +213,18 @@ export class RunProgress {
       current = await updateRunStatus(tx, run, change, now);
     }
     // Only this run's jobs: a caller names no other, the released ones of other runs settle below.
-    const changedJobs = (await listJobsByIds(tx, [...changed])).filter((job) => job.runId === runId);
+    const known = new Map(changedJobs.map((job) => [job.id, job]));
+    const changedIds = [...changed].sort((a, b) => a - b);
+    const rows = changedIds.every((id) => known.has(id))
+      ? changedIds.map((id) => known.get(id) as ActionRunJob)
+      : await listJobsByIds(tx, changedIds);
+    const jobsOfRun = rows.filter((job) => job.runId === runId);
     const jobIds = jobs.map((job) => job.id);
-    if (changedJobs.length > 0)
+    if (jobsOfRun.length > 0)
       await this.events.record(tx, {
         type: 'actions.jobs.changed',
         run: current,
-        jobs: changedJobs,
+        jobs: jobsOfRun,
         runJobIds: recount ? () => listJobIdsOfRun(tx, runId) : async () => jobIds,
       });
     if (current.status !== run.status)

@@ -28,18 +28,17 @@ import type { Runner } from '../../models/runners.ts';
 import type { ScopeColumns } from '../../modules/scope.ts';
 import {
   anyClaimable,
-  claimJob,
+  claimNextJob,
   findJobById,
   findTasksByRequestKey,
   insertTaskSteps,
-  findFirstClaimable,
   lockRunnerForClaim,
   releaseClaim,
   replaceTaskToken,
   runnerHasAnyTask,
 } from '../../models/task-claims.ts';
 import type { ClaimedJob, ClaimRequestKey } from '../../models/task-claims.ts';
-import type { ActionRunJob } from '../../models/action-runs.ts';
+import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import type { DomainEvents } from '../events.ts';
 import type { RunProgress } from './run-progress.ts';
 import type { SecretService } from './secrets.ts';
@@ -161,6 +160,8 @@ export function stepNamesOf(workflowPayload: string): string[] {
 interface Claim {
   claimed: ClaimedJob;
   token: string;
+  /** The run as the claim's transaction left it (the payload's run), null if it is gone. */
+  run: ActionRun | null;
 }
 
 export class RunnerProtocolService {
@@ -370,7 +371,7 @@ export class RunnerProtocolService {
     try {
       tasks = [];
       for (const claim of claims)
-        tasks.push(await this.payloads.build(claim.claimed.taskId, claim.token, claim.claimed.job));
+        tasks.push(await this.payloads.build(claim.claimed.taskId, claim.token, claim.claimed.job, claim.run));
     } catch (error) {
       await this.release(claims);
       throw error;
@@ -447,29 +448,21 @@ export class RunnerProtocolService {
     requestKey: ClaimRequestKey | null,
     now: number,
   ): Promise<Claim | null> {
-    const labels = runner.labels ?? [];
-    const scope = scopeOf(runner);
-    // The pick is locked (PostgreSQL) or under the write lock (SQLite), so
-    // the conditional update in claimJob cannot lose; the loop only guards
-    // against a database that would let it.
-    for (let attempt = 0; attempt < 3; attempt += 1) {
-      const job = await findFirstClaimable(tx, scope, labels, handle);
-      if (job === null) return null;
-      const token = generateTokenString();
-      const claimed = await claimJob(
-        tx,
-        job,
-        runner.id,
-        { hash: hashToken(token), lastEight: token.slice(-8) },
-        now,
-        requestKey,
-      );
-      if (claimed === null) continue;
-      await insertTaskSteps(tx, claimed.taskId, job.repoId, this.stepNames(job), now);
-      await this.runProgress.settleClaimed(tx, job.runId, [claimed.job]);
-      return { claimed, token };
-    }
-    return null;
+    const token = generateTokenString();
+    const claimed = await claimNextJob(
+      tx,
+      scopeOf(runner),
+      runner.labels ?? [],
+      handle,
+      runner.id,
+      { hash: hashToken(token), lastEight: token.slice(-8) },
+      now,
+      requestKey,
+    );
+    if (claimed === null) return null;
+    await insertTaskSteps(tx, claimed.taskId, claimed.job.repoId, this.stepNames(claimed.job), now);
+    const run = await this.runProgress.settleClaimed(tx, claimed.run, claimed.job.runId, [claimed.job]);
+    return { claimed, token, run };
   }
 
   /**

@@ -67,9 +67,12 @@ export class TaskPayloadBuilder {
     private readonly runtimeTokens: RuntimeTokens | null = null,
   ) {}
 
-  /** The task payload of §1.10: workflow, github context, secrets, vars, needs. */
-  async build(taskId: number, token: string, job: ActionRunJob): Promise<TaskPayload> {
-    const [run, repo] = await Promise.all([findRunById(this.db, job.runId), findRepositoryById(this.db, job.repoId)]);
+  /** The task payload of §1.10: workflow, github context, secrets, vars, needs. `claimedRun`: the run as the claim left it (not read again). */
+  async build(taskId: number, token: string, job: ActionRunJob, claimedRun?: ActionRun | null): Promise<TaskPayload> {
+    const [run, repo] = await Promise.all([
+      claimedRun ?? findRunById(this.db, job.runId),
+      findRepositoryById(this.db, job.repoId),
+    ]);
     if (run === null || repo === null)
       throw new Error(`task ${taskId}: run ${job.runId} or repository ${job.repoId} is gone`);
     const triggerUser = await findPossibleUserById(this.db, run.triggerUserId);

@@ -18,9 +18,8 @@ import {
   commitLogArchive,
   deleteEphemeralRunner,
   findReportedTask,
-  findTaskJob,
-  finishJobOfTask,
-  finishTask,
+  findReportedTaskWithJob,
+  finishTaskAndJob,
   insertTaskOutputs,
   listTaskOutputKeys,
   listTaskSteps,
@@ -28,7 +27,8 @@ import {
   touchTask,
   updateTaskStep,
 } from '../../models/task-reports.ts';
-import type { ReportedTask, TaskJobRef } from '../../models/task-reports.ts';
+import type { ReportedTask, ReportedTaskJob, TaskJobRef } from '../../models/task-reports.ts';
+import type { ActionRun } from '../../models/action-runs.ts';
 import type { RunProgress } from './run-progress.ts';
 import { plainLogName, TaskLogStore } from './task-logs.ts';
 import type { LogRow, ReadLogOptions } from './task-logs.ts';
@@ -188,46 +188,62 @@ export class TaskReportService {
     return this.runProgress.groupedTransaction(this.writes, async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
+      const own = await this.ownTaskWithJob(tx, runner, state.id);
+      let { task, job } = own;
       // Outputs are stored whatever the task's state, first write wins (Forgejo
       // stores them after UpdateTaskByState, even for a finished task): a
       // runner reporting after the end (the job was cancelled or swept as a
-      // zombie meanwhile) gets them acknowledged and stops resending.
-      const answer = async (taskId: number) => {
-        await insertTaskOutputs(tx, taskId, accepted.rows);
-        return this.answer(tx, runner, taskId, accepted.sentAs);
-      };
-      let task = await this.ownTask(tx, runner, state.id);
-      if (isDone(task.status)) return answer(task.id);
-      let job = await findTaskJob(tx, task.jobId);
+      // zombie meanwhile) gets them acknowledged and stops resending. Stored
+      // and listed before the run's lock is taken, so the lock is held for
+      // less; only this task's runner writes them.
+      let stored = own.outputKeys;
+      if (accepted.rows.length > 0) {
+        await insertTaskOutputs(tx, task.id, accepted.rows);
+        stored = await listTaskOutputKeys(tx, task.id);
+      }
+      const sentOutputs = [...stored, ...accepted.sentAs];
+      const answer = (status?: ActionStatusValue) => this.answer(tx, runner, task.id, sentOutputs, status);
+      if (isDone(task.status)) return answer(task.status);
 
       if (result !== ActionStatus.unknown || imposedStatus(task, job) !== null) {
+        let run: ActionRun | null = null;
         if (job !== null) {
           // Run first, then task, job, run again: the order every writer of a run's jobs takes.
-          await this.runProgress.lockRun(tx, job.runId);
+          run = await this.runProgress.lockRunForSettle(tx, {
+            id: job.runId,
+            repoId: job.repoId,
+            jobConcurrency: job.runJobConcurrency,
+          });
           // Read again only on PostgreSQL, where waiting for the locks may have let them change:
           // on SQLite this transaction holds the database's write lock from its start (takeWriteLock).
           if (isPostgres(tx)) {
-            task = await this.ownTask(tx, runner, state.id);
-            if (isDone(task.status)) return answer(task.id);
-            job = await findTaskJob(tx, task.jobId);
+            ({ task, job } = await this.ownTaskWithJob(tx, runner, state.id));
+            if (isDone(task.status)) return answer(task.status);
           }
         }
         const imposed = imposedStatus(task, job);
         if (imposed !== null || result !== ActionStatus.unknown) {
           const status = imposed ?? result;
-          if (!(await finishTask(tx, task.id, status, now))) return answer(task.id);
-          await this.applySteps(tx, task.id, steps, now);
-          await closeUnfinishedSteps(tx, task.id, status, now);
           // An imposed status came from whoever finished the job; they settled the run.
-          if (imposed === null && job !== null && (await finishJobOfTask(tx, job.id, task.id, status, now))) {
-            await this.runProgress.settle(tx, job.runId, [job.id]);
+          const jobToFinish = imposed === null && job !== null ? job.id : null;
+          // The run's jobs are counted with the finish only for a run settle would count (no job groups).
+          const countRun = run !== null && !run.jobConcurrency ? run.id : null;
+          const finished = await finishTaskAndJob(tx, task.id, jobToFinish, status, now, steps.length === 0, countRun);
+          if (!finished.finished) return answer();
+          if (steps.length > 0) {
+            await this.applySteps(tx, task.id, steps, now);
+            await closeUnfinishedSteps(tx, task.id, status, now);
           }
-          return answer(task.id);
+          if (finished.job !== null && run !== null)
+            await this.runProgress.settleLocked(tx, run, [finished.job.id], [finished.job], finished.counts);
+          return answer(status);
         }
       }
 
-      if (await touchTask(tx, task.id, now)) await this.applySteps(tx, task.id, steps, now);
-      return answer(task.id);
+      if (!(await touchTask(tx, task.id, now))) return answer();
+      await this.applySteps(tx, task.id, steps, now);
+      // Still unfinished: answered as running.
+      return answer(task.status);
     });
   }
 
@@ -308,6 +324,21 @@ export class TaskReportService {
 
   private async ownTask(db: Queryable, runner: Runner, taskId: number): Promise<ReportedTask> {
     const task = Number.isSafeInteger(taskId) && taskId > 0 ? await findReportedTask(db, taskId) : null;
+    return this.owned(runner, task);
+  }
+
+  /** ownTask, with the task's job (null when gone) read in the same statement. */
+  private async ownTaskWithJob(
+    db: Queryable,
+    runner: Runner,
+    taskId: number,
+  ): Promise<{ task: ReportedTask; job: ReportedTaskJob | null; outputKeys: string[] }> {
+    const found = Number.isSafeInteger(taskId) && taskId > 0 ? await findReportedTaskWithJob(db, taskId) : null;
+    this.owned(runner, found?.task ?? null);
+    return found as { task: ReportedTask; job: ReportedTaskJob | null; outputKeys: string[] };
+  }
+
+  private owned(runner: Runner, task: ReportedTask | null): ReportedTask {
     if (task === null) throw AppError.notFoundMessage('task not found');
     if (task.runnerId !== runner.id) throw AppError.forbidden('invalid runner for task');
     return task;
@@ -315,18 +346,20 @@ export class TaskReportService {
 
   /**
    * The server's view of the task; an ephemeral runner whose task is done is
-   * removed. `sentAs`: keys the runner sent in another form than stored.
+   * removed. `sentOutputs`: every output key stored for the task, and those
+   * the runner sent in another form than stored. `status`: the task's status
+   * when this transaction knows it (not read again).
    */
   private async answer(
     tx: Queryable,
     runner: Runner,
     taskId: number,
-    sentAs: readonly string[] = [],
+    sentOutputs: string[],
+    known?: ActionStatusValue,
   ): Promise<TaskStateAnswer> {
-    const task = await findReportedTask(tx, taskId);
-    const status = task?.status ?? ActionStatus.cancelled;
+    const status = known ?? (await findReportedTask(tx, taskId))?.status ?? ActionStatus.cancelled;
     if (isDone(status) && runner.ephemeral) await deleteEphemeralRunner(tx, runner.id);
-    return { result: asResult(status), sentOutputs: [...(await listTaskOutputKeys(tx, taskId)), ...sentAs] };
+    return { result: asResult(status), sentOutputs };
   }
 
   /**

@@ -16,9 +16,23 @@ function scopeKey(scope: ScopeColumns): string {
 }
 
 interface Waiter {
-  scope: ScopeColumns;
   seen: number;
   settle(version: number | null): void;
+}
+
+/**
+ * The waiters of one scope. A tick reads the scope's version once; only when
+ * it differs from the version the last tick read must every waiter be
+ * compared, since each waiter left by that tick had seen it. Otherwise only
+ * the waiters that arrived since (`fresh`) are: on a fleet of thousands of
+ * idle runners a tick touches the few polls that came in, not all of them.
+ */
+interface ScopeWaiters {
+  scope: ScopeColumns;
+  all: Set<Waiter>;
+  fresh: Waiter[];
+  /** The version the last tick read (null: none yet). */
+  checked: number | null;
 }
 
 /**
@@ -27,7 +41,9 @@ interface Waiter {
  * waits. `poke` checks at once (a run was created in this process).
  */
 export class TasksVersionWatch {
-  private readonly waiters = new Set<Waiter>();
+  /** The scopes someone waits on (a scope leaves with its last waiter). */
+  private readonly scopes = new Map<string, ScopeWaiters>();
+  private waiting = 0;
   private timer: NodeJS.Timeout | null = null;
   private checking = false;
   private checkAgain = false;
@@ -45,21 +61,31 @@ export class TasksVersionWatch {
   waitForChange(scope: ScopeColumns, seen: number, ms: number, signal?: AbortSignal): Promise<number | null> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve(null);
+      const key = scopeKey(scope);
+      let group = this.scopes.get(key);
+      if (group === undefined) {
+        group = { scope, all: new Set(), fresh: [], checked: null };
+        this.scopes.set(key, group);
+      }
+      const own = group;
       const onAbort = (): void => waiter.settle(null);
       const timeout = setTimeout(() => waiter.settle(null), ms);
       const waiter: Waiter = {
-        scope,
         seen,
         settle: (version) => {
-          if (!this.waiters.delete(waiter)) return;
+          if (!own.all.delete(waiter)) return;
           clearTimeout(timeout);
           signal?.removeEventListener('abort', onAbort);
-          if (this.waiters.size === 0) this.stopTimer();
+          if (own.all.size === 0 && this.scopes.get(key) === own) this.scopes.delete(key);
+          this.waiting -= 1;
+          if (this.waiting === 0) this.stopTimer();
           resolve(version);
         },
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.add(waiter);
+      own.all.add(waiter);
+      own.fresh.push(waiter);
+      this.waiting += 1;
       if (this.timer === null) {
         this.timer = setInterval(() => void this.check(), this.intervalMs);
         this.timer.unref();
@@ -92,11 +118,11 @@ export class TasksVersionWatch {
   }
 
   poke(): void {
-    if (this.waiters.size > 0) void this.check();
+    if (this.waiting > 0) void this.check();
   }
 
   interruptAll(): void {
-    for (const waiter of [...this.waiters]) waiter.settle(null);
+    for (const group of [...this.scopes.values()]) for (const waiter of [...group.all]) waiter.settle(null);
   }
 
   private remember(key: string, version: number, at: number): void {
@@ -121,25 +147,19 @@ export class TasksVersionWatch {
     try {
       do {
         this.checkAgain = false;
-        const byScope = new Map<string, Waiter[]>();
-        // One pass, appending in place: thousands of runners wait on one scope.
-        for (const waiter of this.waiters) {
-          const key = scopeKey(waiter.scope);
-          const group = byScope.get(key);
-          if (group === undefined) byScope.set(key, [waiter]);
-          else group.push(waiter);
-        }
-        for (const waiters of byScope.values()) {
-          const first = waiters[0];
-          if (first === undefined) continue;
+        for (const [key, group] of [...this.scopes]) {
           let version: number;
           try {
-            version = await readTasksVersion(this.db, first.scope);
+            version = await readTasksVersion(this.db, group.scope);
           } catch {
             continue; // The database hiccupped: the next tick tries again, the waiter's bound still holds.
           }
-          this.remember(scopeKey(first.scope), version, Date.now());
-          for (const waiter of waiters) if (waiter.seen !== version) waiter.settle(version);
+          this.remember(key, version, Date.now());
+          // Taken before settling: a waiter that arrives while this tick settles is fresh for the next one.
+          const compared = version === group.checked ? group.fresh : [...group.all];
+          group.fresh = [];
+          group.checked = version;
+          for (const waiter of compared) if (waiter.seen !== version) waiter.settle(version);
         }
       } while (this.checkAgain);
     } finally {

@@ -1,0 +1,79 @@
+// TasksVersionWatch against a real database: a waiter is woken by the tick
+// after its scope's version moves, and only then; one that arrives having
+// seen an older version is woken on the next tick even when the version has
+// not moved since the last tick (the case the per-scope bookkeeping must not
+// skip); other scopes' waiters sleep on; the bound, the abort signal and
+// interruptAll each end a wait with null.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openScratchDatabase } from '../../../test/support/scratch-database.ts';
+import type { ScratchDatabase } from '../../../test/support/scratch-database.ts';
+import { testDialects } from '../../../test/support/server.ts';
+import { bumpTasksVersion, tasksVersion } from '../../models/runners.ts';
+import { TasksVersionWatch } from './tasks-version-watch.ts';
+
+const NOW = 1_800_000_000;
+const TICK_MS = 20;
+const LONG_MS = 5_000;
+const REPO = { ownerId: 1, repoId: 10 };
+const OTHER = { ownerId: 1, repoId: 11 };
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Whether `promise` has settled after `ms`, and with what. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<{ settled: boolean; value?: T }> {
+  let outcome: { settled: boolean; value?: T } = { settled: false };
+  void promise.then((value) => (outcome = { settled: true, value }));
+  await sleep(ms);
+  return outcome;
+}
+
+for (const dialect of testDialects()) {
+  describe(`tasks version watch [${dialect}]`, () => {
+    let scratch: ScratchDatabase;
+    let watch: TasksVersionWatch;
+
+    before(async () => {
+      scratch = await openScratchDatabase(dialect);
+      watch = new TasksVersionWatch(scratch.handle.db, TICK_MS);
+    });
+    after(async () => {
+      watch.interruptAll();
+      await scratch.drop();
+    });
+
+    test('a waiter sleeps while its version stands and wakes with the new one when it moves', async () => {
+      const seen = await tasksVersion(scratch.handle.db, REPO, NOW);
+      const waiting = watch.waitForChange(REPO, seen, LONG_MS);
+      const other = watch.waitForChange(OTHER, await tasksVersion(scratch.handle.db, OTHER, NOW), LONG_MS);
+      assert.equal((await within(waiting, TICK_MS * 5)).settled, false, 'no wake-up while nothing moved');
+      const bumped = await bumpTasksVersion(scratch.handle.db, REPO, NOW);
+      assert.deepEqual(await within(waiting, TICK_MS * 10), { settled: true, value: bumped });
+      assert.equal((await within(other, TICK_MS * 3)).settled, false, "another scope's waiter sleeps on");
+      watch.interruptAll();
+      assert.equal(await other, null);
+    });
+
+    test('a waiter that saw an older version is woken on the next tick, though the version did not move since the last one', async () => {
+      const current = await tasksVersion(scratch.handle.db, REPO, NOW);
+      // A waiter keeps the ticks going with the current version checked…
+      const steady = watch.waitForChange(REPO, current, LONG_MS);
+      await sleep(TICK_MS * 4);
+      // …then one arrives that read the version before its last move.
+      const late = watch.waitForChange(REPO, current - 1, LONG_MS);
+      assert.deepEqual(await within(late, TICK_MS * 10), { settled: true, value: current });
+      assert.equal((await within(steady, TICK_MS * 3)).settled, false, 'the up-to-date waiter is not woken');
+      watch.interruptAll();
+      assert.equal(await steady, null);
+    });
+
+    test('the bound and the abort signal end a wait with null', async () => {
+      const seen = await tasksVersion(scratch.handle.db, REPO, NOW);
+      assert.equal(await watch.waitForChange(REPO, seen, TICK_MS * 3), null);
+      const controller = new AbortController();
+      const aborted = watch.waitForChange(REPO, seen, LONG_MS, controller.signal);
+      controller.abort();
+      assert.equal(await aborted, null);
+    });
+  });
+}

@@ -77,3 +77,25 @@ export async function signIn(page: Page, login: string, password: string): Promi
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForLoadState('domcontentloaded');
 }
+
+/**
+ * A page on `baseURL`, signed in through the form as `user` (signed out for
+ * null), given to `body`; once `body` passed, the page is saved as screenshot
+ * `name` (testOutputDir) for a reader to look at. The page is closed either way.
+ */
+export async function withPage(
+  browser: Browser,
+  baseURL: string,
+  user: { name: string; password: string } | null,
+  name: string,
+  body: (t: TestPage) => Promise<void>,
+): Promise<void> {
+  const t = await openPage(browser, baseURL);
+  try {
+    if (user) await signIn(t.page, user.name, user.password);
+    await body(t);
+    await t.screenshot(name);
+  } finally {
+    await t.close();
+  }
+}

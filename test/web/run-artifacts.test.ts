@@ -13,7 +13,7 @@ import type { Browser } from 'playwright-core';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { runArtifactClient } from '../support/artifact-client.ts';
-import { launchBrowser, openPage, signIn } from '../support/browser.ts';
+import { launchBrowser, withPage as withSignedInPage } from '../support/browser.ts';
 import type { TestPage } from '../support/browser.ts';
 import { decodeTask, registerRunner } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
@@ -39,16 +39,8 @@ for (const dialect of testDialects()) {
     let runIndex: number;
     let runId: number;
 
-    const withPage = async (user: TestUser, name: string, body: (t: TestPage) => Promise<void>) => {
-      const t = await openPage(browser, s.url);
-      try {
-        await signIn(t.page, user.name, user.password);
-        await body(t);
-        await t.screenshot(name);
-      } finally {
-        await t.close();
-      }
-    };
+    const withPage = (user: TestUser, name: string, body: (t: TestPage) => Promise<void>) =>
+      withSignedInPage(browser, s.url, user, name, body);
     const apiArtifactNames = async (): Promise<string[]> => {
       const res = await s.api('GET', `/repos/dev/app/actions/runs/${runId}/artifacts`, { token: dev.token });
       assert.equal(res.status, 200, res.text);

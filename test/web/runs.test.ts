@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
-import { launchBrowser, openPage, signIn } from '../support/browser.ts';
+import { launchBrowser, openPage, signIn, withPage as withSignedInPage } from '../support/browser.ts';
 import type { TestPage } from '../support/browser.ts';
 import { decodeTask, registerRunner } from '../support/runner-client.ts';
 import type { DecodedTask, RunnerClient } from '../support/runner-client.ts';
@@ -107,16 +107,8 @@ for (const dialect of testDialects()) {
         .executeTakeFirstOrThrow();
       return row.index_in_repo;
     };
-    const withPage = async (user: TestUser | null, name: string, body: (t: TestPage) => Promise<void>) => {
-      const t = await openPage(browser, s.url);
-      try {
-        if (user) await signIn(t.page, user.name, user.password);
-        await body(t);
-        await t.screenshot(name);
-      } finally {
-        await t.close();
-      }
-    };
+    const withPage = (user: TestUser | null, name: string, body: (t: TestPage) => Promise<void>) =>
+      withSignedInPage(browser, s.url, user, name, body);
 
     before(async () => {
       [s, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
-import { launchBrowser, openPage, signIn } from '../support/browser.ts';
+import { launchBrowser, withPage as withSignedInPage } from '../support/browser.ts';
 import type { TestPage } from '../support/browser.ts';
 import { registerRunner } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
@@ -21,16 +21,8 @@ for (const dialect of testDialects()) {
     let owner: TestUser;
     let member: TestUser;
 
-    const withPage = async (user: TestUser, name: string, body: (t: TestPage) => Promise<void>) => {
-      const t = await openPage(browser, s.url);
-      try {
-        await signIn(t.page, user.name, user.password);
-        await body(t);
-        await t.screenshot(name);
-      } finally {
-        await t.close();
-      }
-    };
+    const withPage = (user: TestUser, name: string, body: (t: TestPage) => Promise<void>) =>
+      withSignedInPage(browser, s.url, user, name, body);
 
     before(async () => {
       [s, browser] = await Promise.all([startTestServer(dialect), launchBrowser()]);

@@ -24,6 +24,7 @@ import type { GantryServer } from '../lib/gantry-server.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { bigRuns, DEFAULT_BIG_RUNS, seedRuns, SMALL_RUNS } from '../lib/seed-runs.ts';
 import type { SeededCounts } from '../lib/seed-runs.ts';
+import { createBenchOwner } from '../lib/bench-owner.ts';
 
 const CONNECTIONS = 10;
 const PAGE_LIMIT = 30;
@@ -319,13 +320,7 @@ export const actionsRuns: Scenario = {
     const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
     ctx.defer(() => gantry.stop());
     const { accounts, accessTokens } = gantry.deps.services;
-    const owner = await accounts.createUser({
-      username: 'bench-owner',
-      email: 'bench-owner@bench.invalid',
-      password: 'bench-password',
-      mustChangePassword: false,
-    });
-    const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+    const { owner, token } = await createBenchOwner({ accounts, accessTokens });
     const headers = { authorization: `token ${token}` };
 
     // The push first, while the process is small and quiet; the million rows last.

@@ -19,6 +19,7 @@ import { startGantryChild } from '../lib/gantry-child-server.ts';
 import { median, pairedWindows } from '../lib/paired-windows.ts';
 import type { Window } from '../lib/paired-windows.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { createBenchOwner } from '../lib/bench-owner.ts';
 
 const REPOS = 1_000;
 const VARIABLES_PER_REPO = 100;
@@ -90,13 +91,7 @@ export const repoActionsData: Scenario = {
       ctx,
       async (deps) => {
         const { accounts, accessTokens } = deps.services;
-        const owner = await accounts.createUser({
-          username: 'bench-owner',
-          email: 'bench-owner@bench.invalid',
-          password: 'bench-password',
-          mustChangePassword: false,
-        });
-        const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+        const { owner, token } = await createBenchOwner({ accounts, accessTokens });
         await seed(deps.database.db, owner, ctx);
         const row = await deps.database.db
           .selectFrom('repository')

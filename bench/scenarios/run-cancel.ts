@@ -20,6 +20,7 @@ import { createWorkDir, remoteUrl } from '../../test/support/workdir.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { GantryServer } from '../lib/gantry-server.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { createBenchOwner } from '../lib/bench-owner.ts';
 
 const RUNS = 50;
 const WARMUP_RUNS = 5;
@@ -52,13 +53,7 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
   ctx.defer(() => gantry.stop());
   const { accounts, accessTokens, repos, runners } = gantry.deps.services;
-  const owner = await accounts.createUser({
-    username: 'bench-owner',
-    email: 'bench-owner@bench.invalid',
-    password: 'bench-password',
-    mustChangePassword: false,
-  });
-  const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+  const { owner, token } = await createBenchOwner({ accounts, accessTokens });
   const repo = await repos.create(owner, owner, { name: 'cancel' });
   const work = await createWorkDir(remoteUrl(gantry.url, owner.name, repo.name, { user: owner.name, password: token }));
   ctx.defer(() => work.remove());

@@ -14,6 +14,7 @@ import { RunnerDaemon } from '../../src/runner/daemon.ts';
 import { createWorkDir, remoteUrl } from '../../test/support/workdir.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { createBenchOwner } from '../lib/bench-owner.ts';
 
 const CAPACITY = 8;
 
@@ -34,13 +35,7 @@ async function measure(ctx: ScenarioContext): Promise<Metric[]> {
   const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
   ctx.defer(() => gantry.stop());
   const { accounts, accessTokens, repos, runners } = gantry.deps.services;
-  const owner = await accounts.createUser({
-    username: 'bench-owner',
-    email: 'bench-owner@bench.invalid',
-    password: 'bench-password',
-    mustChangePassword: false,
-  });
-  const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+  const { owner, token } = await createBenchOwner({ accounts, accessTokens });
   const repo = await repos.create(owner, owner, { name: 'runner' });
   const work = await createWorkDir(remoteUrl(gantry.url, owner.name, repo.name, { user: owner.name, password: token }));
   ctx.defer(() => work.remove());

@@ -51,6 +51,7 @@ import { processCpuSeconds } from '../lib/process-cpu.ts';
 import { fleetAgent, wireRunner } from '../lib/runner-wire.ts';
 import type { WireRunner } from '../lib/runner-wire.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { createBenchOwner } from '../lib/bench-owner.ts';
 
 const DEFAULT_JOBS = 2_000;
 const MATRIX_LEGS = 100;
@@ -219,13 +220,7 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   const gantry = await startGantryServer({ databaseUrl: await ctx.databaseUrl() });
   ctx.defer(() => gantry.stop());
   const { accounts, accessTokens, repos, runners } = gantry.deps.services;
-  const owner = await accounts.createUser({
-    username: 'bench-owner',
-    email: 'bench-owner@bench.invalid',
-    password: 'bench-password',
-    mustChangePassword: false,
-  });
-  const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+  const { owner, token } = await createBenchOwner({ accounts, accessTokens });
   const repo = await repos.create(owner, owner, { name: 'runners' });
   const work = await createWorkDir(remoteUrl(gantry.url, owner.name, repo.name, { user: owner.name, password: token }));
   ctx.defer(() => work.remove());
@@ -346,13 +341,7 @@ interface SwarmSeed {
 async function startSwarmServer(ctx: ScenarioContext): Promise<GantryChildServer<SwarmSeed>> {
   const server = await startGantryChild(ctx, async (deps): Promise<SwarmSeed> => {
     const { accounts, accessTokens, repos, runners } = deps.services;
-    const owner = await accounts.createUser({
-      username: 'bench-owner',
-      email: 'bench-owner@bench.invalid',
-      password: 'bench-password',
-      mustChangePassword: false,
-    });
-    const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+    const { owner, token } = await createBenchOwner({ accounts, accessTokens });
     const repo = await repos.create(owner, owner, { name: 'runners' });
     const registrationToken = await runners.registrationToken({ ownerId: 0, repoId: repo.id });
     return { ownerName: owner.name, token, repoName: repo.name, registrationToken };

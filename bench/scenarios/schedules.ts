@@ -18,6 +18,7 @@ import { Scheduler } from '../../src/services/actions/scheduler.ts';
 import { createWorkDir, remoteUrl } from '../../test/support/workdir.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { Metric, Scenario } from '../lib/scenario.ts';
+import { createBenchOwner } from '../lib/bench-owner.ts';
 
 const REPOS = 10;
 const WORKFLOWS_PER_REPO = 100;
@@ -48,13 +49,7 @@ export const schedules: Scenario = {
     const { accounts, accessTokens, repos, scheduler, schedules: scheduleService } = gantry.deps.services;
     const db = gantry.deps.database.db;
     await scheduler.stop();
-    const owner = await accounts.createUser({
-      username: 'bench-owner',
-      email: 'bench-owner@bench.invalid',
-      password: 'bench-password',
-      mustChangePassword: false,
-    });
-    const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+    const { owner, token } = await createBenchOwner({ accounts, accessTokens });
     ctx.log(`registering ${REPOS * SPECS_PER_REPO} specs in ${REPOS} repositories…`);
     for (let i = 0; i < REPOS; i += 1) {
       const repo = await repos.create(owner, owner, { name: `nightly-${i}` });

@@ -25,6 +25,7 @@ import type { WorkDir } from '../../test/support/workdir.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { GantryServer } from '../lib/gantry-server.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { createBenchOwner } from '../lib/bench-owner.ts';
 
 const HOOKS = 100;
 const DEFAULT_DELIVERIES = 5_000;
@@ -237,13 +238,7 @@ async function setUp(ctx: ScenarioContext): Promise<Setup> {
   // Runs first: a stopping Gantry waits for its deliveries in flight, which a closed gate would hold.
   ctx.defer(() => receiver.gate(true));
   const { accounts, accessTokens } = gantry.deps.services;
-  const owner = await accounts.createUser({
-    username: 'bench-owner',
-    email: 'bench-owner@bench.invalid',
-    password: 'bench-password',
-    mustChangePassword: false,
-  });
-  const token = (await accessTokens.create(owner, 'bench', ['all'])).secret;
+  const { owner, token } = await createBenchOwner({ accounts, accessTokens });
 
   const workDirs: WorkDir[] = [];
   for (const org of ['hooked', 'quiet']) {

@@ -54,7 +54,7 @@ export function positiveInt(raw: string): number {
   return /^\d{1,15}$/.test(raw) ? Number(raw) : -1;
 }
 
-/** Links to the neighbouring pages of a list `size` rows a page, `total` rows in all, at `url` (`?page=n`). */
+/** Links to the neighbouring pages of a list `size` rows a page, `total` rows in all, at `url` (`?<param>=n`). */
 export interface Pager {
   page: number;
   pages: number;
@@ -62,15 +62,19 @@ export interface Pager {
   nextUrl: string | null;
 }
 
-/** The 1-based `page` query parameter (1 when absent or not a number) and its rows' offset. */
-export function pageOf(req: FastifyRequest, size: number): { page: number; limit: number; offset: number } {
-  const page = Math.max(1, positiveInt(queryParam(req, 'page')));
+/** The 1-based page query parameter (1 when absent or not a number) and its rows' offset. */
+export function pageOf(
+  req: FastifyRequest,
+  size: number,
+  param = 'page',
+): { page: number; limit: number; offset: number } {
+  const page = Math.max(1, positiveInt(queryParam(req, param)));
   return { page, limit: size, offset: (page - 1) * size };
 }
 
-export function pagerOf(page: number, size: number, total: number, url: string): Pager {
+export function pagerOf(page: number, size: number, total: number, url: string, param = 'page'): Pager {
   const pages = Math.max(1, Math.ceil(total / size));
-  const link = (n: number) => (n === 1 ? url : `${url}?page=${n}`);
+  const link = (n: number) => (n === 1 ? url : `${url}?${param}=${n}`);
   return {
     page,
     pages,

@@ -13,13 +13,14 @@ import type { Services } from '../../services/index.ts';
 import { requireRepo } from '../request-context.ts';
 import { sendArtifactZip } from '../send-artifact-zip.ts';
 import type { WebContext } from './context.ts';
-import { param, positiveInt, queryParam, reqSignIn } from './context.ts';
+import { pageOf, pagerOf, param, positiveInt, reqSignIn } from './context.ts';
 import { seeOther } from './render.ts';
 import { repoBase } from './routes-actions.ts';
 import { setFlash } from './session.ts';
 
 /** Artifacts listed per page of the run page (the rest behind Older/Newer links, `?artifacts=<page>`). */
 const PAGE_SIZE = 50;
+const PAGE_PARAM = 'artifacts';
 
 export interface RunArtifactsPage {
   items: Array<{ name: string; size: number; expired: boolean; downloadUrl: string; deleteUrl: string }>;
@@ -38,13 +39,9 @@ export async function runArtifactsPage(
   runUrl: string,
   pageUrl: string,
 ): Promise<RunArtifactsPage> {
-  const page = Math.max(1, positiveInt(queryParam(req, 'artifacts')));
-  const { groups, total } = await services.artifactsRest.list(
-    requireRepo(req).repo,
-    { runId },
-    { limit: PAGE_SIZE, offset: (page - 1) * PAGE_SIZE },
-  );
-  const pageLink = (n: number) => (n === 1 ? pageUrl : `${pageUrl}?artifacts=${n}`);
+  const { page, ...slice } = pageOf(req, PAGE_SIZE, PAGE_PARAM);
+  const { groups, total } = await services.artifactsRest.list(requireRepo(req).repo, { runId }, slice);
+  const pager = pagerOf(page, PAGE_SIZE, total, pageUrl, PAGE_PARAM);
   return {
     items: groups.map((group) => ({
       name: group.name,
@@ -54,8 +51,8 @@ export async function runArtifactsPage(
       deleteUrl: `${artifactUrl(runUrl, group.name)}/delete`,
     })),
     total,
-    newerUrl: page > 1 ? pageLink(page - 1) : null,
-    olderUrl: page * PAGE_SIZE < total ? pageLink(page + 1) : null,
+    newerUrl: pager.previousUrl,
+    olderUrl: pager.nextUrl,
   };
 }
 

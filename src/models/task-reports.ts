@@ -201,22 +201,23 @@ export async function finishTask(tx: Queryable, id: number, status: ActionStatus
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** The job of a task gets the task's final status, unless it is done already (cancelled meanwhile). */
+/** The job of a task gets the task's final status, unless it is done already (cancelled meanwhile): the job as it now is, or null. */
 export async function finishJobOfTask(
   tx: Queryable,
   jobId: number,
   taskId: number,
   status: ActionStatusValue,
   now: number,
-): Promise<boolean> {
-  const result = await tx
+): Promise<ActionRunJob | null> {
+  const row = await tx
     .updateTable('action_run_job')
     .set({ status, stopped: now, updated: now })
     .where('id', '=', jobId)
     .where('task_id', '=', taskId)
     .where('status', 'not in', DONE)
+    .returningAll()
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return row === undefined ? null : jobFromRow(row);
 }
 
 export interface FinishedTask {
@@ -252,17 +253,10 @@ export async function finishTaskAndJob(
     if (!(await finishTask(tx, taskId, status, now))) return { finished: false, job: null, counts: null };
     if (closeSteps) await closeUnfinishedSteps(tx, taskId, status, now);
     if (jobId === null) return { finished: true, job: null, counts: null };
-    const row = await tx
-      .updateTable('action_run_job')
-      .set({ status, stopped: now, updated: now })
-      .where('id', '=', jobId)
-      .where('task_id', '=', taskId)
-      .where('status', 'not in', DONE)
-      .returningAll()
-      .executeTakeFirst();
-    if (row === undefined) return { finished: true, job: null, counts: null };
+    const job = await finishJobOfTask(tx, jobId, taskId, status, now);
+    if (job === null) return { finished: true, job: null, counts: null };
     const counts = countRun === null ? null : await countJobStatusesOfRun(tx, countRun);
-    return { finished: true, job: jobFromRow(row), counts };
+    return { finished: true, job, counts };
   }
   const done = sql.join(DONE);
   const steps = closeSteps

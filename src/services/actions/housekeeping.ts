@@ -155,7 +155,7 @@ export class ActionsHousekeeping {
       if (job !== null) await this.reports.runProgress.lockRun(tx, job.runId);
       if (!(await failZombieTask(tx, task.id, cutoff, now))) return false;
       await closeUnfinishedSteps(tx, task.id, ActionStatus.failure, now);
-      if (job !== null && (await finishJobOfTask(tx, job.id, task.id, ActionStatus.failure, now))) {
+      if (job !== null && (await finishJobOfTask(tx, job.id, task.id, ActionStatus.failure, now)) !== null) {
         await this.reports.runProgress.settle(tx, job.runId, [job.id]);
       }
       // An ephemeral runner takes one task; this one is over.

@@ -18,7 +18,7 @@ import { FLEET_ADMIN, startGantryFleet } from './support/gantry-fleet.ts';
 import type { GantryFleet } from './support/gantry-fleet.ts';
 import { HOOK_SECRET, LOG_LINES_PER_TASK, logLine, setUpMixedWorkload } from './support/mixed-workload.ts';
 import type { MixedWorkload } from './support/mixed-workload.ts';
-import { nginxMissingReason } from './support/nginx.ts';
+import { nginxMissingReason, nginxSkipReason } from './support/nginx.ts';
 import { createScratchPgDatabase } from './support/pg-database.ts';
 import type { ScratchPgDatabase } from './support/pg-database.ts';
 import { testDialects } from './support/server.ts';
@@ -37,10 +37,7 @@ const DELIVERY_DEADLINE_MS = 90_000;
 function skipReason(): string | false {
   if (!testDialects().includes('postgres') || !process.env.GANTRY_TEST_PG_URL)
     return 'needs PostgreSQL (run through scripts/run-tests.ts without --sqlite-only)';
-  const missing = nginxMissingReason();
-  // CI must not pass by skipping: .ci/run installs nginx.
-  if (missing !== null && process.env.CI === undefined) return missing;
-  return false;
+  return nginxSkipReason();
 }
 
 /**

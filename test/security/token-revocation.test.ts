@@ -11,7 +11,7 @@ import { openDatabase } from '../../src/models/database.ts';
 import { CREDENTIAL_CACHE_TTL_MS } from '../../src/services/credential-cache.ts';
 import { startGantryFleet } from '../support/gantry-fleet.ts';
 import type { GantryFleet } from '../support/gantry-fleet.ts';
-import { nginxMissingReason } from '../support/nginx.ts';
+import { nginxSkipReason } from '../support/nginx.ts';
 import { createScratchPgDatabase } from '../support/pg-database.ts';
 import type { ScratchPgDatabase } from '../support/pg-database.ts';
 import { basicAuth, testDialects } from '../support/server.ts';
@@ -23,9 +23,7 @@ const SLACK_MS = 1500;
 function skipReason(): string | false {
   if (!testDialects().includes('postgres') || !process.env.GANTRY_TEST_PG_URL)
     return 'needs PostgreSQL (run through scripts/run-tests.ts without --sqlite-only)';
-  const missing = nginxMissingReason();
-  if (missing !== null && process.env.CI === undefined) return missing;
-  return false;
+  return nginxSkipReason();
 }
 
 async function status(url: string, token: string): Promise<number> {

@@ -16,6 +16,16 @@ export function nginxMissingReason(): string | null {
   return findNginx() === null ? 'nginx is not installed (Debian: apt-get install nginx-light)' : null;
 }
 
+/**
+ * Why an nginx-backed test should be skipped here, or false. Under CI (the
+ * `CI` variable set) never: .ci/run installs nginx, and CI must not pass by
+ * skipping; a missing nginx then fails the test when it starts nginx.
+ */
+export function nginxSkipReason(): string | false {
+  const missing = nginxMissingReason();
+  return missing !== null && process.env.CI === undefined ? missing : false;
+}
+
 /** The nginx binary on PATH or in the sbin folders Debian puts it in (not on a user's PATH). */
 export function findNginx(): string | null {
   const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'];

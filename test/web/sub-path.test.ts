@@ -13,7 +13,7 @@ import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { launchBrowser, openPage } from '../support/browser.ts';
 import type { TestPage } from '../support/browser.ts';
 import { freePort } from '../support/free-port.ts';
-import { nginxMissingReason, startNginx } from '../support/nginx.ts';
+import { nginxSkipReason, startNginx } from '../support/nginx.ts';
 import type { NginxProxy } from '../support/nginx.ts';
 import { decodeTask, registerRunner } from '../support/runner-client.ts';
 import type { RunnerClient } from '../support/runner-client.ts';
@@ -24,7 +24,7 @@ import type { WorkDir } from '../support/workdir.ts';
 
 const WORKFLOW = 'on: push\njobs:\n  build:\n    runs-on: w-sub\n    steps:\n      - run: make\n';
 const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
-const skip = nginxMissingReason() ?? false;
+const skip = nginxSkipReason();
 
 for (const dialect of testDialects()) {
   describe(`web console under a sub-path behind nginx [${dialect}]`, { skip }, () => {

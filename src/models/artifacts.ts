@@ -5,7 +5,8 @@
 // never both apply one — in particular only one retention pass claims a
 // row's files for deletion.
 import { sql } from 'kysely';
-import type { Queryable } from './database.ts';
+import type { Queryable, Tx } from './database.ts';
+import { lockRun } from './action-runs.ts';
 import { isUniqueViolation } from './database.ts';
 
 /** Forgejo's ArtifactStatus values (models/actions/artifact.go). */
@@ -190,18 +191,40 @@ export async function findLiveArtifact(db: Queryable, runId: number, name: strin
 }
 
 /**
- * Counts `bytes` more staged for a pending upload, unless that takes it past
- * `maxBytes`; false when it would (nothing is counted then).
+ * Counts `bytes` more staged for the pending upload `artifact`, unless that
+ * takes it past GANTRY_ARTIFACT_MAX_SIZE or its run's artifacts past
+ * GANTRY_ARTIFACT_MAX_RUN_SIZE: then nothing is counted and the bytes that
+ * were still free come back. Under the run's lock (PostgreSQL; a SQLite
+ * transaction is alone anyway), as the v3 chunks reserve theirs
+ * (artifact-files.ts), so blocks of several artifacts of one run arriving
+ * together cannot pass the run's quota between them.
  */
-export async function addStagedBytes(db: Queryable, id: number, bytes: number, maxBytes: number): Promise<boolean> {
-  const result = await db
+export async function stageBlockBytes(
+  tx: Tx,
+  artifact: Pick<Artifact, 'id' | 'runId'>,
+  bytes: number,
+  quotas: { maxArtifactBytes: number; maxRunBytes: number },
+): Promise<{ staged: true } | { staged: false; room: number }> {
+  await lockRun(tx, artifact.runId);
+  const others = await runArtifactBytes(tx, artifact.runId, artifact.id);
+  const own = await tx
+    .selectFrom('action_artifact')
+    .select('staged_size')
+    .where('id', '=', artifact.id)
+    .where('status', '=', ArtifactStatus.uploadPending)
+    .executeTakeFirst();
+  if (own === undefined) return { staged: false, room: 0 };
+  const room = Math.max(
+    0,
+    Math.min(quotas.maxArtifactBytes - own.staged_size, quotas.maxRunBytes - others - own.staged_size),
+  );
+  if (bytes > room) return { staged: false, room };
+  await tx
     .updateTable('action_artifact')
     .set({ staged_size: sql<number>`staged_size + ${bytes}` })
-    .where('id', '=', id)
-    .where('status', '=', ArtifactStatus.uploadPending)
-    .where(sql<boolean>`staged_size + ${bytes} <= ${maxBytes}`)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+    .where('id', '=', artifact.id)
+    .execute();
+  return { staged: true };
 }
 
 /** Records the committed file of a pending upload (size and digest); false if the row is no longer pending. */

@@ -328,6 +328,40 @@ for (const dialect of testDialects()) {
       );
     });
 
+    test('blocks of several artifacts sent at once never take a run past its quota between them', async () => {
+      // A run of its own, so the quota is all free: six of the eight 10 MiB blocks fit in 60 MiB.
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: 'build.yml' },
+        body: { ref: 'main', inputs: {}, return_run_info: true },
+      });
+      assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
+      const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+      assert.ok(fetched.task, 'the job is handed out');
+      const task = decodeTask(fetched.task as Task);
+      const token = String(task.context.gitea_runtime_token);
+      const run = {
+        workflowRunBackendId: String((dispatched.data as { id: number }).id),
+        workflowJobRunBackendId: '0',
+      };
+      const urls: string[] = [];
+      for (let i = 0; i < 8; i += 1) {
+        const created = await twirp('CreateArtifact', token, { ...run, name: `race-${i}`, version: 4 });
+        assert.equal(created.status, 200, created.text);
+        urls.push((created.json as { signedUploadUrl: string }).signedUploadUrl);
+      }
+      const block = randomBytes(FILE_BYTES);
+      const statuses = await Promise.all(
+        urls.map(async (url) => (await fetch(`${url}&comp=block&blockid=AAAA`, { method: 'PUT', body: block })).status),
+      );
+      assert.deepEqual(
+        [statuses.filter((status) => status === 201).length, statuses.filter((status) => status === 413).length],
+        [6, 2],
+        `statuses: ${statuses.join(', ')}`,
+      );
+      await runner.runner.updateTask({ state: { id: BigInt(task.id), result: Result.SUCCESS, stoppedAt: now() } });
+    });
+
     test('bad input answers 4xx, never 500: undecodable bodies, wrong field types, unknown blocks, an id past 2^63', async () => {
       const [, b] = runs;
       assert.ok(b);

@@ -18,8 +18,8 @@
 //   per run) are checked as blocks arrive: bytes past them are refused with
 //   413 and the whole upload fails (its row `upload error`, its blocks
 //   dropped), so a refused upload does not keep eating the run's quota.
-//   Staged bytes are counted with a conditional update, so concurrent blocks
-//   cannot together pass the per-artifact limit.
+//   A stored block's bytes are counted under the run's lock, so concurrent
+//   blocks (of one artifact or of several) cannot together pass either quota.
 // - The artifact's file is replaced atomically (ObjectStorage.put): a reader
 //   sees the previous upload or the new one, never a part.
 import { createHash, randomUUID } from 'node:crypto';
@@ -31,7 +31,6 @@ import { noteReceived } from '../../modules/young-garbage.ts';
 import type { Db } from '../../models/database.ts';
 import {
   ArtifactStatus,
-  addStagedBytes,
   confirmArtifact,
   createOrReuseArtifact,
   failUpload,
@@ -41,6 +40,7 @@ import {
   markForDeletion,
   recordCommittedFile,
   runArtifactBytes,
+  stageBlockBytes,
 } from '../../models/artifacts.ts';
 import type { Artifact } from '../../models/artifacts.ts';
 import { findRunningTaskScope } from '../../models/task-tokens.ts';
@@ -216,10 +216,13 @@ export class ArtifactService {
       if (error instanceof AppError && error.kind === 'too_large') await this.failUpload(artifact);
       throw error;
     }
-    if (!(await addStagedBytes(this.db, artifact.id, size, this.limits.maxArtifactBytes))) {
+    // The room read before the block streamed may have gone to blocks of other
+    // artifacts of the run meanwhile: counted again under the run's lock.
+    const staged = await this.db.transaction().execute((tx) => stageBlockBytes(tx, artifact, size, this.limits));
+    if (!staged.staged) {
       await this.storage.remove(name);
       await this.failUpload(artifact);
-      throw AppError.tooLarge(this.quotaMessage(this.limits.maxArtifactBytes));
+      throw AppError.tooLarge(this.quotaMessage(staged.room));
     }
   }
 

@@ -86,6 +86,20 @@ for (const dialect of testDialects()) {
       return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
     };
 
+    /** Dispatches build.yml and takes its job: the run, its task and the task's runtime token. */
+    const dispatchRun = async () => {
+      const dispatched = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: 'build.yml' },
+        body: { ref: 'main', inputs: {}, return_run_info: true },
+      });
+      assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
+      const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+      assert.ok(fetched.task, 'the job is handed out');
+      const task = decodeTask(fetched.task as Task);
+      return { id: (dispatched.data as { id: number }).id, task, token: String(task.context.gitea_runtime_token) };
+    };
+
     before(async () => {
       s = await startTestServer(dialect, { GANTRY_ARTIFACT_MAX_RUN_SIZE: String(MAX_RUN_BYTES) });
       alice = await s.createUser('alice');
@@ -102,22 +116,7 @@ for (const dialect of testDialects()) {
         path: { owner: 'alice', repo: 'app' },
       });
       runner = await registerRunner(s.url, (token.data as { token: string }).token, { labels: ['artifacts'] });
-      for (let i = 0; i < 2; i += 1) {
-        const dispatched = await dispatchWorkflow({
-          client: alice.client,
-          path: { owner: 'alice', repo: 'app', workflowfilename: 'build.yml' },
-          body: { ref: 'main', inputs: {}, return_run_info: true },
-        });
-        assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
-        const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
-        assert.ok(fetched.task, 'the job is handed out');
-        const task = decodeTask(fetched.task as Task);
-        runs.push({
-          id: (dispatched.data as { id: number }).id,
-          task,
-          token: String(task.context.gitea_runtime_token),
-        });
-      }
+      for (let i = 0; i < 2; i += 1) runs.push(await dispatchRun());
       scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-artifacts-'));
       await fs.mkdir(path.join(scratch, 'upload', 'nested'), { recursive: true });
       for (let i = 0; i < FILES; i += 1) {
@@ -330,20 +329,8 @@ for (const dialect of testDialects()) {
 
     test('blocks of several artifacts sent at once never take a run past its quota between them', async () => {
       // A run of its own, so the quota is all free: six of the eight 10 MiB blocks fit in 60 MiB.
-      const dispatched = await dispatchWorkflow({
-        client: alice.client,
-        path: { owner: 'alice', repo: 'app', workflowfilename: 'build.yml' },
-        body: { ref: 'main', inputs: {}, return_run_info: true },
-      });
-      assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
-      const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
-      assert.ok(fetched.task, 'the job is handed out');
-      const task = decodeTask(fetched.task as Task);
-      const token = String(task.context.gitea_runtime_token);
-      const run = {
-        workflowRunBackendId: String((dispatched.data as { id: number }).id),
-        workflowJobRunBackendId: '0',
-      };
+      const { id, task, token } = await dispatchRun();
+      const run = { workflowRunBackendId: String(id), workflowJobRunBackendId: '0' };
       const urls: string[] = [];
       for (let i = 0; i < 8; i += 1) {
         const created = await twirp('CreateArtifact', token, { ...run, name: `race-${i}`, version: 4 });

@@ -13,8 +13,8 @@ import { findRepository } from '../../src/models/repos.ts';
 import type { Repository } from '../../src/models/repos.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { answer } from '../support/actions.ts';
-import { freePort } from '../support/free-port.ts';
-import { GantryChild } from '../support/gantry-child.ts';
+import type { GantryChild } from '../support/gantry-child.ts';
+import { startSecondProcess } from '../support/second-process.ts';
 import { createRunnerClient, registerRunner } from '../support/runner-client.ts';
 import type { RunnerClient } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
@@ -56,21 +56,7 @@ for (const dialect of testDialects()) {
 
     before(async () => {
       s = await startTestServer(dialect, { GANTRY_SECRET_KEY: SECRET_KEY });
-      const port = await freePort();
-      const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        GANTRY_DATA_DIR: s.dataDir,
-        GANTRY_HTTP_ADDR: '127.0.0.1',
-        GANTRY_HTTP_PORT: String(port),
-        GANTRY_ROOT_URL: `http://127.0.0.1:${port}/`,
-        GANTRY_LOG_LEVEL: 'warn',
-        GANTRY_SECRET_KEY: SECRET_KEY,
-      };
-      if (s.server.deps.config.databaseUrl) env.GANTRY_DATABASE_URL = s.server.deps.config.databaseUrl;
-      else delete env.GANTRY_DATABASE_URL;
-      // A process of its own: two SQLite servers in one process would block each other's event loop on the file lock.
-      second = new GantryChild(`http://127.0.0.1:${port}`, env);
-      await second.start();
+      second = await startSecondProcess(s, { env: { GANTRY_SECRET_KEY: SECRET_KEY }, ownRootUrl: true });
       alice = await s.createUser('alice');
       assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app' } })).status, 201);
       const found = await findRepository(db(), alice.user.id, 'app');

@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
-import { freePort } from '../support/free-port.ts';
-import { GantryChild } from '../support/gantry-child.ts';
+import type { GantryChild } from '../support/gantry-child.ts';
+import { startSecondProcess } from '../support/second-process.ts';
 import { createRunnerClient, decodeTask } from '../support/runner-client.ts';
 import type { RunnerClient } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
@@ -95,17 +95,7 @@ for (const dialect of testDialects()) {
       const token = await s.api('GET', '/repos/alice/app/actions/runners/registration-token', { token: alice.token });
       assert.equal(token.status, 200, token.text);
       registrationToken = (token.json as { token: string }).token;
-      const port = await freePort();
-      second = new GantryChild(`http://127.0.0.1:${port}`, {
-        ...process.env,
-        GANTRY_DATA_DIR: s.dataDir,
-        GANTRY_HTTP_ADDR: '127.0.0.1',
-        GANTRY_HTTP_PORT: String(port),
-        GANTRY_ROOT_URL: s.rootUrl,
-        GANTRY_LOG_LEVEL: 'warn',
-        ...(dialect === 'postgres' ? { GANTRY_DATABASE_URL: s.server.deps.config.databaseUrl ?? '' } : {}),
-      });
-      await second.start();
+      second = await startSecondProcess(s);
     });
 
     after(async () => {

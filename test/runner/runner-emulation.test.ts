@@ -18,8 +18,8 @@ import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { createActRunner } from '../support/act-runner.ts';
 import { EmulatedRunner } from '../support/forgejo-runner-v12.ts';
 import type { EmulatedRunnerOptions } from '../support/forgejo-runner-v12.ts';
-import { freePort } from '../support/free-port.ts';
-import { GantryChild } from '../support/gantry-child.ts';
+import type { GantryChild } from '../support/gantry-child.ts';
+import { startSecondProcess } from '../support/second-process.ts';
 import { Result } from '../support/runner-wire.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
@@ -163,17 +163,7 @@ for (const dialect of testDialects()) {
       const res = await repoGetRunnerRegistrationToken({ client: alice.client, path: { owner: 'alice', repo: 'app' } });
       assert.equal(res.status, 200);
       registrationToken = (res.data as { token: string }).token;
-      const port = await freePort();
-      second = new GantryChild(`http://127.0.0.1:${port}`, {
-        ...process.env,
-        GANTRY_DATA_DIR: s.dataDir,
-        GANTRY_HTTP_ADDR: '127.0.0.1',
-        GANTRY_HTTP_PORT: String(port),
-        GANTRY_ROOT_URL: s.rootUrl,
-        GANTRY_LOG_LEVEL: 'warn',
-        ...(dialect === 'postgres' ? { GANTRY_DATABASE_URL: s.server.deps.config.databaseUrl ?? '' } : {}),
-      });
-      await second.start();
+      second = await startSecondProcess(s);
     });
 
     after(async () => {

@@ -7,14 +7,12 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { actionRun } from '@llamaduck/forgejo-ts';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
-import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
-import { createRunnerClient, decodeTask } from '../support/runner-client.ts';
-import type { DecodedTask, RunnerClient } from '../support/runner-client.ts';
-import { startTestServer, testDialects } from '../support/server.ts';
+import type { DecodedTask } from '../support/runner-client.ts';
+import { testDialects } from '../support/server.ts';
+import { startOrgWorkflows } from '../support/org-workflows.ts';
+import type { OrgWorkflows } from '../support/org-workflows.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
-import { startWebhookReceiver } from '../support/webhook-receiver.ts';
 import type { WebhookReceiver } from '../support/webhook-receiver.ts';
-import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
 
 const job = (label: string): string =>
@@ -37,8 +35,6 @@ const WORKFLOWS: Record<string, string> = {
   'badgroup.yml': "on: workflow_dispatch\nconcurrency:\n  group: ${{ fromJSON('{') }}\n" + job('cc-bad'),
 };
 
-const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
-
 interface RunJson {
   id: number;
   status: string;
@@ -51,21 +47,18 @@ interface Payload {
 
 for (const dialect of testDialects()) {
   describe(`workflow concurrency groups [${dialect}]`, () => {
+    let f: OrgWorkflows;
     let s: TestServer;
     let owner: TestUser;
     let work: WorkDir;
-    let registrationToken: string;
     let receiver: WebhookReceiver;
-    const runners = new Map<string, RunnerClient>();
-
-    const dispatch = async (file: string, inputs: Record<string, string> = {}): Promise<number> => {
-      const res = await s.api('POST', `/repos/acme/app/actions/workflows/${file}/dispatches`, {
-        token: owner.token,
-        body: { ref: 'main', inputs, return_run_info: true },
-      });
-      assert.equal(res.status, 201, res.text);
-      return (res.json as { id: number }).id;
-    };
+    // The fixture's helpers under short names.
+    const dispatch: OrgWorkflows['dispatch'] = (...a) => f.dispatch(...a);
+    const runner: OrgWorkflows['runner'] = (...a) => f.runner(...a);
+    const fetchOne: OrgWorkflows['fetchOne'] = (...a) => f.fetchOne(...a);
+    const fetchNone: OrgWorkflows['fetchNone'] = (...a) => f.fetchNone(...a);
+    const heartbeat: OrgWorkflows['heartbeat'] = (...a) => f.heartbeat(...a);
+    const finish: OrgWorkflows['finish'] = (...a) => f.finish(...a);
 
     const getRun = async (runId: number): Promise<RunJson> => {
       const res = await actionRun({ client: owner.client, path: { owner: 'acme', repo: 'app', run_id: runId } });
@@ -90,82 +83,16 @@ for (const dialect of testDialects()) {
       return run;
     };
 
-    const runner = async (label: string): Promise<RunnerClient> => {
-      const existing = runners.get(label);
-      if (existing) return existing;
-      const client = createRunnerClient(s.url);
-      const res = await client.runner.register({
-        name: `runner-${label}`,
-        token: registrationToken,
-        version: 'v12.0.0',
-        labels: [label],
-      });
-      assert.ok(res.runner);
-      client.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
-      runners.set(label, client);
-      return client;
-    };
-
-    const fetchOne = async (client: RunnerClient): Promise<DecodedTask> => {
-      const res = await client.runner.fetchTask({ tasksVersion: 0n });
-      assert.ok(res.task, 'a task');
-      return decodeTask(res.task as Task);
-    };
-
-    const fetchNone = async (client: RunnerClient): Promise<void> => {
-      const res = await client.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 });
-      assert.equal(res.task, undefined, 'no task is handed out');
-    };
-
-    const heartbeat = async (client: RunnerClient, taskId: number): Promise<Result | undefined> =>
-      (
-        await client.runner.updateTask({
-          state: { id: BigInt(taskId), result: Result.UNSPECIFIED, startedAt: now(), steps: [] },
-        })
-      ).state?.result;
-
-    const finish = async (client: RunnerClient, taskId: number, result: Result): Promise<Result | undefined> =>
-      (
-        await client.runner.updateTask({
-          state: { id: BigInt(taskId), result, startedAt: now(), stoppedAt: now(), steps: [] },
-        })
-      ).state?.result;
-
     /** The run id a task belongs to (the runner's github.run_id). */
     const runOfTask = (task: DecodedTask): number => Number(task.context.run_id);
 
     before(async () => {
-      s = await startTestServer(dialect, { GANTRY_WEBHOOK_ALLOWED_HOSTS: 'loopback' });
-      owner = await s.createUser('owner');
-      receiver = await startWebhookReceiver();
-      assert.equal((await s.api('POST', '/orgs', { token: owner.token, body: { username: 'acme' } })).status, 201);
-      const repo = await s.api('POST', '/orgs/acme/repos', { token: owner.token, body: { name: 'app' } });
-      assert.equal(repo.status, 201, repo.text);
-      const hook = await s.api('POST', '/orgs/acme/hooks', {
-        token: owner.token,
-        body: {
-          type: 'forgejo',
-          config: { url: `${receiver.url}/hook`, content_type: 'json' },
-          events: ['workflow_run'],
-          active: true,
-        },
-      });
-      assert.equal(hook.status, 201, hook.text);
-      work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password }));
-      await work.commit(
-        Object.fromEntries(Object.entries(WORKFLOWS).map(([file, text]) => [`.forgejo/workflows/${file}`, text])),
-        'Workflows',
-      );
-      assert.equal((await work.push('main')).code, 0);
-      const token = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: owner.token });
-      assert.equal(token.status, 200, token.text);
-      registrationToken = (token.json as { token: string }).token;
+      f = await startOrgWorkflows(dialect, { workflows: WORKFLOWS, hookEvents: ['workflow_run'] });
+      ({ s, owner, work, receiver } = f);
     });
 
     after(async () => {
-      await work?.remove();
-      await s?.stop();
-      await receiver?.close();
+      await f?.stop();
     });
 
     test('a push with cancel-in-progress: true cancels the older run of its group while its runner is mid-job', async () => {

@@ -7,8 +7,13 @@
 //   - PUT …/actions/secrets/{name}: read and JSON.parse the body, answer 204.
 // No framework, no database, no logging. Run as a script it reads its settings
 // from BARE_API_SETTINGS (JSON) and prints `listening <port>` once it listens.
+// With `framework: 'fastify'` the same API is one Fastify route (an onRequest
+// hook for the header, the answer serialised from a response schema, no
+// logger): what the framework itself costs per request, the floor under any
+// Fastify server's figure.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import Fastify from 'fastify';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +25,8 @@ export interface BareApiSettings {
   data: string;
   ownerId: number;
   repoId: number;
+  /** 'fastify': the GET as a minimal Fastify route instead of bare node:http. */
+  framework?: 'fastify';
 }
 
 const ROUTE = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)\/actions\/(variables|secrets)\/([^/]+)$/;
@@ -79,6 +86,41 @@ function serve(settings: BareApiSettings): http.Server {
   });
 }
 
+/** The GET of the same API as one Fastify route, doing the same work and nothing more. */
+async function serveFastify(settings: BareApiSettings): Promise<http.Server> {
+  const expected = `token ${settings.token}`;
+  const app = Fastify({ logger: false });
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.headers.authorization !== expected) await reply.code(401).send({ message: 'invalid token' });
+  });
+  app.get<{ Params: { owner: string; repo: string; name: string } }>(
+    '/api/v1/repos/:owner/:repo/actions/variables/:name',
+    {
+      schema: {
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              owner_id: { type: 'integer' },
+              repo_id: { type: 'integer' },
+              name: { type: 'string' },
+              data: { type: 'string' },
+            },
+          },
+        },
+      },
+    },
+    async (req) => ({
+      owner_id: settings.ownerId,
+      repo_id: settings.repoId,
+      name: req.params.name.toUpperCase(),
+      data: settings.data,
+    }),
+  );
+  await app.ready();
+  return app.server;
+}
+
 export interface BareApiChild {
   url: string;
   pid: number;
@@ -118,7 +160,7 @@ export async function startBareApiChild(settings: BareApiSettings): Promise<Bare
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const settings = JSON.parse(process.env.BARE_API_SETTINGS ?? '{}') as BareApiSettings;
-  const server = serve(settings);
+  const server = settings.framework === 'fastify' ? await serveFastify(settings) : serve(settings);
   server.keepAliveTimeout = 65_000;
   server.listen(0, '127.0.0.1', () => {
     process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);

@@ -11,7 +11,9 @@
 // minutes (bench/lib/paired-windows.ts): the GET's figure is the median ratio
 // of GANTRY_BENCH_READ_PAIRS pairs (default 3), printed with each side's CPU
 // per request; the PUT's is one pair. `gantry web` logs at its default level
-// (info), as users run it.
+// (info), as users run it. One more pair puts the same API as a minimal
+// Fastify route (bench/lib/bare-api.ts) against the bare one: the ratio no
+// Fastify server can pass on this machine, printed beside the target.
 import type { Db } from '../../src/models/database.ts';
 import type { User } from '../../src/models/users.ts';
 import { startBareApiChild } from '../lib/bare-api.ts';
@@ -133,6 +135,32 @@ export const repoActionsData: Scenario = {
         `(target ≥ 0.5); load average ${get.loadAverage.map((l) => l.toFixed(1)).join(' → ')}`,
     );
 
+    // The framework's own floor: the same API as one Fastify route, against the bare one.
+    const floorServer = await startBareApiChild({
+      token,
+      data: variable.data,
+      ownerId: 0,
+      repoId: gantry.seeded.repoId,
+      framework: 'fastify',
+    });
+    ctx.defer(() => floorServer.stop());
+    const floorBody = await (await fetch(`${floorServer.url}${variablePath}`, { headers })).text();
+    if (floorBody !== body) throw new Error(`the minimal Fastify API answers ${floorBody}, Gantry ${body}`);
+    const floor = await pairedWindows(
+      ctx,
+      { label: 'bare GET', pid: bare.pid, request: { url: `${bare.url}${variablePath}`, headers } },
+      {
+        label: 'minimal Fastify GET',
+        pid: floorServer.pid,
+        request: { url: `${floorServer.url}${variablePath}`, headers },
+      },
+      1,
+    );
+    await floorServer.stop();
+    ctx.log(
+      `GET through a minimal Fastify route: ratio ${floor.medianRatio.toFixed(2)} of the bare API (the framework's floor)`,
+    );
+
     const secretPath = `/api/v1/repos/${ownerName}/${repo}/actions/secrets/BENCH_SECRET`;
     const put = {
       method: 'PUT' as const,
@@ -164,6 +192,22 @@ export const repoActionsData: Scenario = {
         value: medianOf(get.measured, 'cpuUsPerRequest'),
         baseline: medianOf(get.baseline, 'cpuUsPerRequest'),
         ratio: medianOf(get.measured, 'cpuUsPerRequest') / medianOf(get.baseline, 'cpuUsPerRequest'),
+        target: null,
+        decimals: 0,
+      },
+      {
+        metric: 'GET, a minimal Fastify route doing the same, rps (1 pair; the framework floor)',
+        value: medianOf(floor.measured, 'rps'),
+        baseline: medianOf(floor.baseline, 'rps'),
+        ratio: floor.medianRatio,
+        target: null,
+        decimals: 0,
+      },
+      {
+        metric: 'GET, a minimal Fastify route: server CPU per request (µs)',
+        value: medianOf(floor.measured, 'cpuUsPerRequest'),
+        baseline: medianOf(floor.baseline, 'cpuUsPerRequest'),
+        ratio: medianOf(floor.measured, 'cpuUsPerRequest') / medianOf(floor.baseline, 'cpuUsPerRequest'),
         target: null,
         decimals: 0,
       },

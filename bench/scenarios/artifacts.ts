@@ -13,20 +13,19 @@
 // them only once 32 MB had piled up (growth 33–34 MB); they are now collected
 // every 4 MiB (modules/young-garbage.ts): growth about 10–13 MB.
 // GANTRY_BENCH_ARTIFACT_MB changes the size (default 1024).
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps } from '../../src/deps.ts';
-import { insertRunWithJobs } from '../../src/models/action-runs.ts';
-import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { systemClock } from '../../src/modules/clock.ts';
 import { RuntimeTokens } from '../../src/services/actions/runtime-tokens.ts';
 import { freePort } from '../../test/support/free-port.ts';
 import { GantryChild } from '../../test/support/gantry-child.ts';
 import { readProcessMemory, resetPeakMemory } from '../lib/process-memory.ts';
+import { insertRunningTask } from '../lib/running-task.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 
 const MB = 1024 * 1024;
@@ -79,61 +78,14 @@ export async function seed(ctx: ScenarioContext, megabytes: number): Promise<See
     });
     const repo = await services.repos.create(owner, owner, { name: 'artifacts' });
     const now = Math.floor(Date.now() / 1000);
-    const created = await db.transaction().execute((tx) =>
-      insertRunWithJobs(
-        tx,
-        {
-          repoId: repo.id,
-          ownerId: owner.id,
-          title: 'big artifact',
-          workflowId: 'build.yml',
-          workflowDirectory: '.forgejo/workflows',
-          triggerUserId: owner.id,
-          ref: 'refs/heads/main',
-          commitSha: 'c'.repeat(40),
-          event: 'push',
-          eventPayload: '{}',
-          triggerEvent: 'push',
-          status: ActionStatus.running,
-        },
-        [
-          {
-            name: 'build',
-            jobId: 'build',
-            handle: randomUUID(),
-            needs: [],
-            runsOn: ['docker'],
-            hasIf: false,
-            workflowPayload: 'jobs: {build: {}}',
-            status: ActionStatus.running,
-          },
-        ],
-        now,
-      ),
+    const { job, taskId } = await insertRunningTask(
+      db,
+      { repoId: repo.id, ownerId: owner.id, title: 'big artifact', workflowId: 'build.yml', commitSha: 'c'.repeat(40) },
+      now,
     );
-    const job = created.jobs[0];
-    if (job === undefined) throw new Error('no job inserted');
-    const task = await db
-      .insertInto('action_task')
-      .values({
-        job_id: job.id,
-        attempt: 1,
-        runner_id: 0,
-        status: ActionStatus.running,
-        started: now,
-        repo_id: repo.id,
-        owner_id: owner.id,
-        commit_sha: job.commitSha,
-        token_hash: null,
-        created: now,
-        updated: now,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    await db.updateTable('action_run_job').set({ task_id: task.id, attempt: 1 }).where('id', '=', job.id).execute();
     // The token the task's context would carry, signed with the data folder's key the server reads too.
     const runtimeToken = new RuntimeTokens(db, systemClock, services.keys).issue({
-      taskId: task.id,
+      taskId,
       runId: job.runId,
       jobId: job.id,
     });

@@ -19,20 +19,19 @@
 // collecting them ("external memory pressure") only once about 32 MB had
 // piled up: growth 31–36 MB. GANTRY_BENCH_LOG_MB changes the log size
 // (default 100).
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps } from '../../src/deps.ts';
-import { insertRunWithJobs } from '../../src/models/action-runs.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { plainLogName } from '../../src/services/actions/task-logs.ts';
 import type { LogRow } from '../../src/services/actions/task-logs.ts';
 import { freePort } from '../../test/support/free-port.ts';
 import { GantryChild } from '../../test/support/gantry-child.ts';
 import { readProcessMemory, resetPeakMemory } from '../lib/process-memory.ts';
+import { insertRunningTask } from '../lib/running-task.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 
 const MB = 1024 * 1024;
@@ -114,58 +113,12 @@ async function seed(ctx: ScenarioContext, megabytes: number): Promise<Seeded> {
     const store = services.taskReports.logs;
 
     const task = async (archived: boolean): Promise<{ jobId: number; size: number }> => {
-      const created = await db.transaction().execute((tx) =>
-        insertRunWithJobs(
-          tx,
-          {
-            repoId: repo.id,
-            ownerId: owner.id,
-            title: 'big log',
-            workflowId: 'log.yml',
-            workflowDirectory: '.forgejo/workflows',
-            triggerUserId: owner.id,
-            ref: 'refs/heads/main',
-            commitSha: 'b'.repeat(40),
-            event: 'push',
-            eventPayload: '{}',
-            triggerEvent: 'push',
-            status: ActionStatus.running,
-          },
-          [
-            {
-              name: 'build',
-              jobId: 'build',
-              handle: randomUUID(),
-              needs: [],
-              runsOn: ['docker'],
-              hasIf: false,
-              workflowPayload: 'jobs: {build: {}}',
-              status: ActionStatus.running,
-            },
-          ],
-          now,
-        ),
+      const { job, taskId } = await insertRunningTask(
+        db,
+        { repoId: repo.id, ownerId: owner.id, title: 'big log', workflowId: 'log.yml', commitSha: 'b'.repeat(40) },
+        now,
       );
-      const job = created.jobs[0];
-      if (job === undefined) throw new Error('no job inserted');
-      const inserted = await db
-        .insertInto('action_task')
-        .values({
-          job_id: job.id,
-          attempt: 1,
-          runner_id: 0,
-          status: ActionStatus.running,
-          started: now,
-          repo_id: repo.id,
-          owner_id: owner.id,
-          commit_sha: job.commitSha,
-          token_hash: null,
-          created: now,
-          updated: now,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      const plainName = plainLogName(repo.id, inserted.id);
+      const plainName = plainLogName(repo.id, taskId);
       let size = 0;
       let lines = 0;
       const source = rows(now * 1000);
@@ -191,13 +144,9 @@ async function seed(ctx: ScenarioContext, megabytes: number): Promise<Seeded> {
           status,
           stopped: archived ? now : 0,
         })
-        .where('id', '=', inserted.id)
+        .where('id', '=', taskId)
         .execute();
-      await db
-        .updateTable('action_run_job')
-        .set({ task_id: inserted.id, attempt: 1, status })
-        .where('id', '=', job.id)
-        .execute();
+      await db.updateTable('action_run_job').set({ status }).where('id', '=', job.id).execute();
       return { jobId: job.id, size };
     };
 

@@ -11,18 +11,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createCurrentUserRepo, dispatchWorkflow, repoGetRunnerRegistrationToken } from '@llamaduck/forgejo-ts';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
-import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { ArtifactRetention } from '../../src/services/actions/artifact-retention.ts';
 import { runArtifactClientV1 } from '../support/artifact-client-v1.ts';
 import type { ArtifactV1Command, ChildOutcome } from '../support/artifact-client-v1.ts';
-import { decodeTask, registerRunner } from '../support/runner-client.ts';
 import type { DecodedTask, RunnerClient } from '../support/runner-client.ts';
-import { startTestServer, testDialects } from '../support/server.ts';
+import { testDialects } from '../support/server.ts';
+import { startArtifactRepo } from '../support/artifact-repo.ts';
+import type { ArtifactRepo } from '../support/artifact-repo.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
-import { createWorkDir, remoteUrl } from '../support/workdir.ts';
-import type { WorkDir } from '../support/workdir.ts';
 import { readZip } from '../support/zip-reader.ts';
 
 /** Run quota of the test server: the first artifact (about 12 MB stored) fits, 10 MB more do not. */
@@ -71,9 +68,9 @@ function logText(bytes: number): Buffer {
 
 for (const dialect of testDialects()) {
   describe(`artifacts v3 with @actions/artifact 1.x [${dialect}]`, () => {
+    let repo: ArtifactRepo;
     let s: TestServer;
     let alice: TestUser;
-    let work: WorkDir;
     let runner: RunnerClient;
     let scratch: string;
     /** Run A uploads; run B is the other run whose token must see nothing of A. */
@@ -103,42 +100,13 @@ for (const dialect of testDialects()) {
     };
 
     before(async () => {
-      s = await startTestServer(dialect, {
-        GANTRY_ARTIFACT_MAX_RUN_SIZE: String(MAX_RUN_BYTES),
-        GANTRY_METRICS_TOKEN: METRICS_TOKEN,
-      });
-      alice = await s.createUser('alice');
-      assert.equal(
-        (await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: true } })).status,
-        201,
+      repo = await startArtifactRepo(
+        dialect,
+        { GANTRY_ARTIFACT_MAX_RUN_SIZE: String(MAX_RUN_BYTES), GANTRY_METRICS_TOKEN: METRICS_TOKEN },
+        { 'build.yml': WORKFLOW, 'matrix.yml': MATRIX_WORKFLOW },
       );
-      work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
-      await work.commit(
-        { '.forgejo/workflows/build.yml': WORKFLOW, '.forgejo/workflows/matrix.yml': MATRIX_WORKFLOW },
-        'Add workflows',
-      );
-      assert.equal((await work.push('main')).code, 0);
-      const token = await repoGetRunnerRegistrationToken({
-        client: alice.client,
-        path: { owner: 'alice', repo: 'app' },
-      });
-      runner = await registerRunner(s.url, (token.data as { token: string }).token, { labels: ['artifacts'] });
-      for (let i = 0; i < 2; i += 1) {
-        const dispatched = await dispatchWorkflow({
-          client: alice.client,
-          path: { owner: 'alice', repo: 'app', workflowfilename: 'build.yml' },
-          body: { ref: 'main', inputs: {}, return_run_info: true },
-        });
-        assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
-        const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
-        assert.ok(fetched.task, 'the job is handed out');
-        const task = decodeTask(fetched.task as Task);
-        runs.push({
-          id: (dispatched.data as { id: number }).id,
-          task,
-          token: String(task.context.gitea_runtime_token),
-        });
-      }
+      ({ s, alice, runner } = repo);
+      for (let i = 0; i < 2; i += 1) runs.push(await repo.dispatchRun());
       scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-artifacts-v3-'));
       // 12 MB that gzip cannot shrink: sent as is, in two chunks (8 MB + 4 MB).
       files.set('big.bin', randomBytes(12 * 1024 * 1024));
@@ -154,9 +122,8 @@ for (const dialect of testDialects()) {
     });
 
     after(async () => {
-      await work.remove();
       await fs.rm(scratch, { recursive: true, force: true });
-      await s.stop();
+      await repo.stop();
     });
 
     test('uploadArtifact sends every file (the big one chunked, text gzip-encoded); downloadArtifact gives them back byte-identical', async () => {
@@ -396,18 +363,11 @@ for (const dialect of testDialects()) {
     });
 
     test('the legs of a matrix upload to one artifact: each sees the files of both, the REST zip holds both', async () => {
-      const dispatched = await dispatchWorkflow({
-        client: alice.client,
-        path: { owner: 'alice', repo: 'app', workflowfilename: 'matrix.yml' },
-        body: { ref: 'main', inputs: {}, return_run_info: true },
-      });
-      assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
-      const runId = (dispatched.data as { id: number }).id;
+      const first = await repo.dispatchRun('matrix.yml');
+      const runId = first.id;
       const legs: { id: number; token: string }[] = [];
       for (const leg of ['one', 'two']) {
-        const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
-        assert.ok(fetched.task, `leg ${leg} is handed out`);
-        const task = decodeTask(fetched.task as Task);
+        const task = leg === 'one' ? first.task : await repo.takeJob();
         legs.push({ id: runId, token: String(task.context.gitea_runtime_token) });
         const dir = path.join(scratch, `leg-${leg}`);
         await fs.mkdir(dir, { recursive: true });

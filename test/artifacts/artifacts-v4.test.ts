@@ -11,18 +11,15 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createCurrentUserRepo, dispatchWorkflow, repoGetRunnerRegistrationToken } from '@llamaduck/forgejo-ts';
 import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
-import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { ArtifactRetention } from '../../src/services/actions/artifact-retention.ts';
 import { runArtifactClient } from '../support/artifact-client.ts';
 import type { ArtifactCommand, ChildOutcome } from '../support/artifact-client.ts';
-import { decodeTask, registerRunner } from '../support/runner-client.ts';
 import type { DecodedTask, RunnerClient } from '../support/runner-client.ts';
-import { startTestServer, testDialects } from '../support/server.ts';
+import { testDialects } from '../support/server.ts';
+import { startArtifactRepo } from '../support/artifact-repo.ts';
+import type { ArtifactRepo } from '../support/artifact-repo.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
-import { createWorkDir, remoteUrl } from '../support/workdir.ts';
-import type { WorkDir } from '../support/workdir.ts';
 
 const FILES = 5;
 const FILE_BYTES = 10 * 1024 * 1024;
@@ -55,10 +52,10 @@ const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 })
 
 for (const dialect of testDialects()) {
   describe(`artifacts v4 with @actions/artifact [${dialect}]`, () => {
+    let repo: ArtifactRepo;
     let s: TestServer;
     let alice: TestUser;
     let bob: TestUser;
-    let work: WorkDir;
     let runner: RunnerClient;
     let scratch: string;
     /** Run A uploads; run B is the other run whose token must see nothing of A. */
@@ -86,37 +83,15 @@ for (const dialect of testDialects()) {
       return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
     };
 
-    /** Dispatches build.yml and takes its job: the run, its task and the task's runtime token. */
-    const dispatchRun = async () => {
-      const dispatched = await dispatchWorkflow({
-        client: alice.client,
-        path: { owner: 'alice', repo: 'app', workflowfilename: 'build.yml' },
-        body: { ref: 'main', inputs: {}, return_run_info: true },
-      });
-      assert.equal(dispatched.status, 201, JSON.stringify(dispatched.error));
-      const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
-      assert.ok(fetched.task, 'the job is handed out');
-      const task = decodeTask(fetched.task as Task);
-      return { id: (dispatched.data as { id: number }).id, task, token: String(task.context.gitea_runtime_token) };
-    };
-
     before(async () => {
-      s = await startTestServer(dialect, { GANTRY_ARTIFACT_MAX_RUN_SIZE: String(MAX_RUN_BYTES) });
-      alice = await s.createUser('alice');
-      bob = await s.createUser('bob');
-      assert.equal(
-        (await createCurrentUserRepo({ client: alice.client, body: { name: 'app', private: true } })).status,
-        201,
+      repo = await startArtifactRepo(
+        dialect,
+        { GANTRY_ARTIFACT_MAX_RUN_SIZE: String(MAX_RUN_BYTES) },
+        { 'build.yml': WORKFLOW },
       );
-      work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
-      await work.commit({ '.forgejo/workflows/build.yml': WORKFLOW }, 'Add workflow');
-      assert.equal((await work.push('main')).code, 0);
-      const token = await repoGetRunnerRegistrationToken({
-        client: alice.client,
-        path: { owner: 'alice', repo: 'app' },
-      });
-      runner = await registerRunner(s.url, (token.data as { token: string }).token, { labels: ['artifacts'] });
-      for (let i = 0; i < 2; i += 1) runs.push(await dispatchRun());
+      ({ s, alice, runner } = repo);
+      bob = await s.createUser('bob');
+      for (let i = 0; i < 2; i += 1) runs.push(await repo.dispatchRun());
       scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-artifacts-'));
       await fs.mkdir(path.join(scratch, 'upload', 'nested'), { recursive: true });
       for (let i = 0; i < FILES; i += 1) {
@@ -128,9 +103,8 @@ for (const dialect of testDialects()) {
     });
 
     after(async () => {
-      await work.remove();
       await fs.rm(scratch, { recursive: true, force: true });
-      await s.stop();
+      await repo.stop();
     });
 
     test('the task context carries the runtime token: a JWT whose scp names the run and the job', () => {
@@ -329,7 +303,7 @@ for (const dialect of testDialects()) {
 
     test('blocks of several artifacts sent at once never take a run past its quota between them', async () => {
       // A run of its own, so the quota is all free: six of the eight 10 MiB blocks fit in 60 MiB.
-      const { id, task, token } = await dispatchRun();
+      const { id, task, token } = await repo.dispatchRun();
       const run = { workflowRunBackendId: String(id), workflowJobRunBackendId: '0' };
       const urls: string[] = [];
       for (let i = 0; i < 8; i += 1) {

@@ -5,13 +5,11 @@
 // must run them oldest first (services/actions/concurrency.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
-import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
 import type { GantryChild } from '../support/gantry-child.ts';
 import { startSecondProcess } from '../support/second-process.ts';
-import { createRunnerClient, decodeTask } from '../support/runner-client.ts';
-import type { RunnerClient } from '../support/runner-client.ts';
+import { memberLoop, registerCrossRunners } from '../support/cross-runners.ts';
+import type { GroupWatch } from '../support/cross-runners.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
@@ -25,7 +23,6 @@ const FIRST_RUNS = 2;
 const RUNNERS_PER_PROCESS = 2;
 const DEADLINE_MS = 90_000;
 
-const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 for (const dialect of testDialects()) {
@@ -81,54 +78,20 @@ for (const dialect of testDialects()) {
     });
 
     test('never two released members, oldest first, while both processes create, claim and finish', async () => {
-      const urls = [s.url, second.url];
+      const urls = [s.url, second.url] as const;
       // Each runner polls one process and reports through the other.
-      const runners: Array<{ fetcher: RunnerClient; reporter: RunnerClient }> = [];
-      for (let i = 0; i < RUNNERS_PER_PROCESS * urls.length; i += 1) {
-        const fetcher = createRunnerClient(urls[i % 2] as string);
-        const res = await fetcher.runner.register({
-          name: `race-${i}`,
-          token: registrationToken,
-          version: 'v12.0.0',
-          labels: ['race'],
-        });
-        assert.ok(res.runner);
-        fetcher.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
-        runners.push({
-          fetcher,
-          reporter: createRunnerClient(urls[(i + 1) % 2] as string, { credentials: fetcher.credentials }),
-        });
-      }
+      const runners = await registerCrossRunners(urls, registrationToken, RUNNERS_PER_PROCESS * urls.length, 'race');
 
       const created: number[] = [];
       for (let i = 0; i < FIRST_RUNS; i += 1) created.push(await dispatch(urls[i % 2] as string));
 
-      const order: number[] = [];
-      const violations: string[] = [];
-      let inFlight = 0;
+      const watch: GroupWatch = { order: [], violations: [] };
+      const { order, violations } = watch;
+      const inFlight = { count: 0 };
       const deadline = Date.now() + DEADLINE_MS;
-      const loops = runners.map(async ({ fetcher, reporter }) => {
-        while (order.length < RUNS && Date.now() < deadline) {
-          const res = await fetcher.runner.fetchTask({ tasksVersion: 0n });
-          if (res.task === undefined) {
-            await sleep(20);
-            continue;
-          }
-          const task = decodeTask(res.task as Task);
-          inFlight += 1;
-          if (inFlight > 1) violations.push(`run ${String(task.context.run_id)} handed out while another ran`);
-          const released = await releasedJobs();
-          if (released > 1) violations.push(`${released} jobs of the group released at once`);
-          order.push(Number(task.context.run_id));
-          await sleep(Math.floor(Math.random() * 30));
-          // Counted as over before the report: from then on Gantry may hand out the next one.
-          inFlight -= 1;
-          const answer = await reporter.runner.updateTask({
-            state: { id: BigInt(task.id), result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] },
-          });
-          assert.equal(answer.state?.result, Result.SUCCESS);
-        }
-      });
+      const loops = runners.map((runner) =>
+        memberLoop(runner, watch, inFlight, releasedJobs, () => order.length >= RUNS || Date.now() >= deadline),
+      );
       // The rest of the runs arrive through both processes, two at a time, while the runners work.
       for (let i = FIRST_RUNS; i < RUNS; i += 2) {
         created.push(...(await Promise.all([dispatch(urls[0] as string), dispatch(urls[1] as string)])));

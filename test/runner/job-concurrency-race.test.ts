@@ -8,13 +8,11 @@
 // (services/actions/job-concurrency.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Result } from '../../src/gen/runner/v1/messages_pb.ts';
-import type { Task } from '../../src/gen/runner/v1/messages_pb.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
 import type { GantryChild } from '../support/gantry-child.ts';
 import { startSecondProcess } from '../support/second-process.ts';
-import { createRunnerClient, decodeTask } from '../support/runner-client.ts';
-import type { RunnerClient } from '../support/runner-client.ts';
+import { memberLoop, registerCrossRunner, registerCrossRunners, reportSuccess } from '../support/cross-runners.ts';
+import type { GroupWatch } from '../support/cross-runners.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
@@ -34,7 +32,6 @@ const FIRST_RUNS = 4;
 const RUNNERS_PER_PROCESS = 2;
 const DEADLINE_MS = 90_000;
 
-const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 for (const dialect of testDialects()) {
@@ -106,31 +103,16 @@ for (const dialect of testDialects()) {
 
     /** `inOrder`: the group's jobs are ready in creation order (no needs), so the newest created runs last. */
     const race = async (file: string, inOrder: boolean): Promise<void> => {
-      const urls = [s.url, second.url];
+      const urls = [s.url, second.url] as const;
       // Each runner polls one process and reports through the other.
-      const runners: Array<{ fetcher: RunnerClient; reporter: RunnerClient }> = [];
-      for (let i = 0; i < RUNNERS_PER_PROCESS * urls.length; i += 1) {
-        const fetcher = createRunnerClient(urls[i % 2] as string);
-        const res = await fetcher.runner.register({
-          name: `race-${i}`,
-          token: registrationToken,
-          version: 'v12.0.0',
-          labels: ['race'],
-        });
-        assert.ok(res.runner);
-        fetcher.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
-        runners.push({
-          fetcher,
-          reporter: createRunnerClient(urls[(i + 1) % 2] as string, { credentials: fetcher.credentials }),
-        });
-      }
+      const runners = await registerCrossRunners(urls, registrationToken, RUNNERS_PER_PROCESS * urls.length, 'race');
 
       const created: number[] = [];
       for (let i = 0; i < FIRST_RUNS; i += 1) created.push(await dispatch(urls[i % 2] as string, file));
 
-      const order: number[] = [];
-      const violations: string[] = [];
-      let inFlight = 0;
+      const group: GroupWatch = { order: [], violations: [] };
+      const { order, violations } = group;
+      const inFlight = { count: 0 };
       const deadline = Date.now() + DEADLINE_MS;
       // Over once every run was created and its grouped job ran or was cancelled.
       let over = false;
@@ -141,40 +123,16 @@ for (const dialect of testDialects()) {
         }
         over = true;
       })();
-      const loops = runners.map(async ({ fetcher, reporter }) => {
-        while (!over) {
-          const res = await fetcher.runner.fetchTask({ tasksVersion: 0n });
-          if (res.task === undefined) {
-            await sleep(20);
-            continue;
-          }
-          const task = decodeTask(res.task as Task);
-          inFlight += 1;
-          if (inFlight > 1) violations.push(`run ${String(task.context.run_id)} handed out while another ran`);
-          const released = await releasedJobs();
-          if (released > 1) violations.push(`${released} jobs of the group released at once`);
-          order.push(Number(task.context.run_id));
-          await sleep(Math.floor(Math.random() * 30));
-          // Counted as over before the report: from then on Gantry may hand out the next one.
-          inFlight -= 1;
-          const answer = await reporter.runner.updateTask({
-            state: { id: BigInt(task.id), result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] },
-          });
-          assert.equal(answer.state?.result, Result.SUCCESS);
-        }
-      });
+      const loops = runners.map((runner) => memberLoop(runner, group, inFlight, releasedJobs, () => over));
       // A runner of each process takes the runs' `side` jobs as they come, reporting through the other.
       const sideLoops = urls.map(async (url, i) => {
-        const fetcher = createRunnerClient(url);
-        const res = await fetcher.runner.register({
-          name: `side-${i}`,
-          token: registrationToken,
-          version: 'v12.0.0',
-          labels: ['side'],
-        });
-        assert.ok(res.runner);
-        fetcher.credentials = { id: Number(res.runner.id), uuid: res.runner.uuid, token: res.runner.token };
-        const reporter = createRunnerClient(urls[(i + 1) % 2] as string, { credentials: fetcher.credentials });
+        const { fetcher, reporter } = await registerCrossRunner(
+          url,
+          urls[(i + 1) % 2] as string,
+          registrationToken,
+          `side-${i}`,
+          'side',
+        );
         while (!over) {
           const task = await fetcher.runner.fetchTask({ tasksVersion: 0n });
           if (task.task === undefined) {
@@ -182,9 +140,7 @@ for (const dialect of testDialects()) {
             continue;
           }
           await sleep(Math.floor(Math.random() * 30));
-          await reporter.runner.updateTask({
-            state: { id: task.task.id, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] },
-          });
+          await reportSuccess(reporter, task.task.id);
         }
       });
       // The rest of the runs arrive through both processes, two at a time, while the runners work.
@@ -194,21 +150,11 @@ for (const dialect of testDialects()) {
       }
       await Promise.all([watch, ...loops, ...sideLoops]);
       // Side jobs the loops left when the group's last job ended.
-      const side = createRunnerClient(s.url);
-      const reg = await side.runner.register({
-        name: 'side-last',
-        token: registrationToken,
-        version: 'v12.0.0',
-        labels: ['side'],
-      });
-      assert.ok(reg.runner);
-      side.credentials = { id: Number(reg.runner.id), uuid: reg.runner.uuid, token: reg.runner.token };
+      const { fetcher: side } = await registerCrossRunner(s.url, s.url, registrationToken, 'side-last', 'side');
       for (;;) {
         const task = await side.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 });
         if (task.task === undefined) break;
-        await side.runner.updateTask({
-          state: { id: task.task.id, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), steps: [] },
-        });
+        await reportSuccess(side, task.task.id);
       }
 
       assert.deepEqual(violations, []);

@@ -14,6 +14,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 /** The built `gantry` command (`node dist/gantry.mjs web` is what `npm start` runs). */
 export const BUILT_GANTRY = path.join(ROOT, 'dist/gantry.mjs');
+/** The bundle it loads, beside its source map. */
+export const BUILT_BUNDLE = path.join(ROOT, 'dist/gantry-main.mjs');
 
 let building: Promise<string> | null = null;
 

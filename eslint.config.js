@@ -68,7 +68,7 @@ const layerRules = [
 ].map(({ files, patterns }) => ({ files, rules: { 'no-restricted-imports': ['error', { patterns }] } }));
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'src/gen/**', 'coverage/**'] },
+  { ignores: ['node_modules/**', 'data/**', 'dist/**', 'src/gen/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

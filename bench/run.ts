@@ -5,13 +5,21 @@
 //   GANTRY_BENCH_DURATION  seconds per measurement (default 10)
 //   GANTRY_BENCH_ONLY      comma-separated scenario names (default: all)
 //   GANTRY_BENCH_DB        sqlite (default) or postgres (a throwaway cluster)
+//   GANTRY_BENCH_CPU_PROF  a folder: the `gantry web` children write CPU profiles there
+//
+// The `gantry web` children run the production build, as `npm start` does:
+// dist/ is built once at the start of the run (and their profiles are mapped
+// back to the sources at its end).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runGantryChildrenFrom } from '../test/support/gantry-child.ts';
 import { startPgCluster } from '../test/support/pg-cluster.ts';
 import type { PgCluster } from '../test/support/pg-cluster.ts';
 import { createScratchPgDatabase } from '../test/support/pg-database.ts';
+import { BUILT_BUNDLE, buildGantry } from '../test/support/production-build.ts';
+import { mapProfilesToSources } from './lib/cpu-profile-sources.ts';
 import { formatTable, resultsJson } from './lib/report.ts';
 import type { ScenarioOutcome } from './lib/report.ts';
 import type { BenchDatabase, Scenario, ScenarioContext } from './lib/scenario.ts';
@@ -129,6 +137,9 @@ async function main(): Promise<number> {
     `${scenarios.length} scenario(s) on ${options.database}, ${options.durationSec} s per measurement (+${WARMUP_SEC} s warm-up)`,
   );
 
+  log('building dist/ (npm run build) for the gantry web children…');
+  runGantryChildrenFrom(await buildGantry());
+
   let cluster: PgCluster | null = null;
   const outcomes: ScenarioOutcome[] = [];
   try {
@@ -139,6 +150,12 @@ async function main(): Promise<number> {
     for (const scenario of scenarios) outcomes.push(await runScenario(scenario, options, cluster));
   } finally {
     if (cluster) await cluster.stop();
+  }
+
+  const profileDir = process.env.GANTRY_BENCH_CPU_PROF?.trim();
+  if (profileDir) {
+    const mapped = await mapProfilesToSources(path.resolve(profileDir), BUILT_BUNDLE);
+    if (mapped > 0) log(`${mapped} CPU profile(s) in ${profileDir} mapped from dist/ to the sources`);
   }
 
   process.stdout.write(`${formatTable(outcomes)}\n`);

@@ -88,6 +88,7 @@ export interface Deps {
   close(): Promise<void>;
 }
 
+// The checkout's package.json: one folder up from src/ and from dist/ (the bundle) alike.
 export const GANTRY_VERSION: string = (
   JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;

@@ -1,4 +1,5 @@
-// A real `gantry web` in a child process, on a free loopback port with a
+// A real `gantry web` in a child process (the production build, which
+// bench/run.ts builds once per run, as `npm start` runs it), on a free loopback port with a
 // throwaway data folder (and the given PostgreSQL database, if any), for
 // scenarios whose clients must not share a process (and its one thread) with
 // the server they measure. `seed` runs against the database and data folder

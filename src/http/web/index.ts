@@ -26,6 +26,7 @@ import { runArtifactRoutes } from './routes-run-artifacts.ts';
 import { settingsRoutes } from './routes-settings.ts';
 import { chromeOf, cookieSettings, installSessions } from './session.ts';
 
+// Beside this module, or beside the bundle in dist/ (scripts/build.mjs copies them there).
 const ASSETS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'assets');
 const ASSET_TYPES: Readonly<Record<string, string>> = {
   '.css': 'text/css; charset=utf-8',

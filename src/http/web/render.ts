@@ -9,6 +9,7 @@ import type { FastifyReply } from 'fastify';
 import { statusName } from '../../modules/actions-status.ts';
 import type { User } from '../../models/users.ts';
 
+// Beside this module, or beside the bundle in dist/ (scripts/build.mjs copies them there).
 const TEMPLATES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
 
 const eta = new Eta({ views: TEMPLATES, autoEscape: true, cache: true, defaultExtension: '.eta' });

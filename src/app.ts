@@ -44,7 +44,8 @@ import type { ApiApp, RouteContext } from './http/api/v1/route-context.ts';
 import { userRoutes } from './http/api/v1/users.ts';
 import { fetchTaskFront } from './http/runner-rpc/fetch-task-front.ts';
 import type { NextListener } from './http/runner-rpc/fetch-task-front.ts';
-import { bufferedLimitOf } from './http/runner-rpc/request-limits.ts';
+import { bufferedLimitOf, streamedLogLimit } from './http/runner-rpc/request-limits.ts';
+import { reportFront } from './http/runner-rpc/report-front.ts';
 import { RunnerService } from './gen/runner/v1/services_pb.ts';
 import { API_CACHE_CONTROL } from './http/api-cache-control.ts';
 import { pageNotFoundFor, webConsole } from './http/web/index.ts';
@@ -123,7 +124,31 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
           // Rate limits count every request in rate-limit.ts's hook; a closing server answers 503 there.
           passAll: () => closing || config.rateLimitPerIp > 0 || config.rateLimitPerToken > 0,
         },
-        fastifyListener,
+        // UpdateTask and UpdateLog as connect-go sends them (http/runner-rpc/report-front.ts).
+        reportFront(
+          {
+            protocol: services.runnerProtocol,
+            reports: services.taskReports,
+            updateTaskMaxBytes: bufferedLimitOf(RunnerService.method.updateTask, config.actionsLogMaxRequestBytes)
+              .maxBytes,
+            updateLogMaxBytes: streamedLogLimit(config.actionsLogMaxRequestBytes).maxBytes,
+            transferIdleTimeoutMs: config.httpTransferIdleTimeoutMs,
+            transferTimeoutMs: config.httpTransferTimeoutMs,
+            logger: logger as unknown as FastifyBaseLogger,
+            isLevelEnabled: (level) => logger.isLevelEnabled(level),
+            observe:
+              config.metricsToken !== null && deps.metrics !== null
+                ? deps.metrics.observeRequest.bind(deps.metrics)
+                : null,
+            // As FetchTask's, and: the request line names the client a trusted proxy forwards for (Fastify's req.ip).
+            passAll: () =>
+              closing ||
+              config.rateLimitPerIp > 0 ||
+              config.rateLimitPerToken > 0 ||
+              (config.trustedProxies.length > 0 && logger.isLevelEnabled('info')),
+          },
+          fastifyListener,
+        ),
       );
       const server = http.createServer(options.http ?? {}, front);
       server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;

@@ -35,6 +35,13 @@ export interface WireRunner {
   fetchTask(options?: WireCallOptions): Promise<FetchOutcome>;
   /** UpdateTask reporting the task finished with success (no steps, no outputs). */
   finishTask(taskId: bigint): Promise<void>;
+  /**
+   * What forgejo-runner's reporter sends for a job shorter than its report
+   * interval, before the final UpdateTask: UpdateLog and UpdateTask as the
+   * job starts (one log row, the task started), then the closing UpdateLog
+   * (one more row, no_more).
+   */
+  reportTask(taskId: bigint): Promise<void>;
   /** Ping: opens (or reuses) a kept-alive connection. */
   ping(): Promise<void>;
 }
@@ -67,6 +74,28 @@ function varint(value: bigint): number[] {
 function finishTaskBody(taskId: bigint): Buffer {
   const state = [0x08, ...varint(taskId), 0x10, RESULT_SUCCESS];
   return Buffer.from([0x0a, ...varint(BigInt(state.length)), ...state]);
+}
+
+function delimited(field: number, bytes: number[]): number[] {
+  return [(field << 3) | 2, ...varint(BigInt(bytes.length)), ...bytes];
+}
+
+/** UpdateTaskRequest{state: TaskState{id, started_at}}: the task running. */
+function startTaskBody(taskId: bigint, seconds: bigint): Buffer {
+  const state = [0x08, ...varint(taskId), ...delimited(3, [0x08, ...varint(seconds)])];
+  return Buffer.from(delimited(1, state));
+}
+
+/** UpdateLogRequest{task_id, index, rows: [LogRow{time, content}], no_more}. */
+function logBody(taskId: bigint, index: bigint, seconds: bigint, content: string, noMore: boolean): Buffer {
+  const row = [...delimited(1, [0x08, ...varint(seconds)]), ...delimited(2, [...Buffer.from(content)])];
+  return Buffer.from([
+    0x08,
+    ...varint(taskId),
+    ...(index === 0n ? [] : [0x10, ...varint(index)]),
+    ...delimited(3, row),
+    ...(noMore ? [0x20, 1] : []),
+  ]);
 }
 
 /** Reads protobuf varints and skips fields, over one buffer. */
@@ -230,6 +259,17 @@ export function wireRunner(serverUrl: string, runner: { uuid: string; token: str
       const answer = await call(`${SERVICE}UpdateTask`, { ...base, 'content-length': String(body.length) }, body, {});
       if (typeof answer === 'string') throw new RunnerWireError(`UpdateTask of task ${taskId}: connection ${answer}`);
       check(answer, 'UpdateTask');
+    },
+    async reportTask(taskId) {
+      const seconds = BigInt(Math.floor(Date.now() / 1000));
+      const send = async (method: 'UpdateLog' | 'UpdateTask', body: Buffer): Promise<void> => {
+        const answer = await call(`${SERVICE}${method}`, { ...base, 'content-length': String(body.length) }, body, {});
+        if (typeof answer === 'string') throw new RunnerWireError(`${method} of task ${taskId}: connection ${answer}`);
+        check(answer, method);
+      };
+      await send('UpdateLog', logBody(taskId, 0n, seconds, `received task ${taskId}`, false));
+      await send('UpdateTask', startTaskBody(taskId, seconds));
+      await send('UpdateLog', logBody(taskId, 1n, seconds, 'job succeeded', true));
     },
     async ping() {
       const answer = await call(PING_PATH, { ...base, 'content-length': String(PING_BODY.length) }, PING_BODY, {});

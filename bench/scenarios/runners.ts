@@ -30,6 +30,12 @@
 // Gantry (like Forgejo) answers a runner that sends the current version at
 // once, and holds only a call whose version is stale (Forgejo: routers/api/actions/runner/runner.go, FetchTask).
 // GANTRY_BENCH_RUNNER_JOBS changes the queued job count (default 2,000);
+// GANTRY_BENCH_RUNNER_REPORTS=forgejo makes each swarm job send what
+// forgejo-runner's reporter sends for a job shorter than its report interval
+// (UpdateLog and UpdateTask as the job starts, the closing UpdateLog, then
+// the final UpdateTask: five calls with the FetchTask, against two by
+// default); its figures carry no target, the targets being set for the
+// default;
 // GANTRY_BENCH_RUNNERS_PARTS=throughput (or latency, idle, comma-separated)
 // runs only those parts.
 import { setMaxListeners } from 'node:events';
@@ -67,6 +73,14 @@ const HOLD_MS = 4_500;
 const MIN_IDLE_WINDOW_SEC = 10;
 const REGISTER_CHUNK = 50;
 const TASK_WAIT_MS = 15_000;
+
+/** The swarm's reports per job: the final UpdateTask alone, or forgejo-runner's whole sequence. */
+function reportsPerJob(): 'final' | 'forgejo' {
+  const raw = process.env.GANTRY_BENCH_RUNNER_REPORTS?.trim() ?? '';
+  if (raw === '' || raw === 'final') return 'final';
+  if (raw === 'forgejo') return 'forgejo';
+  throw new Error(`GANTRY_BENCH_RUNNER_REPORTS must be "final" or "forgejo", got "${raw}"`);
+}
 
 function queuedJobs(): number {
   const raw = process.env.GANTRY_BENCH_RUNNER_JOBS?.trim();
@@ -269,6 +283,7 @@ async function drain(
   jobs: number,
   /** The server's process, whose CPU is read from /proc. */
   serverPid: number,
+  reports: 'final' | 'forgejo' = 'final',
 ): Promise<{
   seconds: number;
   fetchMs: number[];
@@ -302,6 +317,7 @@ async function drain(
       fetchMs.push(ms);
       if (taskIds.has(taskId)) throw new Error(`task ${taskId} handed out twice`);
       taskIds.add(taskId);
+      if (reports === 'forgejo') await client.reportTask(taskId);
       await client.finishTask(taskId);
       done += 1;
       if (done === jobs) {
@@ -373,6 +389,10 @@ async function countJobs(db: Db, status: 'waiting' | 'not successful'): Promise<
 
 async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
   const jobs = queuedJobs();
+  const reports = reportsPerJob();
+  /** The figures of forgejo-runner's reports are named apart and carry no target. */
+  const named = (metric: string): string => (reports === 'forgejo' ? `${metric}, forgejo-runner's reports` : metric);
+  const targetOf = (target: Metric['target']): Metric['target'] => (reports === 'forgejo' ? null : target);
   const server = await startSwarmServer(ctx);
   const target: DispatchTarget = {
     url: server.url,
@@ -390,7 +410,7 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
 
   ctx.log(`warming up: ${MATRIX_LEGS} jobs through ${SWARM_RUNNERS} runners…`);
   await dispatch(target, 'warm.yml');
-  await drain(clients, MATRIX_LEGS, server.pid);
+  await drain(clients, MATRIX_LEGS, server.pid, reports);
 
   ctx.log(
     `queueing ${jobs.toLocaleString('en-US')} jobs (${jobs / MATRIX_LEGS} dispatches of a ${MATRIX_LEGS}-leg matrix)…`,
@@ -399,8 +419,11 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
   const waiting = await countJobs(database.db, 'waiting');
   if (waiting !== jobs) throw new Error(`${waiting} jobs waiting, expected ${jobs}`);
 
-  ctx.log(`measuring: ${SWARM_RUNNERS} runners take ${jobs.toLocaleString('en-US')} jobs…`);
-  const result = await drain(clients, jobs, server.pid);
+  ctx.log(
+    `measuring: ${SWARM_RUNNERS} runners take ${jobs.toLocaleString('en-US')} jobs` +
+      (reports === 'forgejo' ? ', reporting each as forgejo-runner does…' : '…'),
+  );
+  const result = await drain(clients, jobs, server.pid, reports);
   const left = await countJobs(database.db, 'not successful');
   if (left !== 0) throw new Error(`${left} jobs are not successful after the swarm`);
   await server.stop();
@@ -413,15 +436,15 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
   );
   return [
     {
-      metric: `jobs assigned+finished/s (${SWARM_RUNNERS} runners, ${jobs} queued)`,
+      metric: named(`jobs assigned+finished/s (${SWARM_RUNNERS} runners, ${jobs} queued)`),
       value: rate,
       baseline: null,
       ratio: null,
-      target: { of: 'value', kind: 'atLeast', threshold: ctx.database === 'postgres' ? 600 : 1000 },
+      target: targetOf({ of: 'value', kind: 'atLeast', threshold: ctx.database === 'postgres' ? 600 : 1000 }),
       decimals: 0,
     },
     {
-      metric: 'FetchTask answering a task: p50 (ms)',
+      metric: named('FetchTask answering a task: p50 (ms)'),
       value: percentile(fetches, 50),
       baseline: null,
       ratio: null,
@@ -429,15 +452,15 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
       decimals: 1,
     },
     {
-      metric: 'FetchTask answering a task: p99 (ms)',
+      metric: named('FetchTask answering a task: p99 (ms)'),
       value: percentile(fetches, 99),
       baseline: null,
       ratio: null,
-      target: { of: 'value', kind: 'atMost', threshold: 100 },
+      target: targetOf({ of: 'value', kind: 'atMost', threshold: 100 }),
       decimals: 1,
     },
     {
-      metric: 'FetchTask answered empty while jobs were queued',
+      metric: named('FetchTask answered empty while jobs were queued'),
       value: result.emptyWhileQueued,
       baseline: null,
       ratio: null,
@@ -445,7 +468,7 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
       decimals: 0,
     },
     {
-      metric: "gantry web's CPU per job (ms, its own process)",
+      metric: named("gantry web's CPU per job (ms, its own process)"),
       value: result.serverCpuMsPerJob,
       baseline: null,
       ratio: null,

@@ -14,11 +14,11 @@
 // served even earlier, before Fastify (fetch-task-front.ts); this hook serves
 // the rest of the plain calls (chunked bodies, and every call while rate
 // limits are on). Both answer through fetchTaskAnswer.
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { fromBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
-import { FetchTaskRequestSchema, FetchTaskResponseSchema } from '../../gen/runner/v1/messages_pb.ts';
+import { FetchTaskRequestSchema } from '../../gen/runner/v1/messages_pb.ts';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FetchTaskRequest } from '../../gen/runner/v1/messages_pb.ts';
 import { RunnerService } from '../../gen/runner/v1/services_pb.ts';
@@ -28,6 +28,7 @@ import { REQUEST_KEY_HEADER, TOKEN_HEADER, UUID_HEADER } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { fetchTask, usableRequestKey } from './fetch-task.ts';
 import { gzipAnswers } from './gzip-answers.ts';
+import { encodeFetchTaskResponse } from './task-encoding.ts';
 import { BodyLimitError, bounded, readAll } from './request-body.ts';
 
 /** Where the Connect plugin mounts FetchTask (under the /api/actions prefix). */
@@ -186,7 +187,7 @@ export async function fetchTaskAnswer(
     let bytes =
       answer.task === undefined && answer.additionalTasks.length === 0
         ? noTaskAnswer(answer.tasksVersion)
-        : toBinary(FetchTaskResponseSchema, create(FetchTaskResponseSchema, answer));
+        : encodeFetchTaskResponse(answer);
     const gzip = bytes.byteLength >= COMPRESS_MIN_BYTES && acceptsGzip(call.acceptEncoding);
     if (gzip) bytes = await gzipAnswers.compress(bytes);
     return {

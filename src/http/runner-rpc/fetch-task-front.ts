@@ -57,7 +57,7 @@ export type NextListener = (req: IncomingMessage, res: ServerResponse) => void;
  * when no byte of the body arrives for the idle timeout (progress read from
  * the socket's byte counter), or the whole body takes too long.
  */
-function bodyDeadline(req: IncomingMessage, options: FetchTaskFrontOptions): NodeJS.Timeout {
+function bodyDeadline(req: IncomingMessage, options: BodyReadOptions): NodeJS.Timeout {
   const socket = req.socket;
   const started = performance.now();
   let lastBytes = socket.bytesRead;
@@ -84,15 +84,18 @@ function bodyDeadline(req: IncomingMessage, options: FetchTaskFrontOptions): Nod
   return timer;
 }
 
+/** What reading a body needs of the options (report-front.ts reads its bodies the same way). */
+export type BodyReadOptions = Pick<FetchTaskFrontOptions, 'transferIdleTimeoutMs' | 'transferTimeoutMs' | 'logger'>;
+
 /**
  * The body (Content-Length bytes), the reason it could not be read, or null
  * when the connection went away. Usually it came with the head and is in the
  * stream's buffer already, and no deadline is started.
  */
-function readBody(
+export function readBody(
   req: IncomingMessage,
   length: number,
-  options: FetchTaskFrontOptions,
+  options: BodyReadOptions,
 ): Promise<Buffer | ConnectError | null> {
   if (length === 0) return Promise.resolve(Buffer.alloc(0));
   return new Promise((resolve) => {

@@ -15,7 +15,6 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { PingService } from '../../gen/ping/v1/services_pb.ts';
-import type { Result } from '../../gen/runner/v1/messages_pb.ts';
 import { RunnerService } from '../../gen/runner/v1/services_pb.ts';
 import type { Services } from '../../services/index.ts';
 import { truncateUtf8 } from '../../services/actions/runners.ts';
@@ -27,8 +26,9 @@ import { gzipAnswers } from './gzip-answers.ts';
 import { refuseNulStrings } from './nul-strings.ts';
 import { gateRequests } from './request-gate.ts';
 import { bufferedLimitOf, streamedLogLimit } from './request-limits.ts';
-import { fromProtoLogRequest, fromProtoTaskState, toNumber, toProtoRunner, toProtoTask } from './mapping.ts';
+import { fromProtoLogRequest, toNumber, toProtoRunner, toProtoTask } from './mapping.ts';
 import { updateLogFromStream, updateLogResponse } from './update-log-stream.ts';
+import { updateTask } from './update-task.ts';
 
 export interface RunnerRpcOptions {
   /** GANTRY_ACTIONS_LOG_MAX_REQUEST_SIZE: the largest streamed UpdateLog, after decompression. */
@@ -99,9 +99,7 @@ function runnerService(services: Services): ServiceImpl<typeof RunnerService> {
     },
 
     async updateTask(req, ctx) {
-      const state = fromProtoTaskState(req.state);
-      const result = await services.taskReports.updateTask(runnerOf(ctx), state, req.outputs);
-      return { state: { id: BigInt(state.id), result: result.result as Result }, sentOutputs: result.sentOutputs };
+      return updateTask(services.taskReports, runnerOf(ctx), req);
     },
 
     async updateLog(req, ctx) {

@@ -1,0 +1,231 @@
+// FetchTaskResponse in binary protobuf, written straight from the messages
+// fetch-task.ts builds, with the bytes toBinary writes (field order, map
+// entries in insertion order with key and value always written, implicit
+// zero values left out). toBinary goes through protobuf-es's reflection and
+// turns the task's `github` context (a JsonObject standing for a
+// google.protobuf.Struct) into Struct and Value messages first; on a busy
+// fleet that was a visible part of every claimed job. A context holding
+// something that is not a JSON value (which the payload never builds) is
+// left to toBinary, so it fails or succeeds as it always did.
+import { create, toBinary } from '@bufbuild/protobuf';
+import type { JsonValue } from '@bufbuild/protobuf';
+import { FetchTaskResponseSchema } from '../../gen/runner/v1/messages_pb.ts';
+import type { FetchTaskResponse, Task } from '../../gen/runner/v1/messages_pb.ts';
+
+const WIRE_VARINT = 0;
+const WIRE_FIXED64 = 1;
+const WIRE_DELIMITED = 2;
+
+/** A value in the context that JSON cannot hold: the whole answer goes to toBinary. */
+class NotJson extends Error {}
+
+/** A growable byte buffer; a nested message is written in place and its length put in front when it ends. */
+class Writer {
+  buf = Buffer.allocUnsafe(8192);
+  pos = 0;
+  private readonly starts: number[] = [];
+
+  private ensure(bytes: number): void {
+    if (this.pos + bytes <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
+    this.buf.copy(grown, 0, 0, this.pos);
+    this.buf = grown;
+  }
+
+  /** A varint of a non-negative safe integer (tags, lengths, enums). */
+  varint(value: number): void {
+    this.ensure(10);
+    let rest = value;
+    while (rest >= 0x80) {
+      this.buf[this.pos++] = (rest % 0x80) | 0x80;
+      rest = Math.floor(rest / 0x80);
+    }
+    this.buf[this.pos++] = rest;
+  }
+
+  /** An int64 as a varint (two's complement for a negative value, as protobuf writes it). */
+  varint64(value: bigint): void {
+    let rest = BigInt.asUintN(64, value);
+    if (rest <= BigInt(Number.MAX_SAFE_INTEGER)) return this.varint(Number(rest));
+    this.ensure(10);
+    while (rest >= 0x80n) {
+      this.buf[this.pos++] = Number(rest & 0x7fn) | 0x80;
+      rest >>= 7n;
+    }
+    this.buf[this.pos++] = Number(rest);
+  }
+
+  tag(field: number, wireType: number): void {
+    this.varint((field << 3) | wireType);
+  }
+
+  string(field: number, value: string): void {
+    this.tag(field, WIRE_DELIMITED);
+    const length = value.length;
+    // Most strings are ASCII: their bytes are their UTF-16 units, copied here
+    // (a Buffer call per string costs more than the copy).
+    const start = this.pos;
+    this.varint(length);
+    this.ensure(length);
+    const buf = this.buf;
+    let at = this.pos;
+    for (let i = 0; i < length; i += 1) {
+      const unit = value.charCodeAt(i);
+      if (unit >= 0x80) {
+        this.pos = start;
+        return this.utf8(value);
+      }
+      buf[at++] = unit;
+    }
+    this.pos = at;
+  }
+
+  private utf8(value: string): void {
+    const length = Buffer.byteLength(value, 'utf8');
+    this.varint(length);
+    this.ensure(length);
+    this.pos += this.buf.write(value, this.pos, length, 'utf8');
+  }
+
+  bytes(field: number, value: Uint8Array): void {
+    this.tag(field, WIRE_DELIMITED);
+    this.varint(value.byteLength);
+    this.ensure(value.byteLength);
+    this.buf.set(value, this.pos);
+    this.pos += value.byteLength;
+  }
+
+  double(field: number, value: number): void {
+    this.tag(field, WIRE_FIXED64);
+    this.ensure(8);
+    this.pos = this.buf.writeDoubleLE(value, this.pos);
+  }
+
+  /** Starts field `field` holding a message (end it with join); one byte is kept for its length. */
+  fork(field: number): void {
+    this.tag(field, WIRE_DELIMITED);
+    this.ensure(1);
+    this.starts.push(this.pos);
+    this.pos += 1;
+  }
+
+  join(): void {
+    const start = this.starts.pop() as number;
+    const length = this.pos - start - 1;
+    if (length < 0x80) {
+      this.buf[start] = length;
+      return;
+    }
+    // A longer message needs more length bytes: its bytes move up by as many.
+    let extra = 0;
+    for (let rest = length; rest >= 0x80; rest = Math.floor(rest / 0x80)) extra += 1;
+    this.ensure(extra);
+    this.buf.copyWithin(start + 1 + extra, start + 1, this.pos);
+    const end = this.pos + extra;
+    this.pos = start;
+    this.varint(length);
+    this.pos = end;
+  }
+
+  finish(): Uint8Array {
+    return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.pos);
+  }
+}
+
+function stringMap(w: Writer, field: number, map: Record<string, string>): void {
+  for (const key of Object.keys(map)) {
+    w.fork(field);
+    w.string(1, key);
+    w.string(2, map[key] as string);
+    w.join();
+  }
+}
+
+/** google.protobuf.Value. */
+function value(w: Writer, item: JsonValue): void {
+  if (item === null) {
+    w.tag(1, WIRE_VARINT);
+    w.varint(0);
+  } else if (typeof item === 'number') w.double(2, item);
+  else if (typeof item === 'string') w.string(3, item);
+  else if (typeof item === 'boolean') {
+    w.tag(4, WIRE_VARINT);
+    w.varint(item ? 1 : 0);
+  } else if (Array.isArray(item)) {
+    w.fork(6);
+    for (const element of item) {
+      w.fork(1);
+      value(w, element);
+      w.join();
+    }
+    w.join();
+  } else if (typeof item === 'object') {
+    w.fork(5);
+    struct(w, item);
+    w.join();
+  } else throw new NotJson();
+}
+
+/** google.protobuf.Struct's fields. */
+function struct(w: Writer, object: { [key: string]: JsonValue }): void {
+  for (const key of Object.keys(object)) {
+    const item = object[key];
+    if (item === undefined) throw new NotJson();
+    w.fork(1);
+    w.string(1, key);
+    w.fork(2);
+    value(w, item);
+    w.join();
+    w.join();
+  }
+}
+
+function task(w: Writer, field: number, t: Task): void {
+  w.fork(field);
+  if (t.id !== 0n) {
+    w.tag(1, WIRE_VARINT);
+    w.varint64(t.id);
+  }
+  if (t.workflowPayload !== undefined) w.bytes(2, t.workflowPayload);
+  if (t.context !== undefined) {
+    w.fork(3);
+    struct(w, t.context);
+    w.join();
+  }
+  stringMap(w, 4, t.secrets);
+  if (t.machine !== '') w.string(5, t.machine);
+  for (const jobId of Object.keys(t.needs)) {
+    const need = t.needs[jobId] as Task['needs'][string];
+    w.fork(6);
+    w.string(1, jobId);
+    w.fork(2);
+    stringMap(w, 1, need.outputs);
+    if (need.result !== 0) {
+      w.tag(2, WIRE_VARINT);
+      w.varint(need.result);
+    }
+    w.join();
+    w.join();
+  }
+  stringMap(w, 7, t.vars);
+  w.join();
+}
+
+/** The answer as toBinary(FetchTaskResponseSchema, create(FetchTaskResponseSchema, answer)) writes it. */
+export function encodeFetchTaskResponse(
+  answer: Pick<FetchTaskResponse, 'task' | 'additionalTasks' | 'tasksVersion'>,
+): Uint8Array {
+  try {
+    const w = new Writer();
+    if (answer.task !== undefined) task(w, 1, answer.task);
+    if (answer.tasksVersion !== 0n) {
+      w.tag(2, WIRE_VARINT);
+      w.varint64(answer.tasksVersion);
+    }
+    for (const more of answer.additionalTasks) task(w, 3, more);
+    return w.finish();
+  } catch (error) {
+    if (!(error instanceof NotJson)) throw error;
+    return toBinary(FetchTaskResponseSchema, create(FetchTaskResponseSchema, answer));
+  }
+}

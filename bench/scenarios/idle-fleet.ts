@@ -12,6 +12,10 @@
 // of 5 s as the call's deadline (Connect-Timeout-Ms); a fetch that runs out
 // of it is asked again, as the runner does. SQLite by default;
 // GANTRY_BENCH_DB=postgres for PostgreSQL (its own processes not counted).
+// After Gantry's window the same clients poll bare node:http in a child
+// process (bench/lib/bare-fetch-task.ts) for as long: the floor, what Node's
+// HTTP server costs for these polls by itself. Gantry's figure is also
+// printed as a ratio to it and as CPU µs per poll.
 // GANTRY_BENCH_CPU_PROF=<folder>: the gantry web child writes a --cpu-prof
 // profile there when it stops.
 import fs from 'node:fs/promises';
@@ -23,6 +27,7 @@ import { createDeps } from '../../src/deps.ts';
 import { freePort } from '../../test/support/free-port.ts';
 import { GantryChild } from '../../test/support/gantry-child.ts';
 import type { RunnerCredentials } from '../../test/support/runner-client.ts';
+import { startBareFetchTaskChild } from '../lib/bare-fetch-task.ts';
 import { fleetAgent, wireRunner } from '../lib/runner-wire.ts';
 import type { FetchOutcome, WireRunner } from '../lib/runner-wire.ts';
 import { readProcessMemory } from '../lib/process-memory.ts';
@@ -143,9 +148,68 @@ async function pollLoop(runner: WireRunner, signal: AbortSignal, stats: PollStat
   }
 }
 
+interface Window {
+  /** CPU share of one core (utime + stime from /proc against wall time). */
+  cpuShare: number;
+  pollsPerSec: number;
+  /** CPU per answered (or timed-out) poll, µs. */
+  cpuPerPollUs: number;
+  rss: number;
+  stats: PollStats;
+}
+
+/**
+ * Starts one poll loop per runner against `url`, spread over RAMP_MS, lets
+ * them run one fetch deadline more, then reads the server's CPU over
+ * `seconds`; the loops are stopped before it returns.
+ */
+async function measureWindow(
+  ctx: ScenarioContext,
+  url: string,
+  pid: number,
+  credentials: readonly RunnerCredentials[],
+  seconds: number,
+  label: string,
+): Promise<Window> {
+  const controller = new AbortController();
+  const agent = fleetAgent();
+  const stats: PollStats = { polls: 0, timeouts: 0, dropped: 0, tasks: 0, errors: 0, firstError: undefined };
+  const spread = RAMP_MS / credentials.length;
+  const loops = credentials.map((c, i) =>
+    sleep(i * spread).then(() => pollLoop(wireRunner(url, c, agent), controller.signal, stats)),
+  );
+  try {
+    await sleep(RAMP_MS + FETCH_TIMEOUT_MS);
+    ctx.log(`measuring ${label}'s CPU with ${credentials.length} idle long-polling runners for ${seconds} s…`);
+    const polls = stats.polls + stats.timeouts;
+    const cpuBefore = await cpuSeconds(pid);
+    const started = performance.now();
+    await sleep(seconds * 1000);
+    const cpu = (await cpuSeconds(pid)) - cpuBefore;
+    const wall = (performance.now() - started) / 1000;
+    const answered = stats.polls + stats.timeouts - polls;
+    const rss = (await readProcessMemory(pid)).rss;
+    return {
+      cpuShare: (cpu / wall) * 100,
+      pollsPerSec: answered / wall,
+      cpuPerPollUs: (cpu / Math.max(1, answered)) * 1e6,
+      rss,
+      stats,
+    };
+  } finally {
+    controller.abort();
+    await Promise.all(loops);
+    agent.destroy();
+  }
+}
+
+function describe(window: Window): string {
+  return `${window.cpuShare.toFixed(1)} % of one core, ${Math.round(window.cpuPerPollUs)} µs of CPU per poll, RSS ${(window.rss / MB).toFixed(0)} MB, ${Math.round(window.pollsPerSec)} polls/s, ${window.stats.timeouts} fetches past their deadline, ${window.stats.dropped} on a closed connection`;
+}
+
 export const idleFleet: Scenario = {
   name: 'idle-fleet',
-  description: `CPU share and RSS of a gantry web process holding ${RUNNERS.toLocaleString('en-US')} idle long-polling runners`,
+  description: `CPU share and RSS of a gantry web process holding ${RUNNERS.toLocaleString('en-US')} idle long-polling runners, and of bare node:http holding them as long`,
   async run(ctx) {
     const seconds = windowSec();
     if (!Number.isFinite(seconds) || seconds < 1) throw new Error('GANTRY_BENCH_FLEET_SEC must be ≥ 1');
@@ -158,63 +222,71 @@ export const idleFleet: Scenario = {
     if (pid === undefined) throw new Error('gantry web has no pid');
     // The same process before any runner connects: what the fleet adds is the difference.
     const rssAtStart = (await readProcessMemory(pid)).rss;
-
-    const controller = new AbortController();
-    const agent = fleetAgent();
-    const stats: PollStats = { polls: 0, timeouts: 0, dropped: 0, tasks: 0, errors: 0, firstError: undefined };
-    const spread = RAMP_MS / credentials.length;
-    const loops = credentials.map((c, i) =>
-      sleep(i * spread).then(() => pollLoop(wireRunner(url, c, agent), controller.signal, stats)),
-    );
-    let cpuShare: number;
-    let pollsPerSec: number;
-    let rss: number;
-    try {
-      await sleep(RAMP_MS + FETCH_TIMEOUT_MS);
-      ctx.log(`measuring gantry web's CPU with ${RUNNERS} idle long-polling runners for ${seconds} s…`);
-      const polls = stats.polls + stats.timeouts;
-      const cpuBefore = await cpuSeconds(pid);
-      const started = performance.now();
-      await sleep(seconds * 1000);
-      const cpu = (await cpuSeconds(pid)) - cpuBefore;
-      const wall = (performance.now() - started) / 1000;
-      cpuShare = (cpu / wall) * 100;
-      pollsPerSec = (stats.polls + stats.timeouts - polls) / wall;
-      rss = (await readProcessMemory(pid)).rss;
-    } finally {
-      controller.abort();
-      await Promise.all(loops);
-      agent.destroy();
-    }
-    if (stats.errors > 0) throw new Error(`${stats.errors} failed fetches, the first: ${String(stats.firstError)}`);
-    if (stats.tasks > 0) throw new Error(`idle runners received ${stats.tasks} tasks`);
-    ctx.log(
-      `${cpuShare.toFixed(1)} % of one core, RSS ${(rss / MB).toFixed(0)} MB (${(rssAtStart / MB).toFixed(0)} MB before the runners connected), ${Math.round(pollsPerSec)} polls/s, ${stats.timeouts} fetches past their deadline, ${stats.dropped} on a closed connection`,
-    );
+    const gantry = await measureWindow(ctx, url, pid, credentials, seconds, 'gantry web');
+    if (gantry.stats.errors > 0)
+      throw new Error(`${gantry.stats.errors} failed fetches, the first: ${String(gantry.stats.firstError)}`);
+    if (gantry.stats.tasks > 0) throw new Error(`idle runners received ${gantry.stats.tasks} tasks`);
+    ctx.log(`gantry web: ${describe(gantry)} (${(rssAtStart / MB).toFixed(0)} MB before the runners connected)`);
     const code = await server.stop();
     if (code !== 0) throw new Error(`gantry web exited with ${code} on SIGTERM:\n${server.tail()}`);
+
+    // The floor, measured after Gantry's window with the same clients: bare node:http holding each poll as long.
+    const bare = await startBareFetchTaskChild();
+    ctx.defer(() => bare.stop());
+    const floor = await measureWindow(ctx, bare.url, bare.pid, credentials, seconds, 'bare node:http');
+    await bare.stop();
+    if (floor.stats.errors > 0)
+      throw new Error(`${floor.stats.errors} failed fetches (bare), the first: ${String(floor.stats.firstError)}`);
+    ctx.log(`bare node:http: ${describe(floor)}`);
+    ctx.log(
+      `gantry web / bare node:http: CPU ${(gantry.cpuShare / floor.cpuShare).toFixed(2)}×, per poll ${(gantry.cpuPerPollUs / floor.cpuPerPollUs).toFixed(2)}× (${Math.round(gantry.cpuPerPollUs - floor.cpuPerPollUs)} µs more)`,
+    );
     const metrics: Metric[] = [
       {
         metric: `gantry web CPU % of a core, ${RUNNERS} idle long-polling runners (${seconds} s)`,
-        value: cpuShare,
+        value: gantry.cpuShare,
         baseline: null,
         ratio: null,
         target: { of: 'value', kind: 'atMost', threshold: 10 },
         decimals: 1,
       },
       {
+        metric: 'the same, vs bare node:http holding each poll as long (the floor)',
+        value: gantry.cpuShare,
+        baseline: floor.cpuShare,
+        ratio: gantry.cpuShare / floor.cpuShare,
+        target: null,
+        decimals: 1,
+      },
+      {
+        metric: 'CPU µs per idle poll, gantry web vs bare node:http',
+        value: gantry.cpuPerPollUs,
+        baseline: floor.cpuPerPollUs,
+        ratio: gantry.cpuPerPollUs / floor.cpuPerPollUs,
+        target: null,
+        decimals: 0,
+      },
+      {
         metric: `gantry web RSS (MB), ${RUNNERS} idle long-polling runners (baseline: before they connect)`,
-        value: rss / MB,
+        value: gantry.rss / MB,
         baseline: rssAtStart / MB,
         ratio: null,
         target: { of: 'value', kind: 'atMost', threshold: 300 },
         decimals: 0,
       },
       {
-        metric: 'idle polls/s answered (or timed out)',
-        value: pollsPerSec,
+        metric: 'RSS (MB) of bare node:http holding the same polls',
+        value: floor.rss / MB,
         baseline: null,
         ratio: null,
+        target: null,
+        decimals: 0,
+      },
+      {
+        metric: 'idle polls/s answered (or timed out), gantry web vs bare node:http',
+        value: gantry.pollsPerSec,
+        baseline: floor.pollsPerSec,
+        ratio: gantry.pollsPerSec / floor.pollsPerSec,
         target: null,
         decimals: 0,
       },

@@ -13,6 +13,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
 import { FetchTaskRequestSchema, FetchTaskResponseSchema } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { FetchTaskResponse } from '../../src/gen/runner/v1/messages_pb.ts';
+import { deleteRunner } from '../../src/models/runners.ts';
 import { registerRunner } from '../support/runner-client.ts';
 import type { RunnerCredentials } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
@@ -35,6 +36,8 @@ interface Answer {
   headers: http.IncomingHttpHeaders;
   /** Inflated when gzip-encoded. */
   body: Buffer;
+  /** The call went on a connection an earlier call had used. */
+  reusedSocket: boolean;
 }
 
 interface CallOptions {
@@ -42,6 +45,8 @@ interface CallOptions {
   chunked?: boolean;
   headers?: Record<string, string>;
   body?: Uint8Array;
+  /** A kept-alive agent (default: a connection per call). */
+  agent?: http.Agent;
 }
 
 function fetchBody(tasksVersion: bigint): Uint8Array {
@@ -58,7 +63,7 @@ function call(url: string, runner: RunnerCredentials, options: CallOptions = {})
         port: target.port,
         path: target.pathname,
         method: 'POST',
-        agent: false,
+        agent: options.agent ?? false,
         headers: {
           'content-type': 'application/proto',
           'connect-protocol-version': '1',
@@ -78,6 +83,7 @@ function call(url: string, runner: RunnerCredentials, options: CallOptions = {})
             status: res.statusCode ?? 0,
             headers: res.headers,
             body: res.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw,
+            reusedSocket: req.reusedSocket,
           });
         });
         res.on('error', reject);
@@ -116,6 +122,7 @@ for (const dialect of testDialects()) {
     let owner: TestUser;
     let runner: RunnerCredentials;
     let version: bigint;
+    let registrationToken: string;
 
     before(async () => {
       s = await startTestServer(dialect, {
@@ -130,7 +137,7 @@ for (const dialect of testDialects()) {
       await work.commit({ '.forgejo/workflows/wire.yml': WORKFLOW }, 'wire');
       assert.equal((await work.push('main')).code, 0);
       await work.remove();
-      const registrationToken = await s.server.deps.services.runners.registrationToken({
+      registrationToken = await s.server.deps.services.runners.registrationToken({
         ownerId: owner.user.id,
         repoId: 0,
       });
@@ -156,6 +163,36 @@ for (const dialect of testDialects()) {
 
       const junk = await call(s.url, runner, { body: fetchBody(version), headers: { 'x-request-id': 'a b<c>' } });
       assert.match(String(junk.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    });
+
+    test('on one kept-alive connection every call is authenticated: a wrong token after a right one is refused, and a runner deleted by another process within the identity cache’s second', async () => {
+      const other = (await registerRunner(s.url, registrationToken, { labels: ['wire'] }))
+        .credentials as RunnerCredentials;
+      const last = other.token.at(-1) === 'a' ? 'b' : 'a';
+      const wrongToken = { ...other, token: `${other.token.slice(0, -1)}${last}` };
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      try {
+        decode(await call(s.url, other, { agent }));
+        const wrong = await call(s.url, wrongToken, { agent });
+        assert.equal(wrong.reusedSocket, true, 'the same connection');
+        assert.equal(wrong.status, 401);
+        assert.equal((JSON.parse(wrong.body.toString('utf8')) as { code: string }).code, 'unauthenticated');
+        decode(await call(s.url, other, { agent }));
+        // Deleted behind this process's cache, as another Gantry process sharing the database deletes it.
+        assert.equal(await deleteRunner(s.server.deps.database.db, other.id), true);
+        const started = Date.now();
+        for (;;) {
+          const answer = await call(s.url, other, { agent });
+          assert.equal(answer.reusedSocket, true, 'the same connection');
+          if (answer.status === 401) break;
+          assert.equal(answer.status, 200);
+          assert.ok(Date.now() - started < 5000, 'the deleted runner is still served after 5 s');
+        }
+        // The promise is one second (and a call's hold of 500 ms); allow for a slow shared machine.
+        assert.ok(Date.now() - started <= 3000, `refused only after ${Date.now() - started} ms`);
+      } finally {
+        agent.destroy();
+      }
     });
 
     test('a body that is not a FetchTaskRequest is invalid_argument, in the same Connect error either way', async () => {

@@ -24,6 +24,7 @@ import type { FetchTaskRequest } from '../../gen/runner/v1/messages_pb.ts';
 import { RunnerService } from '../../gen/runner/v1/services_pb.ts';
 import type { Runner } from '../../models/runners.ts';
 import type { RunnerProtocolService } from '../../services/actions/runner-protocol.ts';
+import type { EndSignal } from '../../services/actions/tasks-version-watch.ts';
 import { REQUEST_KEY_HEADER, TOKEN_HEADER, UUID_HEADER } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { fetchTask, usableRequestKey } from './fetch-task.ts';
@@ -35,8 +36,36 @@ import { BodyLimitError, bounded, readAll } from './request-body.ts';
 export const FETCH_TASK_PATH = `/api/actions/${RunnerService.typeName}/${RunnerService.method.fetchTask.name}`;
 /** Answers from this size on are gzip-compressed for a runner that accepts gzip (routes.ts: compressMinBytes). */
 const COMPRESS_MIN_BYTES = 1024;
-/** The abort reason of a call whose runner hung up (a shared value: no error object per call). */
-export const CLIENT_GONE = Object.freeze({ reason: 'the runner closed the connection' });
+
+/**
+ * The signal of a call whose runner may hang up, for the version watch (its
+ * only listener, one wait at a time): what an AbortController did here
+ * without its EventTarget, abort reason and listener bookkeeping, which on
+ * an idle fleet were a visible part of every held poll.
+ */
+export class ClientGone implements EndSignal {
+  aborted = false;
+  private listener: { handleEvent(): void } | null = null;
+
+  addEventListener(_type: 'abort', listener: { handleEvent(): void }): void {
+    if (this.listener !== null && this.listener !== listener)
+      throw new Error('ClientGone takes one listener at a time');
+    this.listener = listener;
+  }
+
+  removeEventListener(_type: 'abort', listener: { handleEvent(): void }): void {
+    if (this.listener === listener) this.listener = null;
+  }
+
+  /** The runner hung up: the listener, if any, hears it once. */
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listener = this.listener;
+    this.listener = null;
+    listener?.handleEvent();
+  }
+}
 export const CONNECT_TIMEOUT = /^\d{1,10}$/;
 
 function header(req: { headers: IncomingHttpHeaders }, name: string): string | undefined {
@@ -103,9 +132,14 @@ export function plainCall(
 }
 
 /** The runner the call's credentials name; null when they name none (the Connect path then refuses the call). */
-export async function plainCallRunner(protocol: RunnerProtocolService, call: PlainCall): Promise<Runner | null> {
+export async function plainCallRunner(
+  protocol: RunnerProtocolService,
+  call: PlainCall,
+  /** The connection the call came on (its token is hashed once per connection and cache entry). */
+  connection: object,
+): Promise<Runner | null> {
   try {
-    return await protocol.authenticate(call.uuid, call.token, false);
+    return await protocol.authenticate(call.uuid, call.token, false, connection);
   } catch {
     return null; // The Connect path authenticates again and reports the failure.
   }
@@ -167,7 +201,7 @@ export async function fetchTaskAnswer(
   body: Uint8Array | ConnectError,
   call: PlainCall,
   /** Aborted when the runner hangs up. */
-  signal: AbortSignal,
+  signal: EndSignal,
   /** The request's logger, where a failure that is Gantry's fault is logged (asked for only then). */
   logOf: () => FastifyBaseLogger,
 ): Promise<FetchTaskAnswer> {
@@ -209,7 +243,7 @@ export function fetchTaskDirect(protocol: RunnerProtocolService, maxBytes: numbe
   return async function serveFetchTaskDirectly(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const call = plainCall(req, maxBytes);
     if (call === undefined) return undefined;
-    const runner = await plainCallRunner(protocol, call);
+    const runner = await plainCallRunner(protocol, call, req.raw.socket);
     if (runner === null) return undefined;
     let body: Uint8Array | ConnectError;
     try {
@@ -217,11 +251,11 @@ export function fetchTaskDirect(protocol: RunnerProtocolService, maxBytes: numbe
     } catch (error) {
       body = error instanceof BodyLimitError ? error : undecodable(error);
     }
-    const controller = new AbortController();
+    const gone = new ClientGone();
     reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) controller.abort(CLIENT_GONE);
+      if (!reply.raw.writableFinished) gone.abort();
     });
-    const answer = await fetchTaskAnswer(protocol, runner, body, call, controller.signal, () => req.log);
+    const answer = await fetchTaskAnswer(protocol, runner, body, call, gone, () => req.log);
     // The rest of an over-limit body stays unread: the connection cannot carry another request.
     if (body instanceof BodyLimitError) reply.header('connection', 'close');
     if (answer.gzip) reply.header('content-encoding', 'gzip');

@@ -27,7 +27,7 @@ import type { RunnerProtocolService } from '../../services/actions/runner-protoc
 import { requestIdOf, REQUEST_ID_HEADER } from '../request-id.ts';
 import type { FetchTaskAnswer, PlainCall } from './fetch-task-direct.ts';
 import {
-  CLIENT_GONE,
+  ClientGone,
   FETCH_TASK_PATH,
   fetchTaskAnswer,
   plainCall,
@@ -140,17 +140,17 @@ async function serve(
   next: NextListener,
 ): Promise<void> {
   const started = performance.now();
-  const runner = await plainCallRunner(options.protocol, call);
+  const runner = await plainCallRunner(options.protocol, call, req.socket);
   // Unknown credentials: the Connect path refuses them (the body still unread).
   if (runner === null) return next(req, res);
   const requestId = requestIdOf(req);
   const body = await readBody(req, call.length, options);
   if (body === null) return; // The connection is gone.
-  const controller = new AbortController();
+  const gone = new ClientGone();
   res.once('close', () => {
-    if (!res.writableFinished) controller.abort(CLIENT_GONE);
+    if (!res.writableFinished) gone.abort();
   });
-  const answer = await fetchTaskAnswer(options.protocol, runner, body, call, controller.signal, () =>
+  const answer = await fetchTaskAnswer(options.protocol, runner, body, call, gone, () =>
     options.logger.child({ reqId: requestId }),
   );
   if (res.destroyed) return;

@@ -4,6 +4,7 @@
 import type { FetchTaskRequest, FetchTaskResponse } from '../../gen/runner/v1/messages_pb.ts';
 import type { Runner } from '../../models/runners.ts';
 import type { RunnerProtocolService } from '../../services/actions/runner-protocol.ts';
+import type { EndSignal } from '../../services/actions/tasks-version-watch.ts';
 import { toNumber, toProtoTask } from './mapping.ts';
 
 /** Answer a little before the caller's Connect deadline rather than after it. */
@@ -31,7 +32,7 @@ export function usableRequestKey(header: string | null | undefined): string | un
 export interface FetchTaskCall {
   timeoutMs: number | undefined;
   requestKey: string | undefined;
-  signal: AbortSignal;
+  signal: EndSignal;
 }
 
 export async function fetchTask(

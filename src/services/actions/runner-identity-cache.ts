@@ -73,6 +73,18 @@ export class RunnerIdentityCache {
     return runner;
   }
 
+  /**
+   * find()'s answer when it needs no read: no version check is due and the
+   * runner's entry is fresh (undefined otherwise; then call find). An idle
+   * poll's lookup, without a promise.
+   */
+  peek(uuid: string): Runner | undefined {
+    const now = Date.now();
+    if (now - this.checkedAt >= this.checkMs) return undefined;
+    const entry = this.entries.get(uuid);
+    return entry !== undefined && now - entry.loadedAt < this.ttlMs ? entry.runner : undefined;
+  }
+
   /** This process deleted or changed the runner: the next call reads it again. */
   forget(uuid: string): void {
     this.entries.delete(uuid);

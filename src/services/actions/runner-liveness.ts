@@ -48,6 +48,25 @@ export class RunnerLiveness {
    * this process has not seen it yet; returns the values now in effect.
    */
   async touch(runnerId: number, stored: Liveness, active: boolean): Promise<Liveness> {
+    const queued = this.touchUnlessWrite(runnerId, stored, active);
+    if (queued !== null) return queued;
+    const now = this.clock.nowSec();
+    await touchRunner(this.db, runnerId, now, active);
+    this.queued.delete(runnerId);
+    const last = this.known.get(runnerId);
+    if (last !== undefined) {
+      last.online = now;
+      if (active) last.active = now;
+    }
+    return { online: now, active: active ? now : (last?.active ?? stored.active) };
+  }
+
+  /**
+   * touch() when it writes nothing now (the refresh is queued, or not due):
+   * the values in effect; null when the caller must call touch(), which
+   * writes. An idle poll's path, without a promise.
+   */
+  touchUnlessWrite(runnerId: number, stored: Liveness, active: boolean): Liveness | null {
     const now = this.clock.nowSec();
     let last = this.known.get(runnerId);
     if (last === undefined) {
@@ -57,12 +76,9 @@ export class RunnerLiveness {
     }
     const staleOnline = now - last.online >= LIVENESS_WRITE_SEC || now < last.online;
     const staleActive = active && (now - last.active >= 1 || now < last.active);
-    if (staleActive || (staleOnline && (now - last.online >= QUEUE_WHILE_FRESHER_THAN_SEC || now < last.online))) {
-      await touchRunner(this.db, runnerId, now, active);
-      this.queued.delete(runnerId);
-      last.online = now;
-      if (active) last.active = now;
-    } else if (staleOnline) {
+    if (staleActive || (staleOnline && (now - last.online >= QUEUE_WHILE_FRESHER_THAN_SEC || now < last.online)))
+      return null;
+    if (staleOnline) {
       last.online = now;
       this.queue(runnerId);
     }

@@ -48,6 +48,7 @@ import type { TaskPayload } from './task-payload.ts';
 import { RunnerIdentityCache } from './runner-identity-cache.ts';
 import { RunnerLiveness } from './runner-liveness.ts';
 import { TasksVersionWatch } from './tasks-version-watch.ts';
+import type { EndSignal } from './tasks-version-watch.ts';
 import type { VariableService } from './variables.ts';
 
 export type { TaskNeedPayload, TaskPayload } from './task-payload.ts';
@@ -68,6 +69,14 @@ export const MAX_LONG_POLL_MS = 5_000;
 const LATE_CLAIM_MS = 1000;
 /** A runner's "nothing to claim at this version" is trusted this long at most (a safety net, see nothingFor). */
 const NOTHING_MEMO_MS = 60_000;
+/**
+ * The runners of a scope with the same labels share the read that re-checks
+ * their memo for this long: a fleet registered together re-checks together,
+ * and 5,000 runners would otherwise read 5,000 times within seconds for one
+ * answer. The check is a safety net (every job that becomes waiting moves the
+ * version, which drops the memo at once), so a read a second old serves it.
+ */
+const SHARED_CLAIMABLE_READ_MS = 1000;
 /** Upper bound on Forgejo's task_capacity: more tasks than this are never handed out in one answer. */
 export const MAX_TASKS_PER_FETCH = 32;
 /**
@@ -95,7 +104,7 @@ export interface FetchTasksRequest {
   /** Forgejo's x-runner-request-key: a retry with the same key gets the same tasks again. */
   requestKey?: string;
   /** Aborted when the runner hung up: stop waiting, and give back what it will never receive. */
-  signal?: AbortSignal;
+  signal?: EndSignal;
   /** The caller's own deadline, if shorter than the long poll (Connect-Timeout-Ms less a margin). */
   maxWaitMs?: number;
 }
@@ -121,6 +130,15 @@ export interface RunnerProtocolOptions {
   identities?: RunnerIdentityCache;
   /** The process's grouped write transactions, shared with task reports (one of its own otherwise). */
   writes?: GroupedWrites;
+}
+
+/** A runner's "nothing to claim at this version" (nothingClaimable). */
+interface NothingMemo {
+  version: number;
+  labels: string;
+  /** The labels array the memo was taken with: the same array needs no comparison. */
+  labelsOf: readonly string[] | null;
+  at: number;
 }
 
 function labelsKey(runner: Runner): string {
@@ -179,7 +197,9 @@ export class RunnerProtocolService {
    * FetchTask of such a runner skips the claim transaction and just waits.
    * NOTHING_MEMO_MS bounds how long one is trusted anyway.
    */
-  private readonly nothingFor = new Map<number, { version: number; labels: string; at: number }>();
+  private readonly nothingFor = new Map<number, NothingMemo>();
+  /** stillNothing's reads by scope and labels, shared for SHARED_CLAIMABLE_READ_MS. */
+  private readonly claimableReads = new Map<string, { version: number; at: number; any: Promise<boolean> }>();
   /**
    * (runner, request key) pairs a call of this process is serving: a second
    * call with the same key is refused while the first runs, as Forgejo's
@@ -187,6 +207,8 @@ export class RunnerProtocolService {
    * runner's row lock, under which the key is looked up (claimBatch).
    */
   private readonly keysInFlight = new Set<string>();
+  /** The runner (cache entry) and token a connection last authenticated with (tokenMatches). */
+  private readonly tokensShown = new WeakMap<object, { runner: Runner; token: string }>();
   /** Step names by run and job key (stepNames), the oldest dropped first past STEP_NAMES_CACHED. */
   private readonly stepNamesByJob = new Map<string, string[]>();
 
@@ -227,16 +249,38 @@ export class RunnerProtocolService {
    * database busy (go-gitea/gitea PR 38150). The runner comes from the identity cache
    * (runner-identity-cache.ts states how stale it may be).
    */
-  async authenticate(uuid: string, token: string, active: boolean): Promise<Runner | null> {
+  async authenticate(uuid: string, token: string, active: boolean, connection?: object): Promise<Runner | null> {
     if (uuid === '' || token === '') return null;
-    const cached = await this.identities.find(uuid);
-    if (cached === null || !digestsEqual(cached.tokenHash, hashToken(token))) return null;
+    // The cache's answer without a read when it has one (an idle poll's path: no promise on the way).
+    const cached = this.identities.peek(uuid) ?? (await this.identities.find(uuid));
+    if (cached === null || !this.tokenMatches(cached, token, connection)) return null;
     // A copy: the cached object is shared by concurrent calls.
     const runner = { ...cached };
-    const last = await this.liveness.touch(runner.id, { online: runner.lastOnline, active: runner.lastActive }, active);
+    const stored = { online: runner.lastOnline, active: runner.lastActive };
+    const last =
+      this.liveness.touchUnlessWrite(runner.id, stored, active) ??
+      (await this.liveness.touch(runner.id, stored, active));
     runner.lastOnline = last.online;
     runner.lastActive = last.active;
     return runner;
+  }
+
+  /**
+   * Whether `token` is the runner's, hashing it only when this connection
+   * has not shown it already for this very cache entry: a kept-alive
+   * connection polling every few seconds sends the same token each time.
+   * The memo holds the entry object, which the identity cache replaces
+   * whenever the runner may have changed (its version row moved, its TTL
+   * passed, this process changed it), so it never outlives what the cache
+   * itself would answer; it compares the token with the one this same
+   * connection sent, nothing another client could time.
+   */
+  private tokenMatches(cached: Runner, token: string, connection: object | undefined): boolean {
+    const shown = connection === undefined ? undefined : this.tokensShown.get(connection);
+    if (shown !== undefined && shown.runner === cached && shown.token === token) return true;
+    if (!digestsEqual(cached.tokenHash, hashToken(token))) return false;
+    if (connection !== undefined) this.tokensShown.set(connection, { runner: cached, token });
+    return true;
   }
 
   /** Declare: the runner's labels and version as it starts polling. */
@@ -265,7 +309,7 @@ export class RunnerProtocolService {
         if (recovered.length > 0) return { tasks: recovered, tasksVersion: 0 };
       }
       const scope = scopeOf(runner);
-      let latest = await this.watch.current(scope, this.clock.nowSec());
+      let latest = this.watch.recent(scope) ?? (await this.watch.current(scope, this.clock.nowSec()));
       const capacity = Math.min(Math.max(Math.trunc(request.capacity ?? 1), 1), MAX_TASKS_PER_FETCH);
       // Real time, not the injectable clock: this bounds how long a request is held.
       const deadline = Date.now() + this.holdMs(request);
@@ -287,9 +331,11 @@ export class RunnerProtocolService {
         // runner's next call (with a whole deadline) searches the new one.
         if (woken && request.maxWaitMs !== undefined && deadline - Date.now() < LATE_CLAIM_MS)
           return { tasks: [], tasksVersion: searched };
-        const tasks = (await this.nothingClaimable(runner, latest))
-          ? []
-          : await this.claimTasks(runner, capacity, request, key, latest);
+        const nothing = this.nothingClaimable(runner, latest);
+        const tasks =
+          nothing === true || (nothing !== false && (await nothing))
+            ? []
+            : await this.claimTasks(runner, capacity, request, key, latest);
         if (tasks.length > 0) return { tasks, tasksVersion: latest };
         searched = latest;
         woken = true;
@@ -321,15 +367,36 @@ export class RunnerProtocolService {
    * runner once a minute, and a write transaction per runner and minute is
    * 80 a second for 5,000 runners.
    */
-  private async nothingClaimable(runner: Runner, version: number): Promise<boolean> {
+  private nothingClaimable(runner: Runner, version: number): boolean | Promise<boolean> {
     const memo = this.nothingFor.get(runner.id);
     if (memo === undefined) return false;
-    if (memo.version === version && memo.labels === labelsKey(runner)) {
+    // The same labels array (a copy of the same cache entry) needs no comparison of its contents.
+    if (memo.version === version && (memo.labelsOf === runner.labels || memo.labels === labelsKey(runner))) {
       if (Date.now() - memo.at < NOTHING_MEMO_MS) return true;
-      if (!(await anyClaimable(this.db, scopeOf(runner), runner.labels ?? []))) {
-        memo.at = Date.now();
-        return true;
-      }
+      return this.stillNothing(runner, memo);
+    }
+    this.nothingFor.delete(runner.id);
+    return false;
+  }
+
+  /** nothingClaimable past NOTHING_MEMO_MS: one read, shared by the runners of a scope with the same labels. */
+  private async stillNothing(runner: Runner, memo: NothingMemo): Promise<boolean> {
+    const key = `${runner.ownerId}:${runner.repoId}:${memo.labels}`;
+    let read = this.claimableReads.get(key);
+    if (read === undefined || Date.now() - read.at >= SHARED_CLAIMABLE_READ_MS || read.version !== memo.version) {
+      read = {
+        version: memo.version,
+        at: Date.now(),
+        any: anyClaimable(this.db, scopeOf(runner), runner.labels ?? []),
+      };
+      this.claimableReads.set(key, read);
+      if (this.claimableReads.size > 10_000) this.claimableReads.clear();
+      // A failed read is not shared: the next runner reads again.
+      read.any.catch(() => this.claimableReads.delete(key));
+    }
+    if (!(await read.any)) {
+      memo.at = Date.now();
+      return true;
     }
     this.nothingFor.delete(runner.id);
     return false;
@@ -362,7 +429,7 @@ export class RunnerProtocolService {
       // that became waiting since has moved the version on). A handle
       // narrowed the search, so its "nothing" says nothing about the rest.
       if (request.handle === undefined) {
-        this.nothingFor.set(runner.id, { version, labels: labelsKey(runner), at: Date.now() });
+        this.nothingFor.set(runner.id, { version, labels: labelsKey(runner), labelsOf: runner.labels, at: Date.now() });
         if (this.nothingFor.size > 50_000) this.nothingFor.clear();
       }
       return [];

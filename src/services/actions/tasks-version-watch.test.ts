@@ -3,7 +3,8 @@
 // seen an older version is woken on the next tick even when the version has
 // not moved since the last tick (the case the per-scope bookkeeping must not
 // skip); other scopes' waiters sleep on; the bound, the abort signal and
-// interruptAll each end a wait with null.
+// interruptAll each end a wait with null; waits with different bounds,
+// sharing one timer, each end at their own.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openScratchDatabase } from '../../../test/support/scratch-database.ts';
@@ -74,6 +75,47 @@ for (const dialect of testDialects()) {
       const aborted = watch.waitForChange(REPO, seen, LONG_MS, controller.signal);
       controller.abort();
       assert.equal(await aborted, null);
+    });
+
+    test('waits share one deadline timer yet each ends at its own bound, a shorter one that came later first', async () => {
+      const seen = await tasksVersion(scratch.handle.db, REPO, NOW);
+      const started = performance.now();
+      const ended: Array<[string, number]> = [];
+      const wait = (name: string, ms: number) =>
+        watch.waitForChange(REPO, seen, ms).then((value) => {
+          assert.equal(value, null);
+          ended.push([name, performance.now() - started]);
+        });
+      await Promise.all([wait('long', 600), wait('short', 150), wait('middle', 350)]);
+      assert.deepEqual(
+        ended.map(([name]) => name),
+        ['short', 'middle', 'long'],
+      );
+      for (const [name, at] of ended) {
+        const bound = { short: 150, middle: 350, long: 600 }[name] ?? 0;
+        // At most 10 ms early (waits due together end together); late only by the machine's own delay.
+        assert.ok(at >= bound - 11 && at < bound + 250, `${name} ended after ${at.toFixed(0)} ms`);
+      }
+    });
+
+    test('a signal that is not an AbortSignal (a listener object, one at a time) ends a wait, and a wait it no longer holds does not hear it', async () => {
+      const seen = await tasksVersion(scratch.handle.db, REPO, NOW);
+      let listener: { handleEvent(): void } | null = null;
+      const signal = {
+        aborted: false,
+        addEventListener: (_type: 'abort', l: { handleEvent(): void }) => void (listener = l),
+        removeEventListener: (_type: 'abort', l: { handleEvent(): void }) => {
+          if (listener === l) listener = null;
+        },
+      };
+      assert.equal(await watch.waitForChange(REPO, seen, TICK_MS * 2, signal), null);
+      assert.equal(listener, null, 'a wait that ended at its bound stops listening');
+      const held = watch.waitForChange(REPO, seen, LONG_MS, signal);
+      assert.notEqual(listener, null);
+      signal.aborted = true;
+      (listener as unknown as { handleEvent(): void }).handleEvent();
+      assert.equal(await held, null);
+      assert.equal(listener, null);
     });
   });
 }

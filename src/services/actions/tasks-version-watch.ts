@@ -15,9 +15,43 @@ function scopeKey(scope: ScopeColumns): string {
   return `${scope.ownerId}:${scope.repoId}`;
 }
 
-interface Waiter {
-  seen: number;
-  settle(version: number | null): void;
+/**
+ * How a held call hears that its caller went away: an AbortSignal, or
+ * anything as small that calls the listener object's handleEvent (the HTTP
+ * front's one-listener stand-in, which costs no EventTarget per call).
+ */
+export interface EndSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: { handleEvent(): void }): void;
+  removeEventListener(type: 'abort', listener: { handleEvent(): void }): void;
+}
+
+/**
+ * Waits that end within this much of each other are ended by one timer
+ * firing, up to this much before their bound: with thousands of polls held,
+ * one timer a few times per RELEASE_MS instead of one per poll. A bound is a
+ * runner's deadline less at least 500 ms (fetch-task.ts), so ending a wait
+ * 10 ms early costs the runner nothing but a slightly shorter hold.
+ */
+const RELEASE_MS = 10;
+
+/** One waiting call. Itself the abort listener, so a wait allocates no closure for it. */
+class Waiter {
+  /** Set once settled; the deadline heap drops settled waiters when their bound comes. */
+  done = false;
+  constructor(
+    readonly watch: TasksVersionWatch,
+    readonly group: ScopeWaiters,
+    readonly seen: number,
+    /** performance.now() by which the wait ends with null. */
+    readonly deadline: number,
+    public resolve: ((version: number | null) => void) | null,
+    public signal: EndSignal | undefined,
+  ) {}
+
+  handleEvent(): void {
+    this.watch.settle(this, null);
+  }
 }
 
 /**
@@ -28,6 +62,7 @@ interface Waiter {
  * idle runners a tick touches the few polls that came in, not all of them.
  */
 interface ScopeWaiters {
+  key: string;
   scope: ScopeColumns;
   all: Set<Waiter>;
   fresh: Waiter[];
@@ -38,7 +73,10 @@ interface ScopeWaiters {
 /**
  * Wakes waiting FetchTask calls when their scope's tasks version moves: one
  * timer, one query per distinct scope per tick, running only while someone
- * waits. `poke` checks at once (a run was created in this process).
+ * waits. `poke` checks at once (a run was created in this process). The
+ * waits' bounds share one more timer: the waiters sit in a heap by deadline,
+ * and the timer, armed for the earliest, ends every wait due within
+ * RELEASE_MS of it.
  */
 export class TasksVersionWatch {
   /** The scopes someone waits on (a scope leaves with its last waiter). */
@@ -51,46 +89,59 @@ export class TasksVersionWatch {
   private readonly known = new Map<string, { version: number; at: number }>();
   /** Reads under way, shared by the calls that arrive meanwhile. */
   private readonly reading = new Map<string, Promise<number>>();
+  /** Waiters by deadline (a binary min-heap), settled ones included until their deadline. */
+  private readonly byDeadline: Waiter[] = [];
+  private deadlineTimer: NodeJS.Timeout | null = null;
+  /** When the deadline timer fires (performance.now()); Infinity when none is armed. */
+  private deadlineTimerAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly db: Db,
     private readonly intervalMs: number,
   ) {}
 
-  /** The new version, or null when `ms` passed, the signal aborted or waits were interrupted. */
-  waitForChange(scope: ScopeColumns, seen: number, ms: number, signal?: AbortSignal): Promise<number | null> {
+  /** The new version, or null when `ms` passed (up to RELEASE_MS less), the signal aborted or waits were interrupted. */
+  waitForChange(scope: ScopeColumns, seen: number, ms: number, signal?: EndSignal): Promise<number | null> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve(null);
       const key = scopeKey(scope);
       let group = this.scopes.get(key);
       if (group === undefined) {
-        group = { scope, all: new Set(), fresh: [], checked: null };
+        group = { key, scope, all: new Set(), fresh: [], checked: null };
         this.scopes.set(key, group);
       }
-      const own = group;
-      const onAbort = (): void => waiter.settle(null);
-      const timeout = setTimeout(() => waiter.settle(null), ms);
-      const waiter: Waiter = {
-        seen,
-        settle: (version) => {
-          if (!own.all.delete(waiter)) return;
-          clearTimeout(timeout);
-          signal?.removeEventListener('abort', onAbort);
-          if (own.all.size === 0 && this.scopes.get(key) === own) this.scopes.delete(key);
-          this.waiting -= 1;
-          if (this.waiting === 0) this.stopTimer();
-          resolve(version);
-        },
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      own.all.add(waiter);
-      own.fresh.push(waiter);
+      const waiter = new Waiter(this, group, seen, performance.now() + ms, resolve, signal);
+      signal?.addEventListener('abort', waiter);
+      group.all.add(waiter);
+      group.fresh.push(waiter);
       this.waiting += 1;
+      this.pushDeadline(waiter);
       if (this.timer === null) {
         this.timer = setInterval(() => void this.check(), this.intervalMs);
         this.timer.unref();
       }
     });
+  }
+
+  /** Ends a wait with `version` (null: no change); a settled waiter is left as it is. */
+  settle(waiter: Waiter, version: number | null): void {
+    if (waiter.done) return;
+    waiter.done = true;
+    const { group, resolve, signal } = waiter;
+    waiter.resolve = null;
+    waiter.signal = undefined;
+    group.all.delete(waiter);
+    signal?.removeEventListener('abort', waiter);
+    if (group.all.size === 0 && this.scopes.get(group.key) === group) this.scopes.delete(group.key);
+    this.waiting -= 1;
+    if (this.waiting === 0) this.stopTimers();
+    resolve?.(version);
+  }
+
+  /** current()'s answer when the last read is younger than the interval (no read, no promise); undefined otherwise. */
+  recent(scope: ScopeColumns): number | undefined {
+    const known = this.known.get(scopeKey(scope));
+    return known !== undefined && Date.now() - known.at < this.intervalMs ? known.version : undefined;
   }
 
   /** The scope's tasks version (created at 1 when missing), from the last read when it is younger than the interval. */
@@ -122,7 +173,7 @@ export class TasksVersionWatch {
   }
 
   interruptAll(): void {
-    for (const group of [...this.scopes.values()]) for (const waiter of [...group.all]) waiter.settle(null);
+    for (const group of [...this.scopes.values()]) for (const waiter of [...group.all]) this.settle(waiter, null);
   }
 
   private remember(key: string, version: number, at: number): void {
@@ -133,9 +184,73 @@ export class TasksVersionWatch {
     if (this.known.size > 10_000) this.known.clear();
   }
 
-  private stopTimer(): void {
+  /** Nobody waits: no tick, no deadline timer, and the heap holds only settled waiters. */
+  private stopTimers(): void {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    if (this.deadlineTimer !== null) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = null;
+    this.deadlineTimerAt = Number.POSITIVE_INFINITY;
+    this.byDeadline.length = 0;
+  }
+
+  private pushDeadline(waiter: Waiter): void {
+    const heap = this.byDeadline;
+    let at = heap.push(waiter) - 1;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      const above = heap[parent] as Waiter;
+      if (above.deadline <= waiter.deadline) break;
+      heap[at] = above;
+      at = parent;
+    }
+    heap[at] = waiter;
+    this.armDeadlines();
+  }
+
+  private popDeadline(): void {
+    const heap = this.byDeadline;
+    const last = heap.pop() as Waiter;
+    if (heap.length === 0) return;
+    let at = 0;
+    for (;;) {
+      let child = 2 * at + 1;
+      if (child >= heap.length) break;
+      const right = child + 1;
+      if (right < heap.length && (heap[right] as Waiter).deadline < (heap[child] as Waiter).deadline) child = right;
+      const below = heap[child] as Waiter;
+      if (last.deadline <= below.deadline) break;
+      heap[at] = below;
+      at = child;
+    }
+    heap[at] = last;
+  }
+
+  /** Arms the deadline timer for the earliest deadline, unless it fires before that already. */
+  private armDeadlines(): void {
+    const head = this.byDeadline[0];
+    if (head === undefined) return;
+    const at = head.deadline - RELEASE_MS;
+    if (this.deadlineTimer !== null) {
+      if (this.deadlineTimerAt <= at) return;
+      clearTimeout(this.deadlineTimer);
+    }
+    this.deadlineTimerAt = at;
+    // Not unref'd, as a wait's own timer would not be: a pending wait keeps the process alive until its bound.
+    this.deadlineTimer = setTimeout(() => this.endDue(), Math.max(0, Math.ceil(at - performance.now())));
+  }
+
+  /** Ends the waits due within RELEASE_MS, then arms the timer for the next one. */
+  private endDue(): void {
+    this.deadlineTimer = null;
+    this.deadlineTimerAt = Number.POSITIVE_INFINITY;
+    const until = performance.now() + RELEASE_MS;
+    const heap = this.byDeadline;
+    for (let head = heap[0]; head !== undefined && head.deadline <= until; head = heap[0]) {
+      this.popDeadline();
+      this.settle(head, null);
+    }
+    this.armDeadlines();
   }
 
   private async check(): Promise<void> {
@@ -159,7 +274,7 @@ export class TasksVersionWatch {
           const compared = version === group.checked ? group.fresh : [...group.all];
           group.fresh = [];
           group.checked = version;
-          for (const waiter of compared) if (waiter.seen !== version) waiter.settle(version);
+          for (const waiter of compared) if (waiter.seen !== version) this.settle(waiter, version);
         }
       } while (this.checkAgain);
     } finally {

@@ -17,7 +17,8 @@
 // HTTP server costs for these polls by itself. Gantry's figure is also
 // printed as a ratio to it and as CPU µs per poll.
 // GANTRY_BENCH_CPU_PROF=<folder>: the gantry web child writes a --cpu-prof
-// profile there when it stops.
+// profile there when it stops. GANTRY_BENCH_HEAP_SNAPSHOT=<folder>: it writes
+// a heap snapshot there at the end of its window, the polls still held.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -170,6 +171,8 @@ async function measureWindow(
   credentials: readonly RunnerCredentials[],
   seconds: number,
   label: string,
+  /** The folder the process writes a heap snapshot to on SIGUSR2 (--heapsnapshot-signal), if asked for. */
+  snapshotDir?: string,
 ): Promise<Window> {
   const controller = new AbortController();
   const agent = fleetAgent();
@@ -189,6 +192,7 @@ async function measureWindow(
     const wall = (performance.now() - started) / 1000;
     const answered = stats.polls + stats.timeouts - polls;
     const rss = (await readProcessMemory(pid)).rss;
+    if (snapshotDir !== undefined) await heapSnapshot(ctx, pid, snapshotDir);
     return {
       cpuShare: (cpu / wall) * 100,
       pollsPerSec: answered / wall,
@@ -203,6 +207,25 @@ async function measureWindow(
   }
 }
 
+/** Signals the process to write a heap snapshot into `dir` and waits until the file stops growing. */
+async function heapSnapshot(ctx: ScenarioContext, pid: number, dir: string): Promise<void> {
+  const before = new Set(await fs.readdir(dir));
+  process.kill(pid, 'SIGUSR2');
+  let last = -1;
+  for (let waited = 0; waited < 300; waited += 1) {
+    await sleep(1000);
+    const file = (await fs.readdir(dir)).find((name) => name.endsWith('.heapsnapshot') && !before.has(name));
+    if (file === undefined) continue;
+    const { size } = await fs.stat(path.join(dir, file));
+    if (size > 0 && size === last) {
+      ctx.log(`heap snapshot written: ${path.join(dir, file)} (${(size / MB).toFixed(0)} MB)`);
+      return;
+    }
+    last = size;
+  }
+  throw new Error('no heap snapshot after 300 s');
+}
+
 function describe(window: Window): string {
   return `${window.cpuShare.toFixed(1)} % of one core, ${Math.round(window.cpuPerPollUs)} µs of CPU per poll, RSS ${(window.rss / MB).toFixed(0)} MB, ${Math.round(window.pollsPerSec)} polls/s, ${window.stats.timeouts} fetches past their deadline, ${window.stats.dropped} on a closed connection`;
 }
@@ -215,14 +238,19 @@ export const idleFleet: Scenario = {
     if (!Number.isFinite(seconds) || seconds < 1) throw new Error('GANTRY_BENCH_FLEET_SEC must be ≥ 1');
     const { url, env, credentials } = await seed(ctx);
     const profileDir = process.env.GANTRY_BENCH_CPU_PROF?.trim();
-    const server = new GantryChild(url, env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+    const snapshotDir = process.env.GANTRY_BENCH_HEAP_SNAPSHOT?.trim() || undefined;
+    if (snapshotDir !== undefined) await fs.mkdir(snapshotDir, { recursive: true });
+    const server = new GantryChild(url, env, [
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+      ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${path.resolve(snapshotDir)}`] : []),
+    ]);
     ctx.defer(() => server.kill9());
     await server.start();
     const pid = server.pid;
     if (pid === undefined) throw new Error('gantry web has no pid');
     // The same process before any runner connects: what the fleet adds is the difference.
     const rssAtStart = (await readProcessMemory(pid)).rss;
-    const gantry = await measureWindow(ctx, url, pid, credentials, seconds, 'gantry web');
+    const gantry = await measureWindow(ctx, url, pid, credentials, seconds, 'gantry web', snapshotDir);
     if (gantry.stats.errors > 0)
       throw new Error(`${gantry.stats.errors} failed fetches, the first: ${String(gantry.stats.firstError)}`);
     if (gantry.stats.tasks > 0) throw new Error(`idle runners received ${gantry.stats.tasks} tasks`);

@@ -170,6 +170,18 @@ export function noTaskAnswer(tasksVersion: bigint): Uint8Array {
   return Uint8Array.from(bytes);
 }
 
+/** The last no-task answer encoded, shared by the answers at that version (a Buffer is never written to once sent). */
+let lastNoTask: { version: bigint; body: Buffer } = { version: 0n, body: Buffer.alloc(0) };
+
+/** noTaskAnswer as a Buffer, encoded once per version: an idle fleet's answers are all at its scopes' few versions. */
+function noTaskBody(tasksVersion: bigint): Buffer {
+  if (lastNoTask.version !== tasksVersion) {
+    const bytes = noTaskAnswer(tasksVersion);
+    lastNoTask = { version: tasksVersion, body: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
+  }
+  return lastNoTask.body;
+}
+
 /** A body that is not a FetchTaskRequest (or could not be read whole): invalid_argument. */
 export function undecodable(error: unknown): ConnectError {
   return new ConnectError(
@@ -218,10 +230,9 @@ export async function fetchTaskAnswer(
       requestKey: call.requestKey,
       signal,
     });
-    let bytes =
-      answer.task === undefined && answer.additionalTasks.length === 0
-        ? noTaskAnswer(answer.tasksVersion)
-        : encodeFetchTaskResponse(answer);
+    if (answer.task === undefined && answer.additionalTasks.length === 0)
+      return { status: 200, contentType: 'application/proto', gzip: false, body: noTaskBody(answer.tasksVersion) };
+    let bytes = encodeFetchTaskResponse(answer);
     const gzip = bytes.byteLength >= COMPRESS_MIN_BYTES && acceptsGzip(call.acceptEncoding);
     if (gzip) bytes = await gzipAnswers.compress(bytes);
     return {

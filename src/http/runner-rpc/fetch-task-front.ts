@@ -135,7 +135,8 @@ function send(res: ServerResponse, requestId: string, answer: FetchTaskAnswer): 
 async function serve(
   req: IncomingMessage,
   res: ServerResponse,
-  call: PlainCall & { length: number },
+  call: PlainCall,
+  length: number,
   options: FetchTaskFrontOptions,
   next: NextListener,
 ): Promise<void> {
@@ -144,7 +145,7 @@ async function serve(
   // Unknown credentials: the Connect path refuses them (the body still unread).
   if (runner === null) return next(req, res);
   const requestId = requestIdOf(req);
-  const body = await readBody(req, call.length, options);
+  const body = await readBody(req, length, options);
   if (body === null) return; // The connection is gone.
   const gone = new ClientGone();
   res.once('close', () => {
@@ -169,7 +170,7 @@ export function fetchTaskFront(options: FetchTaskFrontOptions, next: NextListene
     if (req.url !== FETCH_TASK_PATH || options.passAll()) return next(req, res);
     const call = plainCall(req, options.maxBytes);
     if (call === undefined || call.length === null) return next(req, res);
-    serve(req, res, { ...call, length: call.length }, options, next).catch((error: unknown) => {
+    serve(req, res, call, call.length, options, next).catch((error: unknown) => {
       options.logger.error({ err: error, rpc: 'FetchTask' }, 'runner RPC failed');
       if (!res.headersSent) res.destroy();
     });

@@ -205,7 +205,7 @@ async function serve(
   const started = performance.now();
   let runner: Runner | null;
   try {
-    runner = await options.protocol.authenticate(call.uuid, call.token, true);
+    runner = await options.protocol.authenticate(call.uuid, call.token, true, req.socket);
   } catch {
     runner = null; // The Connect path authenticates again and reports the failure.
   }

@@ -9,6 +9,7 @@
 // Connect client of test/support/runner-client.ts does the same work with
 // more than 1 ms of CPU per job (Headers, abort signals, async iterables,
 // full message decoding); the tests keep it, as it checks every field.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { gunzipSync } from 'node:zlib';
 
@@ -28,6 +29,11 @@ export interface WireCallOptions {
   timeoutMs?: number;
   /** Aborting ends the call at once (its outcome: dropped). */
   signal?: AbortSignal;
+  /**
+   * Sends a fresh x-runner-request-key with the FetchTask, as forgejo-runner
+   * releases of 2026 do with every fetch (a retry of a lost answer repeats it).
+   */
+  requestKey?: boolean;
 }
 
 export interface WireRunner {
@@ -249,7 +255,13 @@ export function wireRunner(serverUrl: string, runner: { uuid: string; token: str
 
   return {
     async fetchTask(options = {}) {
-      const answer = await call(`${SERVICE}FetchTask`, headersOf(options.timeoutMs), FETCH_TASK_BODY, options);
+      const headers = headersOf(options.timeoutMs);
+      const answer = await call(
+        `${SERVICE}FetchTask`,
+        options.requestKey ? { ...headers, 'x-runner-request-key': randomUUID() } : headers,
+        FETCH_TASK_BODY,
+        options,
+      );
       if (answer === 'timeout') return { kind: 'timeout' };
       if (answer === 'dropped') return { kind: 'dropped' };
       return { kind: 'answered', taskId: taskIdOf(check(answer, 'FetchTask').body) };

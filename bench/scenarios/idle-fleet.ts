@@ -42,6 +42,8 @@ const FETCH_TIMEOUT_MS = 5_000;
 const FETCH_INTERVAL_MS = 2_000;
 /** Clients start spread over this long, then run this long before the window opens. */
 const RAMP_MS = 10_000;
+/** GANTRY_BENCH_REQUEST_KEYS=1: every fetch sends a fresh request key, as forgejo-runner releases of 2026 do. */
+const REQUEST_KEYS = process.env.GANTRY_BENCH_REQUEST_KEYS?.trim() === '1';
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -125,7 +127,7 @@ async function pollLoop(runner: WireRunner, signal: AbortSignal, stats: PollStat
   while (!signal.aborted) {
     let outcome: FetchOutcome;
     try {
-      outcome = await runner.fetchTask({ timeoutMs: FETCH_TIMEOUT_MS });
+      outcome = await runner.fetchTask({ timeoutMs: FETCH_TIMEOUT_MS, requestKey: REQUEST_KEYS });
     } catch (error) {
       stats.errors += 1;
       stats.firstError ??= error;

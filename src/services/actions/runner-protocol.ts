@@ -302,13 +302,13 @@ export class RunnerProtocolService {
       this.keysInFlight.add(inFlight);
     }
     try {
-      if (key !== null) {
+      const scope = scopeOf(runner);
+      if (key !== null && !this.nothingSinceAtMost(runner, this.watch.recent(scope))) {
         // A retry of a call whose answer got lost, in this process or another:
         // the same tasks again (Forgejo answers them with tasks_version 0).
         const recovered = await this.recover(runner, key);
         if (recovered.length > 0) return { tasks: recovered, tasksVersion: 0 };
       }
-      const scope = scopeOf(runner);
       let latest = this.watch.recent(scope) ?? (await this.watch.current(scope, this.clock.nowSec()));
       const capacity = Math.min(Math.max(Math.trunc(request.capacity ?? 1), 1), MAX_TASKS_PER_FETCH);
       // Real time, not the injectable clock: this bounds how long a request is held.
@@ -377,6 +377,28 @@ export class RunnerProtocolService {
     }
     this.nothingFor.delete(runner.id);
     return false;
+  }
+
+  /**
+   * Whether the runner's last search here, at the scope's newest version this
+   * process knows, found nothing and is still fresh: then no task can have
+   * been claimed for it under any request key since, because a claim needs a
+   * job that was claimable at that version, and every change that makes a
+   * job claimable moves the version. forgejo-runner sends a new request key
+   * with every FetchTask, so without this each idle poll would read the
+   * tasks table for a retry that cannot be one. A retry that does arrive
+   * before this process has read the moved version is still answered: once
+   * the version moves, the claim looks the key up under the runner's lock
+   * (claimBatch) and recovers the tasks claimed under it.
+   */
+  private nothingSinceAtMost(runner: Runner, version: number | undefined): boolean {
+    const memo = this.nothingFor.get(runner.id);
+    return (
+      memo !== undefined &&
+      memo.version === version &&
+      Date.now() - memo.at < NOTHING_MEMO_MS &&
+      (memo.labelsOf === runner.labels || memo.labels === labelsKey(runner))
+    );
   }
 
   /** nothingClaimable past NOTHING_MEMO_MS: one read, shared by the runners of a scope with the same labels. */

@@ -227,6 +227,13 @@ export interface FinishedTask {
   job: ActionRunJob | null;
   /** With `countRun` and a finished job: its run's jobs counted by status as they now are (countJobStatusesOfRun). */
   counts: JobStatusCount[] | null;
+  /**
+   * With `hooksOf` and a finished job, on PostgreSQL: whether the repository
+   * or its owner has an active webhook, read in the same statement (as the
+   * claim does: the webhook outbox then needs no lookup when neither has one);
+   * null when not read.
+   */
+  anyActiveHook: boolean | null;
 }
 
 /**
@@ -248,15 +255,19 @@ export async function finishTaskAndJob(
   now: number,
   closeSteps: boolean,
   countRun: number | null = null,
+  /** The run's repository and owner, whose active webhooks are looked for (PostgreSQL). */
+  hooksOf: { repoId: number; ownerId: number } | null = null,
 ): Promise<FinishedTask> {
+  const none = { job: null, counts: null, anyActiveHook: null };
   if (!isPostgres(tx)) {
-    if (!(await finishTask(tx, taskId, status, now))) return { finished: false, job: null, counts: null };
+    // A statement costs no round trip here: the outbox looks for hooks itself.
+    if (!(await finishTask(tx, taskId, status, now))) return { finished: false, ...none };
     if (closeSteps) await closeUnfinishedSteps(tx, taskId, status, now);
-    if (jobId === null) return { finished: true, job: null, counts: null };
+    if (jobId === null) return { finished: true, ...none };
     const job = await finishJobOfTask(tx, jobId, taskId, status, now);
-    if (job === null) return { finished: true, job: null, counts: null };
+    if (job === null) return { finished: true, ...none };
     const counts = countRun === null ? null : await countJobStatusesOfRun(tx, countRun);
-    return { finished: true, job, counts };
+    return { finished: true, job, counts, anyActiveHook: null };
   }
   const done = sql.join(DONE);
   const steps = closeSteps
@@ -282,10 +293,17 @@ export async function finishTaskAndJob(
           (select coalesce(json_agg(json_build_array(c.status, c.concurrency_held, c.n)), '[]')
            from (select status, concurrency_held, count(*) as n from action_run_job
                  where run_id = ${countRun} group by status, concurrency_held) as c) as run_counts`;
+  const hooks =
+    jobId === null || hooksOf === null
+      ? sql``
+      : sql`, exists (select 1 from webhook as w where w.is_active = 1
+          and ((w.owner_id = 0 and w.repo_id = ${hooksOf.repoId}) or (w.owner_id = ${hooksOf.ownerId} and w.repo_id = 0)))
+          as any_active_hook`;
   type Row = Partial<Selectable<ActionRunJobTable>> & {
     task_finished: number | string;
     old_status?: ActionStatusValue;
     run_counts?: Array<[ActionStatusValue, number, number | string]>;
+    any_active_hook?: boolean;
   };
   const { rows } = await sql<Row>`
     with task as (
@@ -295,10 +313,16 @@ export async function finishTaskAndJob(
       where id = ${taskId} and status not in (${done})
       returning id
     )${steps}${finishJob}
-    select job.*, (select count(*) from task) as task_finished${counted}
+    select job.*, (select count(*) from task) as task_finished${counted}${hooks}
     from (select 1) as one left join job on true`.execute(tx);
-  const { task_finished: finished, old_status: oldStatus, run_counts: runCounts, ...row } = rows[0] as Row;
-  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, job: null, counts: null };
+  const {
+    task_finished: finished,
+    old_status: oldStatus,
+    run_counts: runCounts,
+    any_active_hook: anyActiveHook,
+    ...row
+  } = rows[0] as Row;
+  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, ...none };
   const job = jobFromRow(row as Selectable<ActionRunJobTable>);
   let counts: JobStatusCount[] | null = null;
   if (runCounts !== undefined && oldStatus !== undefined) {
@@ -312,7 +336,7 @@ export async function finishTaskAndJob(
     move(job.status, 1);
     counts = counts.filter((c) => c.count > 0);
   }
-  return { finished: true, job, counts };
+  return { finished: true, job, counts, anyActiveHook: anyActiveHook ?? null };
 }
 
 export interface TaskStep {

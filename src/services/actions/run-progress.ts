@@ -97,12 +97,20 @@ export class RunProgress {
     seen: ClaimedRunLook,
     runId: number,
     claimed: readonly ActionRunJob[],
+    /** The claim's statement found no active webhook of the run's repository or owner (events.ts). */
+    noActiveHooks = false,
   ): Promise<ActionRun | null> {
     const ids = claimed.map((job) => job.id);
+    // Locked FOR SHARE by the claim statement itself, which checked the locked
+    // row shows running or cancelled and has no job groups (PostgreSQL,
+    // claimNextJob); not locked there (null): settle's exclusive lock, and no
+    // shared one is held that it would have to upgrade.
+    if (seen.shared === null) return (await this.settle(tx, runId, ids)) ?? null;
     // `seen` is the claim statement's unlocked look: a run that must move takes
     // settle's exclusive lock at once (not a shared one that two claims would both try to upgrade).
-    if (seen.jobConcurrency || !claimOnlyRecords(seen)) return (await this.settle(tx, runId, ids)) ?? null;
-    const run = await findRunSharedForClaim(tx, runId);
+    if (seen.shared === undefined && (seen.jobConcurrency || !claimOnlyRecords(seen)))
+      return (await this.settle(tx, runId, ids)) ?? null;
+    const run = seen.shared ?? (await findRunSharedForClaim(tx, runId));
     if (run === null) return null;
     if (!claimOnlyRecords(run)) {
       // Moved between the look and the lock (its last running job ended): rare, and settle's lock may then
@@ -115,6 +123,7 @@ export class RunProgress {
         run,
         jobs: claimed,
         runJobIds: () => listJobIdsOfRun(tx, runId),
+        ...(noActiveHooks ? { noActiveHooks } : {}),
       });
     return run;
   }
@@ -154,6 +163,8 @@ export class RunProgress {
     changedJobs: readonly ActionRunJob[] = [],
     /** The run's jobs counted by status as they now are (countJobStatusesOfRun), when the caller has them. */
     counted: readonly JobStatusCount[] | null = null,
+    /** The caller's statement found no active webhook of the run's repository or owner (events.ts). */
+    noActiveHooks = false,
   ): Promise<ActionRun> {
     const runId = run.id;
     const now = this.clock.nowSec();
@@ -226,6 +237,7 @@ export class RunProgress {
         run: current,
         jobs: jobsOfRun,
         runJobIds: recount ? () => listJobIdsOfRun(tx, runId) : async () => jobIds,
+        ...(noActiveHooks ? { noActiveHooks } : {}),
       });
     if (current.status !== run.status)
       await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });

@@ -228,14 +228,31 @@ export class TaskReportService {
           const jobToFinish = imposed === null && job !== null ? job.id : null;
           // The run's jobs are counted with the finish only for a run settle would count (no job groups).
           const countRun = run !== null && !run.jobConcurrency ? run.id : null;
-          const finished = await finishTaskAndJob(tx, task.id, jobToFinish, status, now, steps.length === 0, countRun);
+          const hooksOf = run === null ? null : { repoId: run.repoId, ownerId: run.ownerId };
+          const finished = await finishTaskAndJob(
+            tx,
+            task.id,
+            jobToFinish,
+            status,
+            now,
+            steps.length === 0,
+            countRun,
+            hooksOf,
+          );
           if (!finished.finished) return answer();
           if (steps.length > 0) {
             await this.applySteps(tx, task.id, steps, now);
             await closeUnfinishedSteps(tx, task.id, status, now);
           }
           if (finished.job !== null && run !== null)
-            await this.runProgress.settleLocked(tx, run, [finished.job.id], [finished.job], finished.counts);
+            await this.runProgress.settleLocked(
+              tx,
+              run,
+              [finished.job.id],
+              [finished.job],
+              finished.counts,
+              finished.anyActiveHook === false,
+            );
           return answer(status);
         }
       }

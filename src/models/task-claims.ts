@@ -12,10 +12,10 @@ import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
-import { jobFromRow, runFromRow } from './action-runs.ts';
-import type { ActionRun, ActionRunJob } from './action-runs.ts';
+import { jobFromRow } from './action-runs.ts';
+import type { ActionRunJob } from './action-runs.ts';
 import { isPostgres } from './database.ts';
-import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
+import type { ActionRunJobTable } from './tables.ts';
 import type { Queryable } from './database.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
 
@@ -141,14 +141,6 @@ export interface ClaimedJob {
 export interface ClaimedRunLook {
   status: ActionStatusValue;
   jobConcurrency: boolean;
-  /**
-   * PostgreSQL: the run as locked FOR SHARE by the claim statement itself
-   * when, in its newest committed version, it shows running or cancelled
-   * and has no job groups (RunProgress.settleClaimed then needs no lock of
-   * its own); null when the statement did not lock it. Undefined on SQLite,
-   * whose claim holds the database's write lock.
-   */
-  shared?: ActionRun | null;
 }
 
 /** What the task payload needs besides the run and the job, read by the claim statement (task-payload.ts). */
@@ -163,7 +155,6 @@ export interface ClaimedPayloadRefs {
 type ClaimedRow = Selectable<ActionRunJobTable> & {
   run_status: ActionStatusValue;
   run_job_concurrency: number;
-  run_shared?: Selectable<ActionRunTable> | null;
   repo_owner_id: number | null;
   repo_owner_name: string | null;
   repo_name: string | null;
@@ -182,13 +173,13 @@ type ClaimedRow = Selectable<ActionRunJobTable> & {
  * inserted from the picked row, then the job's conditional update. Null
  * when nothing in scope matches. Call inside the claim's transaction.
  *
- * The same statement returns what the claim does next without another round
- * trip: the run as it saw it, and on PostgreSQL the run locked FOR SHARE when
- * a claim only records its jobs in it (ClaimedRunLook.shared; a CTE's row
- * lock rechecks its condition on the newest committed version of the row, so
- * the status it returns is the locked one); the repository's and the trigger
+ * The same statement returns what the claim needs next without another round
+ * trip: the run as it saw it (unlocked); the repository's and the trigger
  * user's names for the task payload; whether any webhook could want the job's
- * event. With `lockRunner` the runner's row is locked first, as
+ * event. (Locking the run FOR SHARE in this statement too made 200 runners
+ * claiming from four runs on two servers several times slower on PostgreSQL
+ * than the lock in a statement of its own, which RunProgress.settleClaimed
+ * takes.) With `lockRunner` the runner's row is locked first, as
  * lockRunnerForClaim does (on PostgreSQL inside the statement: nothing is
  * claimed when the runner is gone).
  * Forgejo: models/actions/task.go (CreateTaskForRunner).
@@ -233,15 +224,8 @@ export async function claimNextJob(
         select task_id, id, attempt, ${runnerId}, ${running}, ${now}, repo_id, owner_id, commit_sha,
           is_fork_pull_request, ${token.hash}, ${token.lastEight}, ${key}, ${expires}, ${now}, ${now}
         from job
-      ),
-      run_shared as (
-        select * from action_run
-        where id = (select run_id from job) and status in (${running}, ${ActionStatus.cancelled})
-          and job_concurrency = 0
-        for share
       )
       select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency,
-        (select to_json(s) from run_shared as s) as run_shared,
         repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
         u.name as trigger_user_name,
         exists (select 1 from webhook as w where w.is_active = 1
@@ -295,7 +279,6 @@ function claimedFromRow(row: ClaimedRow): ClaimedJob {
   const {
     run_status: status,
     run_job_concurrency: jobConcurrency,
-    run_shared: shared,
     repo_owner_id: repoOwnerId,
     repo_owner_name: repoOwnerName,
     repo_name: repoName,
@@ -303,15 +286,10 @@ function claimedFromRow(row: ClaimedRow): ClaimedJob {
     any_active_hook: anyActiveHook,
     ...job
   } = row;
-  const run: ClaimedRunLook = {
-    status: Number(status) as ActionStatusValue,
-    jobConcurrency: Number(jobConcurrency) === 1,
-  };
-  if (shared !== undefined) run.shared = shared === null ? null : runFromRow(shared);
   return {
     taskId: job.task_id,
     job: jobFromRow(job),
-    run,
+    run: { status: Number(status) as ActionStatusValue, jobConcurrency: Number(jobConcurrency) === 1 },
     refs:
       repoOwnerId === null || repoOwnerName === null || repoName === null
         ? null

@@ -101,16 +101,10 @@ export class RunProgress {
     noActiveHooks = false,
   ): Promise<ActionRun | null> {
     const ids = claimed.map((job) => job.id);
-    // Locked FOR SHARE by the claim statement itself, which checked the locked
-    // row shows running or cancelled and has no job groups (PostgreSQL,
-    // claimNextJob); not locked there (null): settle's exclusive lock, and no
-    // shared one is held that it would have to upgrade.
-    if (seen.shared === null) return (await this.settle(tx, runId, ids)) ?? null;
     // `seen` is the claim statement's unlocked look: a run that must move takes
     // settle's exclusive lock at once (not a shared one that two claims would both try to upgrade).
-    if (seen.shared === undefined && (seen.jobConcurrency || !claimOnlyRecords(seen)))
-      return (await this.settle(tx, runId, ids)) ?? null;
-    const run = seen.shared ?? (await findRunSharedForClaim(tx, runId));
+    if (seen.jobConcurrency || !claimOnlyRecords(seen)) return (await this.settle(tx, runId, ids)) ?? null;
+    const run = await findRunSharedForClaim(tx, runId);
     if (run === null) return null;
     if (!claimOnlyRecords(run)) {
       // Moved between the look and the lock (its last running job ended): rare, and settle's lock may then

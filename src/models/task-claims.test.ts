@@ -21,6 +21,7 @@ import type { ActionRunJob } from './action-runs.ts';
 import { openDatabase } from './database.ts';
 import type { Queryable } from './database.ts';
 import { insertRunner } from './runners.ts';
+import { insertWebhook } from './webhooks.ts';
 import type { Runner } from './runners.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
 import {
@@ -168,6 +169,53 @@ for (const dialect of testDialects()) {
 
     /** A label no other test's jobs carry, so instance runners see only this test's jobs. */
     const uniqueLabel = (name: string) => `${name}-${randomUUID().slice(0, 8)}`;
+
+    test("a claim says whether the run's repository or its owner has an active webhook", async () => {
+      const db = scratch.handle.db;
+      const hook = (ownerId: number, repoId: number, isActive: boolean) =>
+        insertWebhook(db, {
+          ownerId,
+          repoId,
+          type: 'forgejo',
+          url: 'http://127.0.0.1:1/hook',
+          contentType: 'json',
+          events: ['workflow_job'],
+          branchFilter: '',
+          meta: {},
+          isActive,
+          isSystemWebhook: false,
+          nowSec: NOW,
+        });
+      const cases: Array<{
+        name: string;
+        hooks: (ownerId: number, repoId: number) => Promise<unknown>;
+        want: boolean;
+      }> = [
+        { name: 'no hook', hooks: async () => {}, want: false },
+        { name: "the repository's hook", hooks: (_owner, repo) => hook(0, repo, true), want: true },
+        { name: "the repository's inactive hook", hooks: (_owner, repo) => hook(0, repo, false), want: false },
+        { name: "another repository's hook", hooks: (_owner, repo) => hook(0, repo + 1000, true), want: false },
+        { name: "the owner's hook", hooks: (owner) => hook(owner, 0, true), want: true },
+        { name: "another owner's hook", hooks: (owner) => hook(owner + 1000, 0, true), want: false },
+      ];
+      let ownerId = 700;
+      for (const { name, hooks, want } of cases) {
+        ownerId += 1;
+        const label = uniqueLabel('hooks');
+        const [job] = await addRun([[label]], ownerId);
+        assert.ok(job);
+        await hooks(ownerId, job.repoId);
+        const runner = await addRunner({ ownerId: 0, repoId: 0 }, [label]);
+        // The runner's lock taken by the claim itself (lockRunner), as a FetchTask without a request key does.
+        const claimed = await db
+          .transaction()
+          .execute((tx) =>
+            claimNextJob(tx, scopeOf(runner), [label], undefined, runner.id, newToken(), NOW, null, true),
+          );
+        assert.equal(claimed?.job.id, job.id, name);
+        assert.equal(claimed?.anyActiveHook, want, name);
+      }
+    });
 
     test('two runners racing for 40 waiting jobs get disjoint jobs that cover them all, each claimed once', async () => {
       const db = scratch.handle.db;

@@ -128,6 +128,14 @@ export interface ClaimedJob {
   job: ActionRunJob;
   /** The job's run as the claim statement saw it, unlocked (RunProgress.settleClaimed decides from it). */
   run: ClaimedRunLook;
+  /** Null when the repository is gone. */
+  refs: ClaimedPayloadRefs | null;
+  /**
+   * Whether the run's repository or its owner has an active webhook, read in
+   * the claim's statement: when neither has, the webhook outbox needs no
+   * lookup of its own for the claim's job event.
+   */
+  anyActiveHook: boolean;
 }
 
 export interface ClaimedRunLook {
@@ -135,7 +143,24 @@ export interface ClaimedRunLook {
   jobConcurrency: boolean;
 }
 
-type ClaimedRow = Selectable<ActionRunJobTable> & { run_status: ActionStatusValue; run_job_concurrency: number };
+/** What the task payload needs besides the run and the job, read by the claim statement (task-payload.ts). */
+export interface ClaimedPayloadRefs {
+  repoOwnerId: number;
+  repoOwnerName: string;
+  repoName: string;
+  /** Null when the trigger user has no row (the Actions user, or deleted): the payload resolves it. */
+  triggerUserName: string | null;
+}
+
+type ClaimedRow = Selectable<ActionRunJobTable> & {
+  run_status: ActionStatusValue;
+  run_job_concurrency: number;
+  repo_owner_id: number | null;
+  repo_owner_name: string | null;
+  repo_name: string | null;
+  trigger_user_name: string | null;
+  any_active_hook: number | boolean;
+};
 
 /**
  * Claims the oldest job findFirstClaimable would pick for the runner: the
@@ -147,6 +172,16 @@ type ClaimedRow = Selectable<ActionRunJobTable> & { run_status: ActionStatusValu
  * whose claim already holds the write lock (lockRunnerForClaim): the task
  * inserted from the picked row, then the job's conditional update. Null
  * when nothing in scope matches. Call inside the claim's transaction.
+ *
+ * The same statement returns what the claim needs next without another round
+ * trip: the run as it saw it (unlocked); the repository's and the trigger
+ * user's names for the task payload; whether any webhook could want the job's
+ * event. (Locking the run FOR SHARE in this statement too made 200 runners
+ * claiming from four runs on two servers several times slower on PostgreSQL
+ * than the lock in a statement of its own, which RunProgress.settleClaimed
+ * takes.) With `lockRunner` the runner's row is locked first, as
+ * lockRunnerForClaim does (on PostgreSQL inside the statement: nothing is
+ * claimed when the runner is gone).
  * Forgejo: models/actions/task.go (CreateTaskForRunner).
  */
 export async function claimNextJob(
@@ -158,15 +193,21 @@ export async function claimNextJob(
   token: NewTaskToken,
   now: number,
   requestKey: ClaimRequestKey | null = null,
+  lockRunner = false,
 ): Promise<ClaimedJob | null> {
   const key = requestKey?.key ?? '';
   const expires = requestKey?.expires ?? 0;
   const running = ActionStatus.running;
   const waiting = ActionStatus.waiting;
   if (isPostgres(tx)) {
-    const pick = claimableQuery(tx, scope, labels, handle).select('id').orderBy('id').limit(1).forUpdate().skipLocked();
+    let pick = claimableQuery(tx, scope, labels, handle);
+    if (lockRunner) pick = pick.where(sql<boolean>`exists (select 1 from runner)`);
+    const runnerLock = lockRunner
+      ? sql`runner as (select id from action_runner where id = ${runnerId} for update),`
+      : sql``;
     const { rows } = await sql<ClaimedRow>`
-      with pick as (${pick}),
+      with ${runnerLock}
+      pick as (${pick.select('id').orderBy('id').limit(1).forUpdate().skipLocked()}),
       next_task as (select nextval(pg_get_serial_sequence('action_task', 'id')) as id from pick),
       job as (
         update action_run_job as j
@@ -184,11 +225,19 @@ export async function claimNextJob(
           is_fork_pull_request, ${token.hash}, ${token.lastEight}, ${key}, ${expires}, ${now}, ${now}
         from job
       )
-      select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency
-      from job join action_run as r on r.id = job.run_id`.execute(tx);
+      select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency,
+        repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
+        u.name as trigger_user_name,
+        exists (select 1 from webhook as w where w.is_active = 1
+          and ((w.owner_id = 0 and w.repo_id = job.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
+          as any_active_hook
+      from job join action_run as r on r.id = job.run_id
+      left join repository as repo on repo.id = job.repo_id
+      left join "user" as u on u.id = r.trigger_user_id`.execute(tx);
     const row = rows[0];
     return row === undefined ? null : claimedFromRow(row);
   }
+  if (lockRunner && !(await lockRunnerForClaim(tx, runnerId))) return null;
   const pick = claimableQuery(tx, scope, labels, handle).select('id').orderBy('id').limit(1);
   const { rows: inserted } = await sql<{ id: number; job_id: number }>`
     insert into action_task (job_id, attempt, runner_id, status, started, repo_id, owner_id, commit_sha,
@@ -205,8 +254,18 @@ export async function claimNextJob(
     set task_id = ${task.id}, status = ${running}, attempt = max(attempt, 1), started = ${now}, updated = ${now}
     where id = ${task.job_id} and task_id = 0 and status = ${waiting}
     returning *,
-      (select status from action_run where id = run_id) as run_status,
-      (select job_concurrency from action_run where id = run_id) as run_job_concurrency`.execute(tx);
+      (select r.status from action_run as r where r.id = action_run_job.run_id) as run_status,
+      (select r.job_concurrency from action_run as r where r.id = action_run_job.run_id) as run_job_concurrency,
+      (select repo.owner_id from repository as repo where repo.id = action_run_job.repo_id) as repo_owner_id,
+      (select repo.owner_name from repository as repo where repo.id = action_run_job.repo_id) as repo_owner_name,
+      (select repo.name from repository as repo where repo.id = action_run_job.repo_id) as repo_name,
+      (select u.name from "user" as u
+        where u.id = (select r.trigger_user_id from action_run as r where r.id = action_run_job.run_id))
+        as trigger_user_name,
+      exists (select 1 from webhook as w where w.is_active = 1
+        and ((w.owner_id = 0 and w.repo_id = action_run_job.repo_id)
+          or (w.owner_id = (select r.owner_id from action_run as r where r.id = action_run_job.run_id)
+            and w.repo_id = 0))) as any_active_hook`.execute(tx);
   const row = rows[0];
   if (row === undefined) {
     // Under the write lock nothing can take the job between the two statements; never leave a task without its job.
@@ -217,11 +276,30 @@ export async function claimNextJob(
 }
 
 function claimedFromRow(row: ClaimedRow): ClaimedJob {
-  const { run_status: status, run_job_concurrency: jobConcurrency, ...job } = row;
+  const {
+    run_status: status,
+    run_job_concurrency: jobConcurrency,
+    repo_owner_id: repoOwnerId,
+    repo_owner_name: repoOwnerName,
+    repo_name: repoName,
+    trigger_user_name: triggerUserName,
+    any_active_hook: anyActiveHook,
+    ...job
+  } = row;
   return {
     taskId: job.task_id,
     job: jobFromRow(job),
     run: { status: Number(status) as ActionStatusValue, jobConcurrency: Number(jobConcurrency) === 1 },
+    refs:
+      repoOwnerId === null || repoOwnerName === null || repoName === null
+        ? null
+        : {
+            repoOwnerId: Number(repoOwnerId),
+            repoOwnerName,
+            repoName,
+            triggerUserName,
+          },
+    anyActiveHook: anyActiveHook === true || Number(anyActiveHook) === 1,
   };
 }
 

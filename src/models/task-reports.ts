@@ -227,6 +227,15 @@ export interface FinishedTask {
   job: ActionRunJob | null;
   /** With `countRun` and a finished job: its run's jobs counted by status as they now are (countJobStatusesOfRun). */
   counts: JobStatusCount[] | null;
+  /**
+   * With `hooksOf` and a finished job, on PostgreSQL: whether the repository
+   * or its owner has an active webhook, read in the same statement (as the
+   * claim does: the webhook outbox then needs no lookup when neither has one);
+   * null when not read.
+   */
+  anyActiveHook: boolean | null;
+  /** With `imposeFromJob`: the status the task was finished with, else the one it was done with already (null: no task). */
+  status?: ActionStatusValue | null;
 }
 
 /**
@@ -248,21 +257,46 @@ export async function finishTaskAndJob(
   now: number,
   closeSteps: boolean,
   countRun: number | null = null,
+  /** The run's repository and owner, whose active webhooks are looked for (PostgreSQL). */
+  hooksOf: { repoId: number; ownerId: number } | null = null,
+  /**
+   * PostgreSQL, for a caller holding the run's lock who read the task and its
+   * job before taking it: the statement reads them again itself, and when the
+   * job imposes a status (it is gone, another task's, or done: cancelled
+   * server-side, whoever did settled the run) the task takes that status and
+   * the job is left alone, as task-reports.ts's imposedStatus decides. One
+   * round trip under the run's lock instead of two.
+   */
+  imposeFromJob = false,
 ): Promise<FinishedTask> {
+  const none = { job: null, counts: null, anyActiveHook: null };
+  if (imposeFromJob && !isPostgres(tx)) throw new Error('imposeFromJob is for PostgreSQL');
   if (!isPostgres(tx)) {
-    if (!(await finishTask(tx, taskId, status, now))) return { finished: false, job: null, counts: null };
+    // A statement costs no round trip here: the outbox looks for hooks itself.
+    if (!(await finishTask(tx, taskId, status, now))) return { finished: false, ...none };
     if (closeSteps) await closeUnfinishedSteps(tx, taskId, status, now);
-    if (jobId === null) return { finished: true, job: null, counts: null };
+    if (jobId === null) return { finished: true, ...none };
     const job = await finishJobOfTask(tx, jobId, taskId, status, now);
-    if (job === null) return { finished: true, job: null, counts: null };
+    if (job === null) return { finished: true, ...none };
     const counts = countRun === null ? null : await countJobStatusesOfRun(tx, countRun);
-    return { finished: true, job, counts };
+    return { finished: true, job, counts, anyActiveHook: null };
   }
   const done = sql.join(DONE);
+  // The task's job as it now is: what it imposes, if anything, and the task's status before this statement.
+  const current = imposeFromJob
+    ? sql`reported as (
+        select t.status as was, j.id as job_id,
+          case when j.id is null or j.task_id <> t.id then ${ActionStatus.cancelled}
+               when j.status in (${done}) then j.status end as imposed
+        from action_task as t left join action_run_job as j on j.id = t.job_id
+        where t.id = ${taskId}
+      ),`
+    : sql``;
+  const newStatus = imposeFromJob ? sql`coalesce((select imposed from reported), ${status})` : sql`${status}`;
   const steps = closeSteps
     ? sql`, steps as (
         update action_task_step
-        set status = ${status}, stopped = ${now}, updated = ${now},
+        set status = (select status from task), stopped = ${now}, updated = ${now},
             started = case when started = 0 then ${now} else started end
         where task_id in (select id from task) and status not in (${done})
       )`
@@ -273,6 +307,7 @@ export async function finishTaskAndJob(
       : sql`, job as (
           update action_run_job set status = ${status}, stopped = ${now}, updated = ${now}
           where id = ${jobId} and task_id = ${taskId} and status not in (${done}) and exists (select 1 from task)
+            ${imposeFromJob ? sql`and exists (select 1 from reported where imposed is null)` : sql``}
           returning *
         )`;
   const counted =
@@ -282,23 +317,44 @@ export async function finishTaskAndJob(
           (select coalesce(json_agg(json_build_array(c.status, c.concurrency_held, c.n)), '[]')
            from (select status, concurrency_held, count(*) as n from action_run_job
                  where run_id = ${countRun} group by status, concurrency_held) as c) as run_counts`;
+  const hooks =
+    jobId === null || hooksOf === null
+      ? sql``
+      : sql`, exists (select 1 from webhook as w where w.is_active = 1
+          and ((w.owner_id = 0 and w.repo_id = ${hooksOf.repoId}) or (w.owner_id = ${hooksOf.ownerId} and w.repo_id = 0)))
+          as any_active_hook`;
   type Row = Partial<Selectable<ActionRunJobTable>> & {
     task_finished: number | string;
     old_status?: ActionStatusValue;
     run_counts?: Array<[ActionStatusValue, number, number | string]>;
+    any_active_hook?: boolean;
+    task_status?: ActionStatusValue | null;
   };
+  const statusOut = imposeFromJob
+    ? sql`, coalesce((select status from task), (select was from reported)) as task_status`
+    : sql``;
   const { rows } = await sql<Row>`
-    with task as (
+    with ${current} task as (
       update action_task
-      set status = ${status}, stopped = ${now}, updated = ${now},
+      set status = ${newStatus}, stopped = ${now}, updated = ${now},
           started = case when started = 0 then ${now} else started end
       where id = ${taskId} and status not in (${done})
-      returning id
+      returning id, status
     )${steps}${finishJob}
-    select job.*, (select count(*) from task) as task_finished${counted}
+    select job.*, (select count(*) from task) as task_finished${counted}${hooks}${statusOut}
     from (select 1) as one left join job on true`.execute(tx);
-  const { task_finished: finished, old_status: oldStatus, run_counts: runCounts, ...row } = rows[0] as Row;
-  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, job: null, counts: null };
+  const {
+    task_finished: finished,
+    old_status: oldStatus,
+    run_counts: runCounts,
+    any_active_hook: anyActiveHook,
+    task_status: taskStatus,
+    ...row
+  } = rows[0] as Row;
+  const statusOf = imposeFromJob
+    ? { status: taskStatus === null || taskStatus === undefined ? null : (Number(taskStatus) as ActionStatusValue) }
+    : {};
+  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, ...none, ...statusOf };
   const job = jobFromRow(row as Selectable<ActionRunJobTable>);
   let counts: JobStatusCount[] | null = null;
   if (runCounts !== undefined && oldStatus !== undefined) {
@@ -312,7 +368,7 @@ export async function finishTaskAndJob(
     move(job.status, 1);
     counts = counts.filter((c) => c.count > 0);
   }
-  return { finished: true, job, counts };
+  return { finished: true, job, counts, anyActiveHook: anyActiveHook ?? null, ...statusOf };
 }
 
 export interface TaskStep {

@@ -45,6 +45,13 @@ export type DomainEvent =
       run: ActionRun;
       jobs: readonly ActionRunJob[];
       runJobIds: () => Promise<readonly number[]>;
+      /**
+       * True when the statement that changed the jobs also found that neither
+       * the run's repository nor its owner has an active webhook: the webhook
+       * outbox then needs no lookup of its own. A hook made active after that
+       * statement is one made after the event, as it would be a moment later.
+       */
+      noActiveHooks?: boolean;
     }
   /** A run's aggregate status changed; `run` is the run as it now is, `previous` as it was. */
   | { type: 'actions.run.status-changed'; run: ActionRun; previous: ActionRun }

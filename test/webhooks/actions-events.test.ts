@@ -106,9 +106,10 @@ for (const dialect of testDialects()) {
       }
     };
 
-    const received = (runId: number, event: string): Payload[] =>
+    /** What the organization's hook (at /hook), or the hook at `path`, received of the run. */
+    const received = (runId: number, event: string, path = '/hook'): Payload[] =>
       receiver.received
-        .filter((d) => eventOf(d) === event)
+        .filter((d) => eventOf(d) === event && d.path === path)
         .map((d) => d.json as Payload)
         .filter((p) => (p.workflow_run?.id ?? p.workflow_job?.run_id ?? p.run?.id) === runId);
 
@@ -251,6 +252,36 @@ for (const dialect of testDialects()) {
       // Every delivery of these events carries a distinct delivery id.
       const ids = receiver.received.map((d) => String(d.headers['x-forgejo-delivery']));
       assert.equal(new Set(ids).size, ids.length);
+    });
+
+    // A claim and a finish look for active hooks in their own statement (the
+    // repository's and its owner's) and skip the outbox when there is none:
+    // the repository's own hook must be found as the organization's is.
+    test("a repository's own hook gets the workflow_job of every claim and finish", async () => {
+      const hook = await s.api('POST', '/repos/acme/app/hooks', {
+        token: owner.token,
+        body: {
+          type: 'forgejo',
+          config: { url: `${receiver.url}/repo-hook`, content_type: 'json' },
+          events: ['workflow_job'],
+          active: true,
+        },
+      });
+      assert.equal(hook.status, 201, hook.text);
+      const runId = await dispatch();
+      await runJobs({ build: Result.SUCCESS, test: Result.SUCCESS });
+      // Deliveries run in parallel: wait for the claims' and the finishes' alike.
+      const arrived = (action: string) =>
+        received(runId, 'workflow_job', '/repo-hook').filter((p) => p.action === action).length === 2;
+      await receiver.waitFor(() => arrived('in_progress') && arrived('completed'), 20_000);
+      for (const name of ['build', 'test']) {
+        const actions = received(runId, 'workflow_job', '/repo-hook')
+          .filter((p) => p.workflow_job?.name === name)
+          .map((p) => p.action);
+        assert.ok(actions.includes('in_progress'), `${name} claimed: ${actions.join(', ')}`);
+        assert.ok(actions.includes('completed'), `${name} finished: ${actions.join(', ')}`);
+      }
+      assert.equal(received(runId, 'workflow_run', '/repo-hook').length, 0, 'only the events it subscribes to');
     });
   });
 }

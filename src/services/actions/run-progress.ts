@@ -97,6 +97,8 @@ export class RunProgress {
     seen: ClaimedRunLook,
     runId: number,
     claimed: readonly ActionRunJob[],
+    /** The claim's statement found no active webhook of the run's repository or owner (events.ts). */
+    noActiveHooks = false,
   ): Promise<ActionRun | null> {
     const ids = claimed.map((job) => job.id);
     // `seen` is the claim statement's unlocked look: a run that must move takes
@@ -115,6 +117,7 @@ export class RunProgress {
         run,
         jobs: claimed,
         runJobIds: () => listJobIdsOfRun(tx, runId),
+        ...(noActiveHooks ? { noActiveHooks } : {}),
       });
     return run;
   }
@@ -154,6 +157,8 @@ export class RunProgress {
     changedJobs: readonly ActionRunJob[] = [],
     /** The run's jobs counted by status as they now are (countJobStatusesOfRun), when the caller has them. */
     counted: readonly JobStatusCount[] | null = null,
+    /** The caller's statement found no active webhook of the run's repository or owner (events.ts). */
+    noActiveHooks = false,
   ): Promise<ActionRun> {
     const runId = run.id;
     const now = this.clock.nowSec();
@@ -226,6 +231,7 @@ export class RunProgress {
         run: current,
         jobs: jobsOfRun,
         runJobIds: recount ? () => listJobIdsOfRun(tx, runId) : async () => jobIds,
+        ...(noActiveHooks ? { noActiveHooks } : {}),
       });
     if (current.status !== run.status)
       await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });

@@ -460,7 +460,12 @@ export class RunnerProtocolService {
     try {
       tasks = [];
       for (const claim of claims)
-        tasks.push(await this.payloads.build(claim.claimed.taskId, claim.token, claim.claimed.job, claim.run));
+        tasks.push(
+          await this.payloads.build(claim.claimed.taskId, claim.token, claim.claimed.job, {
+            run: claim.run,
+            refs: claim.claimed.refs,
+          }),
+        );
     } catch (error) {
       await this.release(claims);
       throw error;
@@ -503,7 +508,12 @@ export class RunnerProtocolService {
       try {
         // Committed together with the claims and reports that arrive meanwhile (grouped-writes.ts).
         return await this.writes.run(async (tx) => {
-          if (!(await lockRunnerForClaim(tx, runner.id))) return [];
+          // The runner's row lock serialises its claims. Only a request key
+          // (looked up under it) and an ephemeral runner (one task, ever) need it
+          // before the claim; otherwise the first claim takes it (on PostgreSQL
+          // inside its own statement, a round trip less).
+          const lockFirst = key !== null || runner.ephemeral;
+          if (lockFirst && !(await lockRunnerForClaim(tx, runner.id))) return [];
           const now = this.clock.nowSec();
           if (key !== null && (await findTasksByRequestKey(tx, runner.id, key, now)).length > 0)
             return 'claimed under the key' as const;
@@ -513,7 +523,7 @@ export class RunnerProtocolService {
           // An ephemeral runner gets one task, ever.
           const wanted = runner.ephemeral ? 1 : capacity;
           while (claims.length < wanted) {
-            const claim = await this.claimOne(tx, runner, handle, requestKey, now);
+            const claim = await this.claimOne(tx, runner, handle, requestKey, now, !lockFirst && claims.length === 0);
             if (claim === null) break;
             claims.push(claim);
           }
@@ -536,6 +546,8 @@ export class RunnerProtocolService {
     handle: string | undefined,
     requestKey: ClaimRequestKey | null,
     now: number,
+    /** Lock the runner's row with the claim (claimNextJob's lockRunner). */
+    lockRunner: boolean,
   ): Promise<Claim | null> {
     const token = generateTokenString();
     const claimed = await claimNextJob(
@@ -547,10 +559,17 @@ export class RunnerProtocolService {
       { hash: hashToken(token), lastEight: token.slice(-8) },
       now,
       requestKey,
+      lockRunner,
     );
     if (claimed === null) return null;
     await insertTaskSteps(tx, claimed.taskId, claimed.job.repoId, this.stepNames(claimed.job), now);
-    const run = await this.runProgress.settleClaimed(tx, claimed.run, claimed.job.runId, [claimed.job]);
+    const run = await this.runProgress.settleClaimed(
+      tx,
+      claimed.run,
+      claimed.job.runId,
+      [claimed.job],
+      !claimed.anyActiveHook,
+    );
     return { claimed, token, run };
   }
 

@@ -98,7 +98,7 @@ export class SecretService {
   }
 
   /** What a job of `repo` sees: the owner's (user or organization) secrets, overridden by the repository's own. */
-  async secretsForRepo(repo: Repository): Promise<Map<string, string>> {
+  async secretsForRepo(repo: Pick<Repository, 'id' | 'ownerId'>): Promise<Map<string, string>> {
     const rows = await listScopedValuesForRepository(this.db, 'secret', repo.ownerId, repo.id);
     const values = new Map<string, string>();
     for (const level of [rows.filter((r) => r.repoId === 0), rows.filter((r) => r.repoId !== 0)]) {

@@ -9,6 +9,7 @@ import type { Db, Queryable } from '../../models/database.ts';
 import { findRepositoryById } from '../../models/repos.ts';
 import type { Repository } from '../../models/repos.ts';
 import { outputsOfTasks } from '../../models/task-claims.ts';
+import type { ClaimedPayloadRefs } from '../../models/task-claims.ts';
 import { findPossibleUserById } from '../../models/users.ts';
 import type { RuntimeTokens } from './runtime-tokens.ts';
 import type { SecretService } from './secrets.ts';
@@ -34,6 +35,9 @@ export interface TaskPayload {
   vars: Record<string, string>;
   needs: Record<string, TaskNeedPayload>;
 }
+
+/** What a payload reads of its repository. */
+type PayloadRepository = Pick<Repository, 'id' | 'ownerId' | 'ownerName' | 'name'>;
 
 /** Short name and type of a ref (Forgejo's git.RefName ShortName/RefType). */
 function describeRef(ref: string): { name: string; type: string } {
@@ -67,15 +71,28 @@ export class TaskPayloadBuilder {
     private readonly runtimeTokens: RuntimeTokens | null = null,
   ) {}
 
-  /** The task payload of §1.10: workflow, github context, secrets, vars, needs. `claimedRun`: the run as the claim left it (not read again). */
-  async build(taskId: number, token: string, job: ActionRunJob, claimedRun?: ActionRun | null): Promise<TaskPayload> {
+  /**
+   * The task payload: workflow, github context, secrets, vars, needs.
+   * `claimed`: what the claim's transaction already read (the run as it left
+   * it, the repository's and trigger user's names), so that only what may
+   * change between tasks of a run (secrets, variables, needs) is read here.
+   */
+  async build(
+    taskId: number,
+    token: string,
+    job: ActionRunJob,
+    claimed?: { run: ActionRun | null; refs: ClaimedPayloadRefs | null },
+  ): Promise<TaskPayload> {
+    const refs = claimed?.refs ?? null;
     const [run, repo] = await Promise.all([
-      claimedRun ?? findRunById(this.db, job.runId),
-      findRepositoryById(this.db, job.repoId),
+      claimed?.run ?? findRunById(this.db, job.runId),
+      refs === null
+        ? findRepositoryById(this.db, job.repoId)
+        : { id: job.repoId, ownerId: refs.repoOwnerId, ownerName: refs.repoOwnerName, name: refs.repoName },
     ]);
     if (run === null || repo === null)
       throw new Error(`task ${taskId}: run ${job.runId} or repository ${job.repoId} is gone`);
-    const triggerUser = await findPossibleUserById(this.db, run.triggerUserId);
+    const actor = refs?.triggerUserName ?? (await findPossibleUserById(this.db, run.triggerUserId)).name;
     // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).
     const forkWithoutTarget = run.isForkPullRequest && run.triggerEvent !== 'pull_request_target';
     const secrets: Record<string, string> = forkWithoutTarget
@@ -86,7 +103,7 @@ export class TaskPayloadBuilder {
       id: taskId,
       workflowPayload: job.workflowPayload,
       context: {
-        ...this.githubContext(run, repo, job, triggerUser.name, token),
+        ...this.githubContext(run, repo, job, actor, token),
         ...this.runtimeTokenFields(taskId, job),
       },
       secrets,
@@ -109,7 +126,7 @@ export class TaskPayloadBuilder {
   /** Forgejo's GenerateGiteaContext plus the task token. Strings unless noted, as the runner expects. */
   private githubContext(
     run: ActionRun,
-    repo: Repository,
+    repo: PayloadRepository,
     job: ActionRunJob,
     actor: string,
     token: string,

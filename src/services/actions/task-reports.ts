@@ -9,7 +9,7 @@ import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import { isPostgres } from '../../models/database.ts';
-import type { Db, Queryable } from '../../models/database.ts';
+import type { Db, Queryable, Tx } from '../../models/database.ts';
 import { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Runner } from '../../models/runners.ts';
 import {
@@ -214,8 +214,13 @@ export class TaskReportService {
             repoId: job.repoId,
             jobConcurrency: job.runJobConcurrency,
           });
-          // Read again only on PostgreSQL, where waiting for the locks may have let them change:
-          // on SQLite this transaction holds the database's write lock from its start (takeWriteLock).
+          // On PostgreSQL waiting for the locks may have let the task and its job
+          // change: a reported result is finished by one statement that reads
+          // them again itself (finishTaskAndJob's imposeFromJob), so the run's
+          // lock is held one round trip less; anything else reads them again.
+          // On SQLite this transaction holds the database's write lock from its start (takeWriteLock).
+          if (isPostgres(tx) && result !== ActionStatus.unknown && run !== null)
+            return this.finishLocked(tx, run, task.id, job.id, result, steps, now, answer);
           if (isPostgres(tx)) {
             ({ task, job } = await this.ownTaskWithJob(tx, runner, state.id));
             if (isDone(task.status)) return answer(task.status);
@@ -228,14 +233,31 @@ export class TaskReportService {
           const jobToFinish = imposed === null && job !== null ? job.id : null;
           // The run's jobs are counted with the finish only for a run settle would count (no job groups).
           const countRun = run !== null && !run.jobConcurrency ? run.id : null;
-          const finished = await finishTaskAndJob(tx, task.id, jobToFinish, status, now, steps.length === 0, countRun);
+          const hooksOf = run === null ? null : { repoId: run.repoId, ownerId: run.ownerId };
+          const finished = await finishTaskAndJob(
+            tx,
+            task.id,
+            jobToFinish,
+            status,
+            now,
+            steps.length === 0,
+            countRun,
+            hooksOf,
+          );
           if (!finished.finished) return answer();
           if (steps.length > 0) {
             await this.applySteps(tx, task.id, steps, now);
             await closeUnfinishedSteps(tx, task.id, status, now);
           }
           if (finished.job !== null && run !== null)
-            await this.runProgress.settleLocked(tx, run, [finished.job.id], [finished.job], finished.counts);
+            await this.runProgress.settleLocked(
+              tx,
+              run,
+              [finished.job.id],
+              [finished.job],
+              finished.counts,
+              finished.anyActiveHook === false,
+            );
           return answer(status);
         }
       }
@@ -245,6 +267,52 @@ export class TaskReportService {
       // Still unfinished: answered as running.
       return answer(task.status);
     });
+  }
+
+  /**
+   * UpdateTask's finish on PostgreSQL, under the run's lock (and its group's):
+   * the task and its job are read again, the task finished (with the status
+   * its job imposes, if any) and the job with it, and the run counted, in one
+   * statement; then the reported steps, and the run settled.
+   */
+  private async finishLocked(
+    tx: Tx,
+    run: ActionRun,
+    taskId: number,
+    jobId: number,
+    result: ActionStatusValue,
+    steps: readonly CheckedStepReport[],
+    now: number,
+    answer: (status?: ActionStatusValue) => Promise<TaskStateAnswer>,
+  ): Promise<TaskStateAnswer> {
+    const finished = await finishTaskAndJob(
+      tx,
+      taskId,
+      jobId,
+      result,
+      now,
+      steps.length === 0,
+      run.jobConcurrency ? null : run.id,
+      { repoId: run.repoId, ownerId: run.ownerId },
+      true,
+    );
+    if (finished.status === null || finished.status === undefined) throw AppError.notFoundMessage('task not found');
+    // Done already (by another report, a cancel or the zombie sweep): the server's view.
+    if (!finished.finished) return answer(finished.status);
+    if (steps.length > 0) {
+      await this.applySteps(tx, taskId, steps, now);
+      await closeUnfinishedSteps(tx, taskId, finished.status, now);
+    }
+    if (finished.job !== null)
+      await this.runProgress.settleLocked(
+        tx,
+        run,
+        [finished.job.id],
+        [finished.job],
+        finished.counts,
+        finished.anyActiveHook === false,
+      );
+    return answer(finished.status);
   }
 
   /**

@@ -100,7 +100,7 @@ export class VariableService {
   }
 
   /** What a job of `repo` sees: the owner's variables, overridden by the repository's own. */
-  async variablesForRepo(repo: Repository): Promise<Map<string, string>> {
+  async variablesForRepo(repo: Pick<Repository, 'id' | 'ownerId'>): Promise<Map<string, string>> {
     const rows = await listScopedValuesForRepository(this.db, 'action_variable', repo.ownerId, repo.id);
     const values = new Map<string, string>();
     for (const row of rows.filter((r) => r.repoId === 0)) values.set(row.name, row.data);

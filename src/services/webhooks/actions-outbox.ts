@@ -11,7 +11,9 @@
 // Cancelled and skipped runs send no action_run_* event, as in Forgejo.
 //
 // The hot path (a runner claiming or finishing a job) pays one indexed query
-// when neither the repository nor its owner has a hook that wants these events.
+// when neither the repository nor its owner has a hook that wants these events,
+// and none when the statement that changed the jobs already found that they
+// have no active hook at all (`noActiveHooks`).
 import { randomUUID } from 'node:crypto';
 import { ActionStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
@@ -170,6 +172,7 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
       event.type !== 'actions.run.status-changed'
     )
       return;
+    if (event.type === 'actions.jobs.changed' && event.noActiveHooks === true) return;
     const subs = await subscribersOf(tx, event.run.repoId, event.run.ownerId);
     if (subs === null) return;
     const ctx =

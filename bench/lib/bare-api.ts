@@ -11,12 +11,13 @@
 // hook for the header, the answer serialised from a response schema, no
 // logger): what the framework itself costs per request, the floor under any
 // Fastify server's figure.
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import Fastify from 'fastify';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startListeningChild } from './listening-child.ts';
+import type { ListeningChild } from './listening-child.ts';
 
 export interface BareApiSettings {
   /** The secret of `Authorization: token <secret>`. */
@@ -121,41 +122,15 @@ async function serveFastify(settings: BareApiSettings): Promise<http.Server> {
   return app.server;
 }
 
-export interface BareApiChild {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
+export type BareApiChild = ListeningChild;
 
 /** Starts the bare API as a child process (through tsx, as `gantry web` runs). */
-export async function startBareApiChild(settings: BareApiSettings): Promise<BareApiChild> {
-  const script = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: path.resolve(path.dirname(script), '../..'),
-    env: { ...process.env, BARE_API_SETTINGS: JSON.stringify(settings) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.once('exit', (code) => reject(new Error(`bare API exited early (${code})`)));
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening (\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-  });
-  child.removeAllListeners('exit');
-  if (child.pid === undefined) throw new Error('bare API has no pid');
-  return {
-    url: `http://127.0.0.1:${port}`,
-    pid: child.pid,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+export function startBareApiChild(settings: BareApiSettings): Promise<BareApiChild> {
+  return startListeningChild(
+    fileURLToPath(import.meta.url),
+    { ...process.env, BARE_API_SETTINGS: JSON.stringify(settings) },
+    'the bare API',
+  );
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

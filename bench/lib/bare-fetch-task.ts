@@ -9,12 +9,13 @@
 // 20 s checked every 5 s). No routing, no authentication, no database. What
 // Gantry costs above this is its own; this much is Node's. Run as a script it
 // prints `listening <port>` once it listens, and stops on SIGTERM.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startListeningChild } from './listening-child.ts';
+import type { ListeningChild } from './listening-child.ts';
 
 /** FetchTaskResponse{tasks_version: 1}: what Gantry answers a runner of a scope that never had a job. */
 const NO_TASK = Buffer.from([0x10, 0x01]);
@@ -54,41 +55,11 @@ function serve(): http.Server {
   return server;
 }
 
-export interface BareFetchTaskChild {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
+export type BareFetchTaskChild = ListeningChild;
 
 /** Starts the floor server as a child process (through tsx, as `gantry web` runs). */
-export async function startBareFetchTaskChild(): Promise<BareFetchTaskChild> {
-  const script = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: path.resolve(path.dirname(script), '../..'),
-    env: process.env,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.once('exit', (code) => reject(new Error(`the bare FetchTask server exited early (${code})`)));
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening (\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-  });
-  child.removeAllListeners('exit');
-  if (child.pid === undefined) throw new Error('the bare FetchTask server has no pid');
-  return {
-    url: `http://127.0.0.1:${port}`,
-    pid: child.pid,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+export function startBareFetchTaskChild(): Promise<BareFetchTaskChild> {
+  return startListeningChild(fileURLToPath(import.meta.url), process.env, 'the bare FetchTask server');
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -121,7 +121,12 @@ export function readBody(
   });
 }
 
-function send(res: ServerResponse, requestId: string, answer: FetchTaskAnswer): void {
+/** Writes a front path's answer (FetchTask's here, the reports' in report-front.ts) with its request id. */
+export function sendFrontAnswer(
+  res: ServerResponse,
+  requestId: string,
+  answer: Pick<FetchTaskAnswer, 'status' | 'contentType' | 'gzip'> & { body: Uint8Array },
+): void {
   const headers: Record<string, string | number> = {
     [REQUEST_ID_HEADER]: requestId,
     'content-type': answer.contentType,
@@ -158,7 +163,7 @@ async function serve(
   const { observe } = options;
   if (observe !== null)
     res.once('finish', () => observe('POST', FETCH_TASK_PATH, answer.status, (performance.now() - started) / 1000));
-  send(res, requestId, answer);
+  sendFrontAnswer(res, requestId, answer);
 }
 
 /**

@@ -41,12 +41,12 @@ import type { Runner } from '../../models/runners.ts';
 import { AppError } from '../../modules/errors.ts';
 import type { RunnerProtocolService } from '../../services/actions/runner-protocol.ts';
 import type { TaskReportService } from '../../services/actions/task-reports.ts';
-import { requestIdOf, REQUEST_ID_HEADER } from '../request-id.ts';
+import { requestIdOf } from '../request-id.ts';
 import { TOKEN_HEADER, UUID_HEADER } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { acceptsGzip } from './fetch-task-direct.ts';
 import type { BodyReadOptions, NextListener } from './fetch-task-front.ts';
-import { readBody } from './fetch-task-front.ts';
+import { readBody, sendFrontAnswer } from './fetch-task-front.ts';
 import { gzipAnswers } from './gzip-answers.ts';
 import { fieldWithNul } from './nul-strings.ts';
 import { updateLogFromStream } from './update-log-stream.ts';
@@ -184,17 +184,6 @@ async function reportAnswer(
   }
 }
 
-function send(res: ServerResponse, requestId: string, answer: ReportAnswer): void {
-  const headers: Record<string, string | number> = {
-    [REQUEST_ID_HEADER]: requestId,
-    'content-type': answer.contentType,
-    'content-length': answer.body.byteLength,
-  };
-  if (answer.gzip) headers['content-encoding'] = 'gzip';
-  res.writeHead(answer.status, headers);
-  res.end(answer.body);
-}
-
 async function serve(
   req: IncomingMessage,
   res: ServerResponse,
@@ -229,7 +218,7 @@ async function serve(
       if (logged)
         logOf().info({ req, res: { statusCode: answer.status }, responseTime: elapsedMs }, 'request completed');
     });
-  send(res, requestId, answer);
+  sendFrontAnswer(res, requestId, answer);
 }
 
 /**

@@ -27,7 +27,7 @@ import {
   touchTask,
   updateTaskStep,
 } from '../../models/task-reports.ts';
-import type { ReportedTask, ReportedTaskJob, TaskJobRef } from '../../models/task-reports.ts';
+import type { FinishedTask, ReportedTask, ReportedTaskJob, TaskJobRef } from '../../models/task-reports.ts';
 import type { ActionRun } from '../../models/action-runs.ts';
 import type { RunProgress } from './run-progress.ts';
 import { plainLogName, TaskLogStore } from './task-logs.ts';
@@ -245,19 +245,7 @@ export class TaskReportService {
             hooksOf,
           );
           if (!finished.finished) return answer();
-          if (steps.length > 0) {
-            await this.applySteps(tx, task.id, steps, now);
-            await closeUnfinishedSteps(tx, task.id, status, now);
-          }
-          if (finished.job !== null && run !== null)
-            await this.runProgress.settleLocked(
-              tx,
-              run,
-              [finished.job.id],
-              [finished.job],
-              finished.counts,
-              finished.anyActiveHook === false,
-            );
+          await this.afterFinish(tx, task.id, status, steps, now, finished, run);
           return answer(status);
         }
       }
@@ -299,11 +287,25 @@ export class TaskReportService {
     if (finished.status === null || finished.status === undefined) throw AppError.notFoundMessage('task not found');
     // Done already (by another report, a cancel or the zombie sweep): the server's view.
     if (!finished.finished) return answer(finished.status);
+    await this.afterFinish(tx, taskId, finished.status, steps, now, finished, run);
+    return answer(finished.status);
+  }
+
+  /** What follows a task's finish in its transaction: the reported steps, the rest closed, the run settled. */
+  private async afterFinish(
+    tx: Tx,
+    taskId: number,
+    status: ActionStatusValue,
+    steps: readonly CheckedStepReport[],
+    now: number,
+    finished: FinishedTask,
+    run: ActionRun | null,
+  ): Promise<void> {
     if (steps.length > 0) {
       await this.applySteps(tx, taskId, steps, now);
-      await closeUnfinishedSteps(tx, taskId, finished.status, now);
+      await closeUnfinishedSteps(tx, taskId, status, now);
     }
-    if (finished.job !== null)
+    if (finished.job !== null && run !== null)
       await this.runProgress.settleLocked(
         tx,
         run,
@@ -312,7 +314,6 @@ export class TaskReportService {
         finished.counts,
         finished.anyActiveHook === false,
       );
-    return answer(finished.status);
   }
 
   /**

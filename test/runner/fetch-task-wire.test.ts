@@ -8,12 +8,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { gunzipSync } from 'node:zlib';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
 import { FetchTaskRequestSchema, FetchTaskResponseSchema } from '../../src/gen/runner/v1/messages_pb.ts';
 import type { FetchTaskResponse } from '../../src/gen/runner/v1/messages_pb.ts';
 import { deleteRunner } from '../../src/models/runners.ts';
+import { rawRunnerCall, visibleHeaders } from '../support/raw-runner-call.ts';
+import type { RawAnswer, RawCallOptions } from '../support/raw-runner-call.ts';
 import { registerRunner } from '../support/runner-client.ts';
 import type { RunnerCredentials } from '../support/runner-client.ts';
 import { startTestServer, testDialects } from '../support/server.ts';
@@ -31,87 +32,21 @@ jobs:
       - run: echo wire
 `;
 
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  /** Inflated when gzip-encoded. */
-  body: Buffer;
-  /** The call went on a connection an earlier call had used. */
-  reusedSocket: boolean;
-}
-
-interface CallOptions {
-  /** A chunked body (connect-es) instead of a Content-Length one (connect-go). */
-  chunked?: boolean;
-  headers?: Record<string, string>;
+interface CallOptions extends RawCallOptions {
   body?: Uint8Array;
-  /** A kept-alive agent (default: a connection per call). */
-  agent?: http.Agent;
 }
 
 function fetchBody(tasksVersion: bigint): Uint8Array {
   return toBinary(FetchTaskRequestSchema, create(FetchTaskRequestSchema, { tasksVersion }));
 }
 
-function call(url: string, runner: RunnerCredentials, options: CallOptions = {}): Promise<Answer> {
-  const body = Buffer.from(options.body ?? fetchBody(0n));
-  const target = new URL(PATH, url);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: target.hostname,
-        port: target.port,
-        path: target.pathname,
-        method: 'POST',
-        agent: options.agent ?? false,
-        headers: {
-          'content-type': 'application/proto',
-          'connect-protocol-version': '1',
-          'connect-timeout-ms': '1000',
-          'x-runner-uuid': runner.uuid,
-          'x-runner-token': runner.token,
-          ...(options.chunked === true ? {} : { 'content-length': String(body.length) }),
-          ...options.headers,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const raw = Buffer.concat(chunks);
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: res.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw,
-            reusedSocket: req.reusedSocket,
-          });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    if (options.chunked === true) {
-      // Written in a second chunk, as a stream: Node sends Transfer-Encoding: chunked.
-      req.write(body.subarray(0, 0));
-      req.end(body);
-    } else req.end(body);
-  });
+/** A FetchTask with a 1 s Connect deadline (overridable through `headers`), of version 0 unless `body` says. */
+function call(url: string, runner: RunnerCredentials, options: CallOptions = {}): Promise<RawAnswer> {
+  const { body = fetchBody(0n), headers, ...rest } = options;
+  return rawRunnerCall(url, PATH, runner, body, { ...rest, headers: { 'connect-timeout-ms': '1000', ...headers } });
 }
 
-/** The headers of an answer a client can rely on (not the framing, not the date). */
-function visibleHeaders(answer: Answer): Record<string, string> {
-  const {
-    date: _date,
-    connection: _c,
-    'keep-alive': _k,
-    'transfer-encoding': _t,
-    'content-length': _l,
-    ...rest
-  } = answer.headers;
-  return Object.fromEntries(Object.entries(rest).map(([name, value]) => [name, String(value)]));
-}
-
-function decode(answer: Answer): FetchTaskResponse {
+function decode(answer: RawAnswer): FetchTaskResponse {
   assert.equal(answer.status, 200, answer.body.toString('utf8'));
   return fromBinary(FetchTaskResponseSchema, answer.body);
 }

@@ -10,6 +10,7 @@ import type { Config } from './config.ts';
 import { acceleratedClock, systemClock } from './modules/clock.ts';
 import type { Clock } from './modules/clock.ts';
 import { openKeyRing } from './modules/crypto/key-ring.ts';
+import { stdoutPerTurn } from './modules/log-destination.ts';
 import { REDACTED, serializeRequest } from './modules/log-redaction.ts';
 import { migrateToLatest, openDatabase } from './models/database.ts';
 import type { DatabaseHandle } from './models/database.ts';
@@ -115,8 +116,8 @@ const REDACT = [
 ];
 
 /**
- * The process logger: JSON lines to stdout, or to `destination` (tests capture
- * it in a file). Fastify adds the request id (`reqId`) to every line it logs
+ * The process logger: JSON lines to stdout (written once per turn of the event
+ * loop: log-destination.ts), or to `destination` (tests capture it in a file). Fastify adds the request id (`reqId`) to every line it logs
  * for a request; `req` is serialized without credentials (log-redaction.ts).
  */
 export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
@@ -125,7 +126,7 @@ export function createLogger(config: Config, destination?: pino.DestinationStrea
     redact: { paths: REDACT, censor: REDACTED },
     serializers: { req: serializeRequest },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? stdoutPerTurn());
 }
 
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {

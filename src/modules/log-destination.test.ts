@@ -56,3 +56,16 @@ test('the lines logged just before process.exit and before an uncaught exception
   assert.equal(crashed.status, 1);
   assert.deepEqual(crashed.lines, ['before the crash']);
 });
+
+test('the loggers of one process share one destination: lines of both, in order, no exit listener per logger', () => {
+  const { lines, status } = runLogging(`
+    const second = pino({ base: null, timestamp: false }, stdoutPerTurn());
+    const before = process.listenerCount('exit');
+    for (let i = 0; i < 20; i++) pino({}, stdoutPerTurn());
+    logger.info('first logger');
+    second.info('second logger');
+    logger.info('exit listeners added: ' + (process.listenerCount('exit') - before));
+  `);
+  assert.equal(status, 0);
+  assert.deepEqual(lines, ['first logger', 'second logger', 'exit listeners added: 0']);
+});

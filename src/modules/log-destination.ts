@@ -15,7 +15,15 @@
 // interrupts, as it loses whatever pino's destination still held before.
 import pino from 'pino';
 
+/** One per process: every logger made here shares standard output, its buffer and its exit hook. */
+let shared: pino.DestinationStream | null = null;
+
 export function stdoutPerTurn(): pino.DestinationStream {
+  shared ??= createStdoutPerTurn();
+  return shared;
+}
+
+function createStdoutPerTurn(): pino.DestinationStream {
   let pending = '';
   // Registered before the destination exists, so it runs before the destination's own flush at exit.
   process.once('exit', () => {

@@ -175,61 +175,40 @@ export async function findOwnerAndRepository(
   );
   const row = (await db.executeQuery({ ...compiled, parameters })).rows[0] as OwnerAndRepositoryRow | undefined;
   if (row === undefined) return null;
-  const {
-    r_id,
-    r_owner_id,
-    r_owner_name,
-    r_lower_name,
-    r_name,
-    r_description,
-    r_website,
-    r_default_branch,
-    r_object_format_name,
-    r_is_private,
-    r_is_archived,
-    r_is_empty,
-    r_is_template,
-    r_has_issues,
-    r_has_wiki,
-    r_has_pull_requests,
-    r_has_projects,
-    r_has_releases,
-    r_has_packages,
-    r_has_actions,
-    r_archived_unix,
-    r_created_unix,
-    r_updated_unix,
-    ...user
-  } = row;
-  const repo =
-    r_id === null
-      ? null
-      : repoFromRow({
-          id: r_id,
-          owner_id: r_owner_id as number,
-          owner_name: r_owner_name as string,
-          lower_name: r_lower_name as string,
-          name: r_name as string,
-          description: r_description as string,
-          website: r_website as string,
-          default_branch: r_default_branch as string,
-          object_format_name: r_object_format_name as string,
-          is_private: r_is_private as number,
-          is_archived: r_is_archived as number,
-          is_empty: r_is_empty as number,
-          is_template: r_is_template as number,
-          has_issues: r_has_issues as number,
-          has_wiki: r_has_wiki as number,
-          has_pull_requests: r_has_pull_requests as number,
-          has_projects: r_has_projects as number,
-          has_releases: r_has_releases as number,
-          has_packages: r_has_packages as number,
-          has_actions: r_has_actions as number,
-          archived_unix: r_archived_unix as number,
-          created_unix: r_created_unix as number,
-          updated_unix: r_updated_unix as number,
-        });
-  return { owner: userFromRow(user), repo };
+  // Read straight from the row: a rest copy of its account columns (48 keys
+  // less 23) cost as much as running the query.
+  return { owner: userFromRow(row), repo: row.r_id === null ? null : repoFromPrefixedRow(row) };
+}
+
+/** The repository of an owner-and-repository row (its r_ columns, not null when r_id is not). */
+function repoFromPrefixedRow(row: OwnerAndRepositoryRow): Repository {
+  return {
+    id: row.r_id as number,
+    ownerId: row.r_owner_id as number,
+    ownerName: row.r_owner_name as string,
+    name: row.r_name as string,
+    lowerName: row.r_lower_name as string,
+    description: row.r_description as string,
+    website: row.r_website as string,
+    defaultBranch: row.r_default_branch as string,
+    objectFormatName: row.r_object_format_name === 'sha256' ? 'sha256' : 'sha1',
+    isPrivate: row.r_is_private === 1,
+    isArchived: row.r_is_archived === 1,
+    isEmpty: row.r_is_empty === 1,
+    isTemplate: row.r_is_template === 1,
+    units: {
+      issues: row.r_has_issues === 1,
+      wiki: row.r_has_wiki === 1,
+      pull_requests: row.r_has_pull_requests === 1,
+      projects: row.r_has_projects === 1,
+      releases: row.r_has_releases === 1,
+      packages: row.r_has_packages === 1,
+      actions: row.r_has_actions === 1,
+    },
+    archivedUnix: row.r_archived_unix as number,
+    createdUnix: row.r_created_unix as number,
+    updatedUnix: row.r_updated_unix as number,
+  };
 }
 
 export async function findRepositoryById(db: Queryable, id: number): Promise<Repository | null> {

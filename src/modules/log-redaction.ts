@@ -2,8 +2,9 @@
 // that carry one (Forgejo reads `token` and `access_token`; anything named
 // …token, …password or …secret is treated alike) keep their name and lose
 // their value; so does the user info of an absolute-form target
-// (`GET http://user:password@host/…`); headers are not logged at all (the logger also redacts the
-// credential headers, should anything log them).
+// (`GET http://user:password@host/…`); headers are not logged at all: whatever
+// is logged as `req` or `res` goes through these serializers, which pick known
+// fields only.
 
 const CREDENTIAL_PARAMETER = /^(?:.*[_.-])?(?:token|password|passwd|secret)$/i;
 export const REDACTED = '[redacted]';
@@ -53,4 +54,9 @@ export function serializeRequest(req: LoggableRequest): Record<string, unknown> 
     remoteAddress: req.ip ?? req.socket?.remoteAddress,
     remotePort: req.socket?.remotePort,
   };
+}
+
+/** The `res` of a log line (a Fastify reply or a ServerResponse): its status, nothing else (no headers, no cookies). */
+export function serializeResponse(res: { statusCode?: number }): Record<string, unknown> {
+  return { statusCode: res.statusCode };
 }

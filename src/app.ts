@@ -13,6 +13,7 @@ import { installAuthHook } from './http/auth-hook.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { installUnreadBodyDrain } from './http/unread-bodies.ts';
 import { hasNulParam, installBodyParsers, queryParameterWithNul } from './http/body-parsers.ts';
+import { lazySerializerFactory, lazyValidator } from './http/lazy-schema-compilers.ts';
 import { AppError } from './modules/errors.ts';
 import { frameworkErrorHandler, installErrorHandlers } from './http/errors.ts';
 import { installMetrics } from './http/metrics.ts';
@@ -80,6 +81,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: requestIdOf,
     return503OnClosing: true,
+    // Response serializers compiled on a route's first answer (lazy-schema-compilers.ts).
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() } },
     // One line per request, none for a runner's FetchTask (request-log.ts).
     logController: new RequestLog(),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
@@ -174,7 +177,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const ajv = bodyValidator();
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart !== 'body') return () => true;
-    return ajv.compile(schema);
+    // Compiled on the route's first body (lazy-schema-compilers.ts).
+    return lazyValidator(() => ajv.compile(schema));
   });
 
   installRequestIdHeader(app);

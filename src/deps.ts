@@ -62,7 +62,8 @@ import { ActionsHousekeeping } from './services/actions/housekeeping.ts';
 import { Scheduler } from './services/actions/scheduler.ts';
 import { ScheduleService } from './services/actions/schedules.ts';
 import { BackgroundWork } from './services/background-work.ts';
-import { MetricsService } from './services/metrics.ts';
+import { createMetricsService } from './services/metrics.ts';
+import type { MetricsService } from './services/metrics.ts';
 import { WebhookDeliveryWorker } from './services/webhooks/delivery-worker.ts';
 import { withRepositoryFiles } from './services/webhooks/payloads/repository-files.ts';
 import { WebhookRetention } from './services/webhooks/retention.ts';
@@ -144,7 +145,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const metrics =
       config.metricsToken === null
         ? null
-        : new MetricsService(database.db, clock, {
+        : await createMetricsService(database.db, clock, {
             onError: (error) =>
               logger.warn(
                 { err: error },

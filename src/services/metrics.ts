@@ -34,7 +34,8 @@
 // it is scraped, each count stopping at COUNT_CAP (a value equal to it means
 // "at least").
 import { performance } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type * as PromClientModule from 'prom-client';
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { Clock } from '../modules/clock.ts';
 import type { Db } from '../models/database.ts';
@@ -104,8 +105,20 @@ export function groupWaitingJobs(groups: readonly WaitingJobGroup[]): Map<string
   return kept;
 }
 
+/** prom-client, loaded by createMetricsService: a server without metrics never loads it (1.5 MB of heap with @opentelemetry/api). */
+type PromClient = typeof PromClientModule;
+
+/** The metrics of a server with GANTRY_METRICS_TOKEN set. */
+export async function createMetricsService(
+  db: Db,
+  clock: Clock,
+  options: MetricsServiceOptions = {},
+): Promise<MetricsService> {
+  return new MetricsService(db, clock, options, await import('prom-client'));
+}
+
 export class MetricsService {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly durations: Histogram<'method' | 'route'>;
   private readonly readTtlMs: number;
@@ -116,8 +129,11 @@ export class MetricsService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    private readonly options: MetricsServiceOptions = {},
+    private readonly options: MetricsServiceOptions,
+    private readonly prom: PromClient,
   ) {
+    const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = prom;
+    this.registry = new Registry();
     this.readTtlMs = options.readTtlMs ?? DATABASE_READ_TTL_MS;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
@@ -205,7 +221,7 @@ export class MetricsService {
     labelNames: L[],
     fill: (gauge: Gauge<L>, snapshot: DatabaseSnapshot) => void,
   ): void {
-    const gauge: Gauge<L> = new Gauge<L>({
+    const gauge: Gauge<L> = new this.prom.Gauge<L>({
       name,
       help,
       labelNames,

@@ -103,7 +103,8 @@ export class WebhookDeliveryWorker {
   private readonly timeoutMs: number;
   private readonly maxResponseBytes: number;
   private readonly retry: RetryPolicy;
-  private readonly dispatcher: Dispatcher;
+  /** The agent, made (and undici loaded, ssrf.ts) on the first delivery. */
+  private dispatcher: Promise<Dispatcher> | null;
   private readonly ownsDispatcher: boolean;
   /** Claimed, not started yet, oldest first. */
   private readonly queue: Array<{ task: HookTask; hook: WebhookRecord | null }> = [];
@@ -137,9 +138,7 @@ export class WebhookDeliveryWorker {
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.ownsDispatcher = !options.dispatcher;
-    this.dispatcher =
-      options.dispatcher ??
-      createGuardedAgent(options.allowedHosts ?? 'external', { connectTimeoutMs: this.timeoutMs });
+    this.dispatcher = options.dispatcher ? Promise.resolve(options.dispatcher) : null;
   }
 
   start(): void {
@@ -169,7 +168,14 @@ export class WebhookDeliveryWorker {
     await Promise.allSettled([...this.inFlight]);
     if (this.unrecorded.length > 0) this.recordNow();
     await this.recording;
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    if (this.ownsDispatcher && this.dispatcher !== null) await (await this.dispatcher).close();
+  }
+
+  private agent(): Promise<Dispatcher> {
+    this.dispatcher ??= createGuardedAgent(this.options.allowedHosts ?? 'external', {
+      connectTimeoutMs: this.timeoutMs,
+    });
+    return this.dispatcher;
   }
 
   /** Claims what the batch has room for, with their hooks, and starts what fits in the free slots; the number claimed. */
@@ -339,7 +345,7 @@ export class WebhookDeliveryWorker {
       } else {
         const { request } = prepared;
         const result = await sendRequest(request, {
-          dispatcher: this.dispatcher,
+          dispatcher: await this.agent(),
           timeoutMs: this.timeoutMs,
           maxResponseBytes: this.maxResponseBytes,
         });

@@ -18,7 +18,6 @@
 // `maxResponseBytes` of the response body are read and kept (64 KiB).
 import { createHmac } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import { request } from 'undici';
 import { isRefusedTarget } from './ssrf.ts';
 
 export const DEFAULT_DELIVER_TIMEOUT_MS = 5000;
@@ -174,6 +173,8 @@ export async function sendRequest(req: BuiltRequest, options: SendOptions): Prom
   const started = performance.now();
   const signal = AbortSignal.timeout(timeoutMs);
   try {
+    // Loaded on the first delivery, as ssrf.ts's agent is (a cached module after that).
+    const { request } = await import('undici');
     const response = await request(req.url, {
       method: req.method ?? 'POST',
       headers: req.headers,

@@ -44,8 +44,8 @@ test('a host name is judged by the address it resolves to at connect time; a nam
     ownerId: 1,
     attempt: 1,
   });
-  const external = createGuardedAgent('external');
-  const byName = createGuardedAgent('external, LOCALHOST');
+  const external = await createGuardedAgent('external');
+  const byName = await createGuardedAgent('external, LOCALHOST');
   try {
     const refused = await sendRequest(request, { dispatcher: external });
     assert.equal(refused.status, 0);

@@ -13,7 +13,12 @@ import { installAuthHook } from './http/auth-hook.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { installUnreadBodyDrain } from './http/unread-bodies.ts';
 import { hasNulParam, installBodyParsers, queryParameterWithNul } from './http/body-parsers.ts';
-import { lazySerializerFactory, lazyValidator } from './http/lazy-schema-compilers.ts';
+import {
+  PendingCompiles,
+  lazySerializerFactory,
+  lazyValidator,
+  trackPendingCompiles,
+} from './http/lazy-schema-compilers.ts';
 import { AppError } from './modules/errors.ts';
 import { frameworkErrorHandler, installErrorHandlers } from './http/errors.ts';
 import { installMetrics } from './http/metrics.ts';
@@ -74,6 +79,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const { config, services, logger } = deps;
   /** Set before Fastify closes the server: every call then goes to Fastify, which answers 503. */
   let closing = false;
+  const pendingSchemas = new PendingCompiles();
   const app = Fastify({
     loggerInstance: logger as unknown as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -82,7 +88,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     genReqId: requestIdOf,
     return503OnClosing: true,
     // Response serializers compiled on a route's first answer (lazy-schema-compilers.ts).
-    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() } },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory(pendingSchemas) } },
     // One line per request, none for a runner's FetchTask (request-log.ts).
     logController: new RequestLog(),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
@@ -178,8 +184,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart !== 'body') return () => true;
     // Compiled on the route's first body (lazy-schema-compilers.ts).
-    return lazyValidator(() => ajv.compile(schema));
+    return lazyValidator(() => ajv.compile(schema), pendingSchemas);
   });
+  trackPendingCompiles(app, pendingSchemas);
 
   installRequestIdHeader(app);
   installRequestDeadlines(app, deadlines);

@@ -6,7 +6,11 @@
 //    runs as a `gantry web` child process here, so the clients (this
 //    process) and the server each have their own thread, and the server's
 //    CPU per job is read from /proc (GANTRY_BENCH_CPU_PROF=<folder>: the
-//    child writes a CPU profile there).
+//    child writes a CPU profile there). On PostgreSQL, the server's CPU per
+//    job too (its postmaster and backends, from /proc); with
+//    GANTRY_BENCH_PG_WAITS=1 the log says what Gantry's backends did over
+//    the swarm (pg_stat_activity sampled every 20 ms: running, waiting for a
+//    row lock, waiting for Gantry's next statement in a transaction…).
 // 2. Dispatch-to-runner latency: POST …/dispatches (204) of a one-job
 //    workflow, one at a time, until one of 10 idle long-polling runners holds
 //    the task; p50 and p99, against the dispatch call's own round trip.
@@ -53,6 +57,7 @@ import { startGantryChild } from '../lib/gantry-child-server.ts';
 import type { GantryChildServer } from '../lib/gantry-child-server.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { GantryServer } from '../lib/gantry-server.ts';
+import { pgServerCpu, sampleWaits } from '../lib/pg-server.ts';
 import { processCpuSeconds } from '../lib/process-cpu.ts';
 import { fleetAgent, wireRunner } from '../lib/runner-wire.ts';
 import type { WireRunner } from '../lib/runner-wire.ts';
@@ -284,6 +289,8 @@ async function drain(
   /** The server's process, whose CPU is read from /proc. */
   serverPid: number,
   reports: 'final' | 'forgejo' = 'final',
+  /** PostgreSQL's server CPU so far (seconds), or null on SQLite. */
+  pgCpu: (() => Promise<number>) | null = null,
 ): Promise<{
   seconds: number;
   fetchMs: number[];
@@ -293,11 +300,14 @@ async function drain(
   cpuMsPerJob: number;
   /** The server's CPU per job. */
   serverCpuMsPerJob: number;
+  /** PostgreSQL's CPU per job (NaN on SQLite). */
+  pgCpuMsPerJob: number;
 }> {
   // Runners that were polling hold open connections: open them now, so the
   // first fetches do not measure a hundred TCP handshakes at once.
   await Promise.all(clients.map((client) => client.ping()));
   const serverCpuBefore = await processCpuSeconds(serverPid);
+  const pgCpuBefore = pgCpu ? await pgCpu() : Number.NaN;
   const controller = new AbortController();
   // One signal for every client loop.
   setMaxListeners(0, controller.signal);
@@ -312,6 +322,7 @@ async function drain(
   let emptyWhileQueued = 0;
   let cpuMsPerJob = 0;
   let serverCpuAtEnd: Promise<number> = Promise.resolve(0);
+  let pgCpuAtEnd: Promise<number> = Promise.resolve(Number.NaN);
   const loops = clients.map((client) => {
     return pollLoop(client, controller.signal, stats, async (taskId, ms) => {
       fetchMs.push(ms);
@@ -324,6 +335,7 @@ async function drain(
         const cpu = process.cpuUsage(cpuBefore);
         cpuMsPerJob = (cpu.user + cpu.system) / 1000 / jobs;
         serverCpuAtEnd = processCpuSeconds(serverPid);
+        if (pgCpu) pgCpuAtEnd = pgCpu();
         emptyWhileQueued = stats.empty;
         ended = performance.now();
         finished();
@@ -343,7 +355,16 @@ async function drain(
   checkStats(stats, 'swarm runners');
   if (done < jobs) throw new Error(`only ${done} of ${jobs} jobs were handed out and reported`);
   const serverCpuMsPerJob = (((await serverCpuAtEnd) - serverCpuBefore) * 1000) / jobs;
-  return { seconds: (ended - started) / 1000, fetchMs, taskIds, emptyWhileQueued, cpuMsPerJob, serverCpuMsPerJob };
+  const pgCpuMsPerJob = (((await pgCpuAtEnd) - pgCpuBefore) * 1000) / jobs;
+  return {
+    seconds: (ended - started) / 1000,
+    fetchMs,
+    taskIds,
+    emptyWhileQueued,
+    cpuMsPerJob,
+    serverCpuMsPerJob,
+    pgCpuMsPerJob,
+  };
 }
 
 interface SwarmSeed {
@@ -408,6 +429,8 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
     ctx,
   );
 
+  const pgCpu = ctx.database === 'postgres' ? await pgServerCpu(database.db) : null;
+
   ctx.log(`warming up: ${MATRIX_LEGS} jobs through ${SWARM_RUNNERS} runners…`);
   await dispatch(target, 'warm.yml');
   await drain(clients, MATRIX_LEGS, server.pid, reports);
@@ -423,7 +446,9 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
     `measuring: ${SWARM_RUNNERS} runners take ${jobs.toLocaleString('en-US')} jobs` +
       (reports === 'forgejo' ? ', reporting each as forgejo-runner does…' : '…'),
   );
-  const result = await drain(clients, jobs, server.pid, reports);
+  const waits = pgCpu && process.env.GANTRY_BENCH_PG_WAITS === '1' ? sampleWaits(database.db, 20) : null;
+  const result = await drain(clients, jobs, server.pid, reports, pgCpu);
+  if (waits) logWaits(await waits.stop(), ctx);
   const left = await countJobs(database.db, 'not successful');
   if (left !== 0) throw new Error(`${left} jobs are not successful after the swarm`);
   await server.stop();
@@ -432,8 +457,21 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
   ctx.log(
     `${jobs} jobs in ${result.seconds.toFixed(2)} s: ${Math.round(rate)} jobs/s; FetchTask with a task p50 ${percentile(fetches, 50).toFixed(1)} ms, ` +
       `p99 ${percentile(fetches, 99).toFixed(1)} ms, max ${(fetches[fetches.length - 1] ?? 0).toFixed(0)} ms; ${result.emptyWhileQueued} empty answers before the last job was taken; ` +
-      `CPU per job: gantry web ${result.serverCpuMsPerJob.toFixed(2)} ms, the clients ${result.cpuMsPerJob.toFixed(2)} ms`,
+      `CPU per job: gantry web ${result.serverCpuMsPerJob.toFixed(2)} ms, the clients ${result.cpuMsPerJob.toFixed(2)} ms` +
+      (pgCpu ? `, PostgreSQL ${result.pgCpuMsPerJob.toFixed(2)} ms` : ''),
   );
+  const pgMetrics: Metric[] = pgCpu
+    ? [
+        {
+          metric: named("PostgreSQL's CPU per job (ms, its server processes)"),
+          value: result.pgCpuMsPerJob,
+          baseline: null,
+          ratio: null,
+          target: null,
+          decimals: 2,
+        },
+      ]
+    : [];
   return [
     {
       metric: named(`jobs assigned+finished/s (${SWARM_RUNNERS} runners, ${jobs} queued)`),
@@ -475,7 +513,17 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
       target: null,
       decimals: 2,
     },
+    ...pgMetrics,
   ];
+}
+
+/** GANTRY_BENCH_PG_WAITS=1: what Gantry's backends did during the swarm, as shares of every sample. */
+function logWaits(counts: Map<string, number>, ctx: ScenarioContext): void {
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  const shares = [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([key, n]) => `${key} ${((n / total) * 100).toFixed(1)} %`);
+  ctx.log(`PostgreSQL backends over ${total} samples: ${shares.join('; ')}`);
 }
 
 async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metric[]> {

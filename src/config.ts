@@ -19,6 +19,8 @@ export interface Config {
   readonly databaseUrl: string | null;
   /** GANTRY_DATABASE_MAX_CONNECTIONS: the PostgreSQL pool's size. */
   readonly databaseMaxConnections: number;
+  /** GANTRY_DATABASE_PREPARED_STATEMENTS: statements each PostgreSQL connection prepares at most (0: none). */
+  readonly databasePreparedStatements: number;
   /** Unset: generated on first start and kept in <dataDir>/secret.key (rotated keys in <dataDir>/secret-keys/). */
   readonly secretKey: string | null;
   /** Older keys, for decrypting values not yet re-encrypted by `gantry admin rotate-secret-key`. */
@@ -134,6 +136,12 @@ export const SETTINGS: readonly Setting[] = [
     description:
       "PostgreSQL connections each process keeps at most (a runner fleet's claims and reports run on them in parallel). More helps only when the database server has the cores to run them (on 2 shared cores 20 claimed fewer jobs per second than 10); mind its max_connections across processes. Ignored on SQLite.",
     default: '10',
+  },
+  {
+    key: 'GANTRY_DATABASE_PREPARED_STATEMENTS',
+    description:
+      'Statements each PostgreSQL connection prepares at most: a statement run a few times is prepared once per connection, and the server parses and plans it no more. 0 turns this off (behind a pooler in transaction mode that cannot keep prepared statements, e.g. pgbouncer before 1.21 or with max_prepared_statements = 0). Ignored on SQLite.',
+    default: '200',
   },
   {
     key: 'GANTRY_SECRET_KEY',
@@ -449,6 +457,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     rootUrl: parseRootUrl(read(env, 'GANTRY_ROOT_URL'), httpPort),
     databaseUrl: parseDatabaseUrl(read(env, 'GANTRY_DATABASE_URL')),
     databaseMaxConnections: readInt(env, 'GANTRY_DATABASE_MAX_CONNECTIONS', 10, 1, 1000),
+    databasePreparedStatements: readInt(env, 'GANTRY_DATABASE_PREPARED_STATEMENTS', 200, 0, 10_000),
     secretKey,
     secretKeyPrevious: Object.freeze(secretKeyPrevious),
     webhookAllowedHosts: read(env, 'GANTRY_WEBHOOK_ALLOWED_HOSTS') ?? 'external',

@@ -125,6 +125,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     maxConnections: config.databaseMaxConnections,
+    preparedStatements: config.databasePreparedStatements,
     onConnectionError: (error) => logger.warn({ err: error }, 'database connection dropped; the pool reconnects'),
   });
   try {

@@ -8,6 +8,7 @@ import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect } fro
 import type { Migration, MigrationProvider, MigrationResult, Transaction } from 'kysely';
 import { MIGRATIONS } from '../migrations/index.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../modules/private-files.ts';
+import { DEFAULT_PREPARED_PER_CONNECTION, isChangedResultType, preparingPool } from './pg-prepared.ts';
 import type { Database } from './tables.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -29,6 +30,8 @@ export interface OpenDatabaseOptions {
   dataDir: string;
   /** Pool size for PostgreSQL. */
   maxConnections?: number;
+  /** Statements each PostgreSQL connection prepares at most (0: none; pg-prepared.ts). */
+  preparedStatements?: number;
   /** Told when PostgreSQL drops an idle connection (the pool replaces it). */
   onConnectionError?: (error: Error) => void;
 }
@@ -62,7 +65,8 @@ export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
       open.delete(client);
       if (open.size === 0) allClosed?.();
     });
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const prepared = options.preparedStatements ?? DEFAULT_PREPARED_PER_CONNECTION;
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool, prepared) }) });
     const destroy = async (): Promise<void> => {
       const closed = open.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => (allClosed = resolve));
       await db.destroy();
@@ -145,13 +149,21 @@ export function isUniqueViolation(error: unknown): boolean {
 /**
  * True when a transaction failed only because of concurrent work and may be
  * run again as it is: a PostgreSQL deadlock (40P01) or serialization failure
- * (40001), or SQLite lock contention (SQLITE_BUSY, and SQLITE_BUSY_SNAPSHOT
- * when a WAL reader's snapshot went stale before it wrote).
+ * (40001), a prepared statement whose result columns a concurrent migration
+ * changed (pg-prepared.ts: the retry runs it unprepared), or SQLite lock
+ * contention (SQLITE_BUSY, and SQLITE_BUSY_SNAPSHOT when a WAL reader's
+ * snapshot went stale before it wrote).
  */
 export function isRetryableError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
-  return code === '40P01' || code === '40001' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
+  return (
+    code === '40P01' ||
+    code === '40001' ||
+    code === 'SQLITE_BUSY' ||
+    code === 'SQLITE_BUSY_SNAPSHOT' ||
+    isChangedResultType(error)
+  );
 }
 
 /** Row locks (FOR UPDATE, SKIP LOCKED) exist on PostgreSQL only; SQLite serialises writers anyway. */

@@ -65,11 +65,22 @@ export function sampleWaits(db: Db, intervalMs: number): { stop(): Promise<Map<s
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
-      const { rows } = await sql<{ state: string | null; type: string | null; event: string | null }>`
-        select state, wait_event_type as type, wait_event as event from pg_stat_activity
-        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`.execute(db);
+      // A backend waiting for a lock also says which lock: its relation and mode (a row's tuple lock).
+      const { rows } = await sql<{
+        state: string | null;
+        type: string | null;
+        event: string | null;
+        lock: string | null;
+      }>`
+        select a.state, a.wait_event_type as type, a.wait_event as event,
+          (select string_agg(coalesce(l.relation::regclass::text, l.locktype) || ' ' || l.mode, ',')
+             from pg_locks l where l.pid = a.pid and not l.granted) as lock
+        from pg_stat_activity a
+        where a.datname = current_database() and a.pid <> pg_backend_pid() and a.backend_type = 'client backend'`.execute(
+        db,
+      );
       for (const row of rows) {
-        const key = `${row.state ?? '?'} ${row.type ? `${row.type}:${row.event}` : '-'}`;
+        const key = `${row.state ?? '?'} ${row.type ? `${row.type}:${row.event}` : '-'}${row.lock ? ` (${row.lock})` : ''}`;
         counts.set(key, (counts.get(key) ?? 0) + 1);
       }
       await new Promise((resolve) => setTimeout(resolve, intervalMs));

@@ -34,6 +34,12 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   assert.fail('expected the query to fail');
 }
 
+test('only a stale prepared plan is retryable among feature_not_supported errors', () => {
+  const error = (routine: string) => Object.assign(new Error('x'), { code: '0A000', routine });
+  assert.equal(isRetryableError(error('RevalidateCachedQuery')), true);
+  assert.equal(isRetryableError(error('transformLockingClause')), false);
+});
+
 if (testDialects().includes('postgres')) {
   describe('prepared statements [postgres]', () => {
     let scratch: ScratchPgDatabase;

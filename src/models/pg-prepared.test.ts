@@ -73,6 +73,15 @@ if (testDialects().includes('postgres')) {
       assert.deepEqual(await preparedTexts(db), ['select $1::int + 1 as n']);
     });
 
+    test('transaction control is never prepared, however often it runs', async () => {
+      const db = open(10);
+      for (let run = 0; run < NAME_AFTER + 1; run++) {
+        await db.transaction().execute((tx) => sql`select 1 as one`.execute(tx));
+        await rejection(db.transaction().execute(() => Promise.reject(new Error('undone'))));
+      }
+      assert.deepEqual(await preparedTexts(db), ['select 1 as one']);
+    });
+
     test('a connection holds at most its cap, however many texts run often', async () => {
       const db = open(4);
       let most = 0;

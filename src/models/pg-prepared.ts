@@ -97,8 +97,8 @@ class PreparingClient {
   }
 
   async query(text: string, values: readonly unknown[]): Promise<pg.QueryResult> {
-    this.trackTransaction(text);
-    const name = this.nameOf(text);
+    // Transaction control is never named: nothing to plan, and a savepoint's text varies with its name.
+    const name = this.isTransactionControl(text) ? null : this.nameOf(text);
     if (name === null) return this.client.query(text, values as unknown[]);
     try {
       return await this.client.query({ name, text, values: values as unknown[] });
@@ -130,10 +130,12 @@ class PreparingClient {
     return name;
   }
 
-  /** Kysely's transaction statements, as it writes them (postgres-driver.js). */
-  private trackTransaction(text: string): void {
+  /** Kysely's transaction statements, as it writes them (postgres-driver.js), followed into inTransaction. */
+  private isTransactionControl(text: string): boolean {
     if (text === 'begin' || text.startsWith('start transaction')) this.inTransaction = true;
     else if (text === 'commit' || text === 'rollback') this.inTransaction = false;
+    else return text.startsWith('savepoint ') || text.startsWith('rollback to ') || text.startsWith('release ');
+    return true;
   }
 }
 

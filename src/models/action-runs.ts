@@ -3,6 +3,7 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
+import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable, Tx } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
@@ -421,8 +422,12 @@ export async function deleteFinishedRun(tx: Tx, run: ActionRun): Promise<Deleted
   return tasks.map((task) => ({ repoId: task.repo_id, taskId: task.id, logFilename: task.log_filename }));
 }
 
+const RUN_BY_ID = compiledStatement((db, arg) =>
+  db.selectFrom('action_run').selectAll().where('id', '=', arg<number>(0)),
+);
+
 export async function findRunById(db: Queryable, id: number): Promise<ActionRun | null> {
-  const row = await db.selectFrom('action_run').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await RUN_BY_ID.takeFirst(db, [id]);
   return row === undefined ? null : runFromRow(row);
 }
 
@@ -441,10 +446,14 @@ export async function findRunByIndex(db: Queryable, repoId: number, index: numbe
  * writers hold the database's write lock) and read in the same statement.
  */
 export async function findRunForUpdate(tx: Tx, runId: number): Promise<ActionRun | null> {
-  const query = tx.selectFrom('action_run').selectAll().where('id', '=', runId);
-  const row = await (isPostgres(tx) ? query.forUpdate() : query).executeTakeFirst();
+  const row = await RUN_FOR_UPDATE.takeFirst(tx, [runId]);
   return row === undefined ? null : runFromRow(row);
 }
+
+const RUN_FOR_UPDATE = compiledStatement((db, arg) => {
+  const query = db.selectFrom('action_run').selectAll().where('id', '=', arg<number>(0));
+  return isPostgres(db) ? query.forUpdate() : query;
+});
 
 /**
  * The run, for a transaction that claimed some of its jobs. On PostgreSQL the
@@ -455,10 +464,14 @@ export async function findRunForUpdate(tx: Tx, runId: number): Promise<ActionRun
  * On SQLite the claim already holds the database's write lock.
  */
 export async function findRunSharedForClaim(tx: Tx, runId: number): Promise<ActionRun | null> {
-  const query = tx.selectFrom('action_run').selectAll().where('id', '=', runId);
-  const row = await (isPostgres(tx) ? query.forShare() : query).executeTakeFirst();
+  const row = await RUN_SHARED_FOR_CLAIM.takeFirst(tx, [runId]);
   return row === undefined ? null : runFromRow(row);
 }
+
+const RUN_SHARED_FOR_CLAIM = compiledStatement((db, arg) => {
+  const query = db.selectFrom('action_run').selectAll().where('id', '=', arg<number>(0));
+  return isPostgres(db) ? query.forShare() : query;
+});
 
 /** The ids of the run's jobs, in id order (a job's position in its run): read from the (run_id, id) index alone. */
 export async function listJobIdsOfRun(db: Queryable, runId: number): Promise<number[]> {
@@ -555,18 +568,21 @@ export interface JobStatusCount {
  * waits for its needs, a few rows however large the run's matrix.
  */
 export async function countJobStatusesOfRun(db: Queryable, runId: number): Promise<JobStatusCount[]> {
-  const rows = await db
-    .selectFrom('action_run_job')
-    .select(['status', 'concurrency_held', db.fn.countAll<number | string>().as('n')])
-    .where('run_id', '=', runId)
-    .groupBy(['status', 'concurrency_held'])
-    .execute();
+  const { rows } = await JOB_STATUS_COUNTS.execute(db, [runId]);
   return rows.map((row) => ({
     status: row.status,
     concurrencyHeld: row.concurrency_held === 1,
     count: Number(row.n),
   }));
 }
+
+const JOB_STATUS_COUNTS = compiledStatement((db, arg) =>
+  db
+    .selectFrom('action_run_job')
+    .select(['status', 'concurrency_held', db.fn.countAll<number | string>().as('n')])
+    .where('run_id', '=', arg<number>(0))
+    .groupBy(['status', 'concurrency_held']),
+);
 
 /** Whole jobs by id, in id order. */
 export async function listJobsByIds(db: Queryable, ids: readonly number[]): Promise<ActionRunJob[]> {

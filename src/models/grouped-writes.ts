@@ -26,8 +26,13 @@
 // On PostgreSQL, whose connections write in parallel, each unit is a
 // transaction of its own, as before.
 import { sql } from 'kysely';
+import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Db, Tx } from './database.ts';
+
+const SAVEPOINT = compiledStatement(() => sql`savepoint grouped_write`);
+const RELEASE = compiledStatement(() => sql`release savepoint grouped_write`);
+const ROLLBACK = compiledStatement(() => sql`rollback to savepoint grouped_write`);
 
 /** At most this many units share a commit, so a long queue still commits (and answers) in steps. */
 const MAX_GROUP = 64;
@@ -90,14 +95,14 @@ async function runGroup(tx: Tx, group: readonly Unit[]): Promise<Outcome[]> {
   if (group.length === 1) return [{ ok: true, value: await (group[0] as Unit).work(tx) }];
   const outcomes: Outcome[] = [];
   for (const unit of group) {
-    await sql`savepoint grouped_write`.execute(tx);
+    await SAVEPOINT.execute(tx, []);
     try {
       const value = await unit.work(tx);
-      await sql`release savepoint grouped_write`.execute(tx);
+      await RELEASE.execute(tx, []);
       outcomes.push({ ok: true, value });
     } catch (error) {
-      await sql`rollback to savepoint grouped_write`.execute(tx);
-      await sql`release savepoint grouped_write`.execute(tx);
+      await ROLLBACK.execute(tx, []);
+      await RELEASE.execute(tx, []);
       outcomes.push({ ok: false, error });
     }
   }

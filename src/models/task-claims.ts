@@ -14,6 +14,8 @@ import { ActionStatus } from '../modules/actions-status.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 import { jobFromRow } from './action-runs.ts';
 import type { ActionRunJob } from './action-runs.ts';
+import { compiledStatement } from './compiled-statements.ts';
+import type { ArgSlot } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { ActionRunJobTable } from './tables.ts';
 import type { Queryable } from './database.ts';
@@ -28,22 +30,19 @@ import type { ScopeColumns } from '../modules/scope.ts';
  * writes). False when the runner is gone.
  */
 export async function lockRunnerForClaim(tx: Queryable, runnerId: number): Promise<boolean> {
-  if (isPostgres(tx)) {
-    const row = await tx
-      .selectFrom('action_runner')
-      .select('id')
-      .where('id', '=', runnerId)
-      .forUpdate()
-      .executeTakeFirst();
-    return row !== undefined;
-  }
-  const result = await tx
+  if (isPostgres(tx)) return (await LOCK_RUNNER_ROW.takeFirst(tx, [runnerId])) !== undefined;
+  return (await LOCK_RUNNER_WRITE.affected(tx, [runnerId])) > 0;
+}
+
+const LOCK_RUNNER_ROW = compiledStatement((db, arg) =>
+  db.selectFrom('action_runner').select('id').where('id', '=', arg<number>(0)).forUpdate(),
+);
+const LOCK_RUNNER_WRITE = compiledStatement((db, arg) =>
+  db
     .updateTable('action_runner')
     .set({ updated: sql<number>`updated` })
-    .where('id', '=', runnerId)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
-}
+    .where('id', '=', arg<number>(0)),
+);
 
 /** Whether the runner was ever given a task (an ephemeral runner gets one at most). */
 export async function runnerHasAnyTask(db: Queryable, runnerId: number): Promise<boolean> {
@@ -72,10 +71,18 @@ export async function findFirstClaimable(
   labels: readonly string[],
   handle?: string,
 ): Promise<ActionRunJob | null> {
-  const query = claimableQuery(tx, scope, labels, handle).selectAll().orderBy('id').limit(1);
-  const row = await (isPostgres(tx) ? query.forUpdate().skipLocked() : query).executeTakeFirst();
+  const row = await FIRST_CLAIMABLE.takeFirst(
+    tx,
+    claimableArgs(tx, scope, labels, handle),
+    claimableShape(scope, labels, handle),
+  );
   return row === undefined ? null : jobFromRow(row);
 }
+
+const FIRST_CLAIMABLE = compiledStatement((db, arg, shape) => {
+  const query = claimableQuery(db, arg, shape, 0).selectAll().orderBy('id').limit(1);
+  return isPostgres(db) ? query.forUpdate().skipLocked() : query;
+});
 
 /**
  * Whether any job findFirstClaimable would consider exists, locked or not:
@@ -88,22 +95,54 @@ export async function anyClaimable(
   labels: readonly string[],
   handle?: string,
 ): Promise<boolean> {
-  const row = await claimableQuery(db, scope, labels, handle).select('id').limit(1).executeTakeFirst();
+  const row = await ANY_CLAIMABLE.takeFirst(
+    db,
+    claimableArgs(db, scope, labels, handle),
+    claimableShape(scope, labels, handle),
+  );
   return row !== undefined;
 }
 
-function claimableQuery(tx: Queryable, scope: ScopeColumns, labels: readonly string[], handle?: string) {
-  const postgres = isPostgres(tx);
-  let query = tx.selectFrom('action_run_job').where('status', '=', ActionStatus.waiting).where('task_id', '=', 0);
-  if (scope.repoId !== 0) query = query.where('repo_id', '=', scope.repoId);
-  else if (scope.ownerId !== 0) query = query.where('owner_id', '=', scope.ownerId);
-  if (handle !== undefined) query = query.where('handle', '=', handle);
-  if (postgres) {
+const ANY_CLAIMABLE = compiledStatement((db, arg, shape) => claimableQuery(db, arg, shape, 0).select('id').limit(1));
+
+/**
+ * What changes the text of claimableQuery: the scope's kind, whether a handle
+ * narrows it, how many labels the runner has (SQLite lists them).
+ */
+function claimableShape(scope: ScopeColumns, labels: readonly string[], handle: string | undefined): string {
+  const kind = scope.repoId !== 0 ? 'r' : scope.ownerId !== 0 ? 'o' : 'i';
+  return `${kind}${handle === undefined ? 0 : 1}${labels.length}`;
+}
+
+/** claimableQuery's arguments, from its first slot on: the scope's id, the handle, the labels (as JSON on PostgreSQL). */
+function claimableArgs(
+  db: Queryable,
+  scope: ScopeColumns,
+  labels: readonly string[],
+  handle: string | undefined,
+  before: readonly unknown[] = [],
+): unknown[] {
+  const scopeId = scope.repoId !== 0 ? scope.repoId : scope.ownerId;
+  if (isPostgres(db)) return [...before, scopeId, handle ?? '', JSON.stringify(labels)];
+  return [...before, scopeId, handle ?? '', '', ...labels];
+}
+
+/** The waiting jobs claimableShape describes; its arguments (claimableArgs) start at slot `first`. */
+function claimableQuery(db: Queryable, arg: ArgSlot, shape: string, first: number) {
+  const kind = shape[0];
+  const narrowed = shape[1] === '1';
+  const labelCount = Number(shape.slice(2));
+  let query = db.selectFrom('action_run_job').where('status', '=', ActionStatus.waiting).where('task_id', '=', 0);
+  if (kind === 'r') query = query.where('repo_id', '=', arg<number>(first));
+  else if (kind === 'o') query = query.where('owner_id', '=', arg<number>(first));
+  if (narrowed) query = query.where('handle', '=', arg<string>(first + 1));
+  if (isPostgres(db)) {
     // jsonb containment: every element of runs_on is one of the labels ([] is in everything).
-    query = query.where(sql<boolean>`runs_on::jsonb <@ ${JSON.stringify(labels)}::jsonb`);
-  } else if (labels.length === 0) {
+    query = query.where(sql<boolean>`runs_on::jsonb <@ ${arg<string>(first + 2)}::jsonb`);
+  } else if (labelCount === 0) {
     query = query.where(sql<boolean>`json_array_length(runs_on) = 0`);
   } else {
+    const labels = Array.from({ length: labelCount }, (_, i) => arg<string>(first + 3 + i));
     query = query.where(
       sql<boolean>`not exists (select 1 from json_each(action_run_job.runs_on) as l where l.value not in (${sql.join(labels)}))`,
     );
@@ -180,8 +219,9 @@ type ClaimedRow = Selectable<ActionRunJobTable> & {
  * claiming from four runs on two servers several times slower on PostgreSQL
  * than the lock in a statement of its own, which RunProgress.settleClaimed
  * takes.) With `lockRunner` the runner's row is locked first, as
- * lockRunnerForClaim does (on PostgreSQL inside the statement: nothing is
- * claimed when the runner is gone).
+ * lockRunnerForClaim does, inside the statement: nothing is claimed when the
+ * runner is gone (on SQLite the insert, a write, holds the write lock from
+ * its start, which is all lockRunnerForClaim's no-op write takes there).
  * Forgejo: models/actions/task.go (CreateTaskForRunner).
  */
 export async function claimNextJob(
@@ -195,64 +235,118 @@ export async function claimNextJob(
   requestKey: ClaimRequestKey | null = null,
   lockRunner = false,
 ): Promise<ClaimedJob | null> {
-  const key = requestKey?.key ?? '';
-  const expires = requestKey?.expires ?? 0;
-  const running = ActionStatus.running;
-  const waiting = ActionStatus.waiting;
-  if (isPostgres(tx)) {
-    let pick = claimableQuery(tx, scope, labels, handle);
-    if (lockRunner) pick = pick.where(sql<boolean>`exists (select 1 from runner)`);
-    const runnerLock = lockRunner
-      ? sql`runner as (select id from action_runner where id = ${runnerId} for update),`
-      : sql``;
-    const { rows } = await sql<ClaimedRow>`
-      with ${runnerLock}
-      pick as (${pick.select('id').orderBy('id').limit(1).forUpdate().skipLocked()}),
-      next_task as (select nextval(pg_get_serial_sequence('action_task', 'id')) as id from pick),
-      job as (
-        update action_run_job as j
-        set task_id = next_task.id, status = ${running},
-            attempt = case when j.attempt < 1 then 1 else j.attempt end, started = ${now}, updated = ${now}
-        from next_task
-        where j.id = (select id from pick) and j.task_id = 0 and j.status = ${waiting}
-        returning j.*
-      ),
-      task as (
-        insert into action_task (id, job_id, attempt, runner_id, status, started, repo_id, owner_id, commit_sha,
-          is_fork_pull_request, token_hash, token_last_eight, runner_request_key, runner_request_key_expires,
-          created, updated)
-        select task_id, id, attempt, ${runnerId}, ${running}, ${now}, repo_id, owner_id, commit_sha,
-          is_fork_pull_request, ${token.hash}, ${token.lastEight}, ${key}, ${expires}, ${now}, ${now}
-        from job
-      )
-      select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency,
-        repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
-        u.name as trigger_user_name,
-        exists (select 1 from webhook as w where w.is_active = 1
-          and ((w.owner_id = 0 and w.repo_id = job.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
-          as any_active_hook
-      from job join action_run as r on r.id = job.run_id
-      left join repository as repo on repo.id = job.repo_id
-      left join "user" as u on u.id = r.trigger_user_id`.execute(tx);
-    const row = rows[0];
+  const postgres = isPostgres(tx);
+  const shape = claimableShape(scope, labels, handle);
+  if (postgres) {
+    const args = claimableArgs(tx, scope, labels, handle, [
+      runnerId,
+      now,
+      token.hash,
+      token.lastEight,
+      requestKey?.key ?? '',
+      requestKey?.expires ?? 0,
+    ]);
+    const row = await CLAIM_POSTGRES.takeFirst(tx, args, `${lockRunner ? 'L' : 'N'}${shape}`);
     return row === undefined ? null : claimedFromRow(row);
   }
-  if (lockRunner && !(await lockRunnerForClaim(tx, runnerId))) return null;
-  const pick = claimableQuery(tx, scope, labels, handle).select('id').orderBy('id').limit(1);
-  const { rows: inserted } = await sql<{ id: number; job_id: number }>`
+  const args = claimableArgs(tx, scope, labels, handle, [
+    runnerId,
+    now,
+    token.hash,
+    token.lastEight,
+    requestKey?.key ?? '',
+    requestKey?.expires ?? 0,
+  ]);
+  const task = await CLAIM_SQLITE_TASK.takeFirst(tx, args, `${lockRunner ? 'L' : 'N'}${shape}`);
+  if (task === undefined) return null;
+  const row = await CLAIM_SQLITE_JOB.takeFirst(tx, [task.id, now, task.job_id]);
+  if (row === undefined) {
+    // Under the write lock nothing can take the job between the two statements; never leave a task without its job.
+    await tx.deleteFrom('action_task').where('id', '=', task.id).execute();
+    return null;
+  }
+  return claimedFromRow(row);
+}
+
+// The claim's statements take these arguments first, then claimableArgs'.
+// 0 runner id, 1 now, 2 token hash, 3 its last eight, 4 request key, 5 its expiry.
+const CLAIM_FIRST = 6;
+
+/** PostgreSQL's claim; its shape is L (lock the runner) or N, then claimableShape. */
+const CLAIM_POSTGRES = compiledStatement((db, arg, shape) => {
+  const lockRunner = shape[0] === 'L';
+  const runnerId = arg<number>(0);
+  const now = arg<number>(1);
+  let pick = claimableQuery(db, arg, shape.slice(1), CLAIM_FIRST);
+  if (lockRunner) pick = pick.where(sql<boolean>`exists (select 1 from runner)`);
+  const runnerLock = lockRunner
+    ? sql`runner as (select id from action_runner where id = ${runnerId} for update),`
+    : sql``;
+  return sql<ClaimedRow>`
+    with ${runnerLock}
+    pick as (${pick.select('id').orderBy('id').limit(1).forUpdate().skipLocked()}),
+    next_task as (select nextval(pg_get_serial_sequence('action_task', 'id')) as id from pick),
+    job as (
+      update action_run_job as j
+      set task_id = next_task.id, status = ${ActionStatus.running},
+          attempt = case when j.attempt < 1 then 1 else j.attempt end, started = ${now}, updated = ${now}
+      from next_task
+      where j.id = (select id from pick) and j.task_id = 0 and j.status = ${ActionStatus.waiting}
+      returning j.*
+    ),
+    task as (
+      insert into action_task (id, job_id, attempt, runner_id, status, started, repo_id, owner_id, commit_sha,
+        is_fork_pull_request, token_hash, token_last_eight, runner_request_key, runner_request_key_expires,
+        created, updated)
+      select task_id, id, attempt, ${runnerId}, ${ActionStatus.running}, ${now}, repo_id, owner_id, commit_sha,
+        is_fork_pull_request, ${arg<string>(2)}, ${arg<string>(3)}, ${arg<string>(4)}, ${arg<number>(5)}, ${now}, ${now}
+      from job
+    )
+    select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency,
+      repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
+      u.name as trigger_user_name,
+      exists (select 1 from webhook as w where w.is_active = 1
+        and ((w.owner_id = 0 and w.repo_id = job.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
+        as any_active_hook
+    from job join action_run as r on r.id = job.run_id
+    left join repository as repo on repo.id = job.repo_id
+    left join "user" as u on u.id = r.trigger_user_id`;
+});
+
+/**
+ * SQLite's claim, first statement: the task, from the picked job; its shape
+ * is L or N, then claimableShape. A write, so it takes the database's write
+ * lock before it reads (as lockRunnerForClaim's would), and with L nothing is
+ * inserted when the runner is gone.
+ */
+const CLAIM_SQLITE_TASK = compiledStatement((db, arg, shape) => {
+  const now = arg<number>(1);
+  const claimable = claimableQuery(db, arg, shape.slice(1), CLAIM_FIRST);
+  const pick = (
+    shape[0] === 'L'
+      ? claimable.where(sql<boolean>`exists (select 1 from action_runner where id = ${arg<number>(0)})`)
+      : claimable
+  )
+    .select('id')
+    .orderBy('id')
+    .limit(1);
+  return sql<{ id: number; job_id: number }>`
     insert into action_task (job_id, attempt, runner_id, status, started, repo_id, owner_id, commit_sha,
       is_fork_pull_request, token_hash, token_last_eight, runner_request_key, runner_request_key_expires,
       created, updated)
-    select id, max(attempt, 1), ${runnerId}, ${running}, ${now}, repo_id, owner_id, commit_sha,
-      is_fork_pull_request, ${token.hash}, ${token.lastEight}, ${key}, ${expires}, ${now}, ${now}
+    select id, max(attempt, 1), ${arg<number>(0)}, ${ActionStatus.running}, ${now}, repo_id, owner_id, commit_sha,
+      is_fork_pull_request, ${arg<string>(2)}, ${arg<string>(3)}, ${arg<string>(4)}, ${arg<number>(5)}, ${now}, ${now}
     from action_run_job where id = (${pick})
-    returning id, job_id`.execute(tx);
-  const task = inserted[0];
-  if (task === undefined) return null;
-  const { rows } = await sql<ClaimedRow>`
+    returning id, job_id`;
+});
+
+/** SQLite's claim, second statement: the job, if still waiting and unassigned (0 task id, 1 now, 2 job id). */
+const CLAIM_SQLITE_JOB = compiledStatement((_db, arg) => {
+  const now = arg<number>(1);
+  return sql<ClaimedRow>`
     update action_run_job
-    set task_id = ${task.id}, status = ${running}, attempt = max(attempt, 1), started = ${now}, updated = ${now}
-    where id = ${task.job_id} and task_id = 0 and status = ${waiting}
+    set task_id = ${arg<number>(0)}, status = ${ActionStatus.running}, attempt = max(attempt, 1), started = ${now}, updated = ${now}
+    where id = ${arg<number>(2)} and task_id = 0 and status = ${ActionStatus.waiting}
     returning *,
       (select r.status from action_run as r where r.id = action_run_job.run_id) as run_status,
       (select r.job_concurrency from action_run as r where r.id = action_run_job.run_id) as run_job_concurrency,
@@ -265,41 +359,21 @@ export async function claimNextJob(
       exists (select 1 from webhook as w where w.is_active = 1
         and ((w.owner_id = 0 and w.repo_id = action_run_job.repo_id)
           or (w.owner_id = (select r.owner_id from action_run as r where r.id = action_run_job.run_id)
-            and w.repo_id = 0))) as any_active_hook`.execute(tx);
-  const row = rows[0];
-  if (row === undefined) {
-    // Under the write lock nothing can take the job between the two statements; never leave a task without its job.
-    await tx.deleteFrom('action_task').where('id', '=', task.id).execute();
-    return null;
-  }
-  return claimedFromRow(row);
-}
+            and w.repo_id = 0))) as any_active_hook`;
+});
 
 function claimedFromRow(row: ClaimedRow): ClaimedJob {
-  const {
-    run_status: status,
-    run_job_concurrency: jobConcurrency,
-    repo_owner_id: repoOwnerId,
-    repo_owner_name: repoOwnerName,
-    repo_name: repoName,
-    trigger_user_name: triggerUserName,
-    any_active_hook: anyActiveHook,
-    ...job
-  } = row;
+  // The extra columns ride along into jobFromRow, which reads the job's own: no copy of the row without them.
+  const { repo_owner_id: repoOwnerId, repo_owner_name: repoOwnerName, repo_name: repoName } = row;
   return {
-    taskId: job.task_id,
-    job: jobFromRow(job),
-    run: { status: Number(status) as ActionStatusValue, jobConcurrency: Number(jobConcurrency) === 1 },
+    taskId: row.task_id,
+    job: jobFromRow(row),
+    run: { status: Number(row.run_status) as ActionStatusValue, jobConcurrency: Number(row.run_job_concurrency) === 1 },
     refs:
       repoOwnerId === null || repoOwnerName === null || repoName === null
         ? null
-        : {
-            repoOwnerId: Number(repoOwnerId),
-            repoOwnerName,
-            repoName,
-            triggerUserName,
-          },
-    anyActiveHook: anyActiveHook === true || Number(anyActiveHook) === 1,
+        : { repoOwnerId: Number(repoOwnerId), repoOwnerName, repoName, triggerUserName: row.trigger_user_name },
+    anyActiveHook: row.any_active_hook === true || Number(row.any_active_hook) === 1,
   };
 }
 
@@ -312,21 +386,23 @@ export async function insertTaskSteps(
   now: number,
 ): Promise<void> {
   if (names.length === 0) return;
-  await tx
-    .insertInto('action_task_step')
-    .values(
-      names.map((name, index) => ({
-        task_id: taskId,
-        name,
-        step_index: index,
-        repo_id: repoId,
-        status: ActionStatus.waiting,
-        created: now,
-        updated: now,
-      })),
-    )
-    .execute();
+  await TASK_STEPS.execute(tx, [taskId, repoId, now, ...names], String(names.length));
 }
+
+/** One row per name: 0 task id, 1 repository id, 2 now, then the names; the shape is how many. */
+const TASK_STEPS = compiledStatement((db, arg, shape) =>
+  db.insertInto('action_task_step').values(
+    Array.from({ length: Number(shape) }, (_, index) => ({
+      task_id: arg<number>(0),
+      name: arg<string>(3 + index),
+      step_index: index,
+      repo_id: arg<number>(1),
+      status: ActionStatus.waiting,
+      created: arg<number>(2),
+      updated: arg<number>(2),
+    })),
+  ),
+);
 
 /**
  * Undoes a claim whose answer never reached the runner: the job waits again

@@ -7,6 +7,7 @@ import type { RawBuilder, Selectable } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
 import { countJobStatusesOfRun, jobFromRow } from './action-runs.ts';
 import type { ActionRunJob, JobStatusCount } from './action-runs.ts';
+import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { ActionRunJobTable } from './tables.ts';
 import type { Queryable, Tx } from './database.ts';
@@ -31,7 +32,12 @@ export interface ReportedTask {
 }
 
 export async function findReportedTask(db: Queryable, id: number): Promise<ReportedTask | null> {
-  const row = await db
+  const row = await REPORTED_TASK.takeFirst(db, [id]);
+  return row === undefined ? null : taskFromRow(row);
+}
+
+const REPORTED_TASK = compiledStatement((db, arg) =>
+  db
     .selectFrom('action_task')
     .select([
       'id',
@@ -48,10 +54,8 @@ export async function findReportedTask(db: Queryable, id: number): Promise<Repor
       'log_size',
       'updated',
     ])
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return row === undefined ? null : taskFromRow(row);
-}
+    .where('id', '=', arg<number>(0)),
+);
 
 function taskFromRow(row: {
   id: number;
@@ -112,11 +116,31 @@ export async function findReportedTaskWithJob(
   db: Queryable,
   id: number,
 ): Promise<{ task: ReportedTask; job: ReportedTaskJob | null; outputKeys: string[] } | null> {
+  const row = await REPORTED_TASK_WITH_JOB.takeFirst(db, [id]);
+  if (row === undefined) return null;
+  return {
+    task: taskFromRow(row),
+    job:
+      row.j_id === null || row.j_run_id === null || row.j_task_id === null || row.j_status === null
+        ? null
+        : {
+            id: row.j_id,
+            runId: row.j_run_id,
+            taskId: row.j_task_id,
+            status: row.j_status,
+            repoId: row.j_repo_id ?? 0,
+            runJobConcurrency: row.r_job_concurrency === 1,
+          },
+    outputKeys: typeof row.output_keys === 'string' ? (JSON.parse(row.output_keys) as string[]) : row.output_keys,
+  };
+}
+
+const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => {
   // A JSON array: parsed by pg on PostgreSQL, text on SQLite.
   const outputKeys: RawBuilder<string[] | string> = isPostgres(db)
     ? sql`(select coalesce(json_agg(o.output_key order by o.id), '[]') from action_task_output as o where o.task_id = t.id)`
     : sql`(select json_group_array(output_key) from (select o.output_key from action_task_output as o where o.task_id = t.id order by o.id))`;
-  const row = await db
+  return db
     .selectFrom('action_task as t')
     .leftJoin('action_run_job as j', 'j.id', 't.job_id')
     .leftJoin('action_run as r', 'r.id', 'j.run_id')
@@ -142,25 +166,8 @@ export async function findReportedTaskWithJob(
       'r.job_concurrency as r_job_concurrency',
       outputKeys.as('output_keys'),
     ])
-    .where('t.id', '=', id)
-    .executeTakeFirst();
-  if (row === undefined) return null;
-  return {
-    task: taskFromRow(row),
-    job:
-      row.j_id === null || row.j_run_id === null || row.j_task_id === null || row.j_status === null
-        ? null
-        : {
-            id: row.j_id,
-            runId: row.j_run_id,
-            taskId: row.j_task_id,
-            status: row.j_status,
-            repoId: row.j_repo_id ?? 0,
-            runJobConcurrency: row.r_job_concurrency === 1,
-          },
-    outputKeys: typeof row.output_keys === 'string' ? (JSON.parse(row.output_keys) as string[]) : row.output_keys,
-  };
-}
+    .where('t.id', '=', arg<number>(0));
+});
 
 /**
  * Call first in a transaction that will write. SQLite: takes the database
@@ -171,35 +178,44 @@ export async function findReportedTaskWithJob(
  */
 export async function takeWriteLock(tx: Tx): Promise<void> {
   if (isPostgres(tx)) return;
-  await sql`update action_task set id = id where 0`.execute(tx);
+  await WRITE_LOCK.execute(tx, []);
 }
+
+const WRITE_LOCK = compiledStatement(() => sql`update action_task set id = id where 0`);
 
 /** The heartbeat: only a task still unfinished is touched. False when it is done. */
 export async function touchTask(tx: Queryable, id: number, now: number): Promise<boolean> {
-  const result = await tx
-    .updateTable('action_task')
-    .set({ updated: now, started: sql<number>`case when started = 0 then ${now} else started end` })
-    .where('id', '=', id)
-    .where('status', 'not in', DONE)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return (await TOUCH_TASK.affected(tx, [id, now])) > 0;
 }
+
+const TOUCH_TASK = compiledStatement((db, arg) =>
+  db
+    .updateTable('action_task')
+    .set({
+      updated: arg<number>(1),
+      started: sql<number>`case when started = 0 then ${arg<number>(1)} else started end`,
+    })
+    .where('id', '=', arg<number>(0))
+    .where('status', 'not in', DONE),
+);
 
 /** An unfinished task gets its final status. False when someone else finished it first. */
 export async function finishTask(tx: Queryable, id: number, status: ActionStatusValue, now: number): Promise<boolean> {
-  const result = await tx
+  return (await FINISH_TASK.affected(tx, [id, status, now])) > 0;
+}
+
+const FINISH_TASK = compiledStatement((db, arg) =>
+  db
     .updateTable('action_task')
     .set({
-      status,
-      stopped: now,
-      updated: now,
-      started: sql<number>`case when started = 0 then ${now} else started end`,
+      status: arg<ActionStatusValue>(1),
+      stopped: arg<number>(2),
+      updated: arg<number>(2),
+      started: sql<number>`case when started = 0 then ${arg<number>(2)} else started end`,
     })
-    .where('id', '=', id)
-    .where('status', 'not in', DONE)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
-}
+    .where('id', '=', arg<number>(0))
+    .where('status', 'not in', DONE),
+);
 
 /** The job of a task gets the task's final status, unless it is done already (cancelled meanwhile): the job as it now is, or null. */
 export async function finishJobOfTask(
@@ -209,16 +225,36 @@ export async function finishJobOfTask(
   status: ActionStatusValue,
   now: number,
 ): Promise<ActionRunJob | null> {
-  const row = await tx
-    .updateTable('action_run_job')
-    .set({ status, stopped: now, updated: now })
-    .where('id', '=', jobId)
-    .where('task_id', '=', taskId)
-    .where('status', 'not in', DONE)
-    .returningAll()
-    .executeTakeFirst();
+  const row = await FINISH_JOB_OF_TASK.takeFirst(tx, [jobId, taskId, status, now]);
   return row === undefined ? null : jobFromRow(row);
 }
+
+const FINISH_JOB_OF_TASK = compiledStatement((db, arg) =>
+  db
+    .updateTable('action_run_job')
+    .set({ status: arg<ActionStatusValue>(2), stopped: arg<number>(3), updated: arg<number>(3) })
+    .where('id', '=', arg<number>(0))
+    .where('task_id', '=', arg<number>(1))
+    .where('status', 'not in', DONE)
+    .returningAll(),
+);
+
+/** SQLite: FINISH_JOB_OF_TASK, and whether a webhook of the repository (4) or its owner (5) is active. */
+const FINISH_JOB_SEEING_HOOKS = compiledStatement((db, arg) =>
+  db
+    .updateTable('action_run_job')
+    .set({ status: arg<ActionStatusValue>(2), stopped: arg<number>(3), updated: arg<number>(3) })
+    .where('id', '=', arg<number>(0))
+    .where('task_id', '=', arg<number>(1))
+    .where('status', 'not in', DONE)
+    .returningAll()
+    .returning(
+      sql<number>`exists (select 1 from webhook as w where w.is_active = 1
+        and ((w.owner_id = 0 and w.repo_id = ${arg<number>(4)}) or (w.owner_id = ${arg<number>(5)} and w.repo_id = 0)))`.as(
+        'any_active_hook',
+      ),
+    ),
+);
 
 export interface FinishedTask {
   /** False when the task was done already: nothing changed. */
@@ -228,10 +264,10 @@ export interface FinishedTask {
   /** With `countRun` and a finished job: its run's jobs counted by status as they now are (countJobStatusesOfRun). */
   counts: JobStatusCount[] | null;
   /**
-   * With `hooksOf` and a finished job, on PostgreSQL: whether the repository
-   * or its owner has an active webhook, read in the same statement (as the
-   * claim does: the webhook outbox then needs no lookup when neither has one);
-   * null when not read.
+   * With `hooksOf` and a finished job: whether the repository or its owner
+   * has an active webhook, read in the statement that finished the job (as
+   * the claim does: the webhook outbox then needs no lookup of its own when
+   * neither has one); null when not read.
    */
   anyActiveHook: boolean | null;
   /** With `imposeFromJob`: the status the task was finished with, else the one it was done with already (null: no task). */
@@ -257,7 +293,7 @@ export async function finishTaskAndJob(
   now: number,
   closeSteps: boolean,
   countRun: number | null = null,
-  /** The run's repository and owner, whose active webhooks are looked for (PostgreSQL). */
+  /** The run's repository and owner, whose active webhooks are looked for. */
   hooksOf: { repoId: number; ownerId: number } | null = null,
   /**
    * PostgreSQL, for a caller holding the run's lock who read the task and its
@@ -272,15 +308,80 @@ export async function finishTaskAndJob(
   const none = { job: null, counts: null, anyActiveHook: null };
   if (imposeFromJob && !isPostgres(tx)) throw new Error('imposeFromJob is for PostgreSQL');
   if (!isPostgres(tx)) {
-    // A statement costs no round trip here: the outbox looks for hooks itself.
+    // A statement costs no round trip here: one each.
     if (!(await finishTask(tx, taskId, status, now))) return { finished: false, ...none };
     if (closeSteps) await closeUnfinishedSteps(tx, taskId, status, now);
     if (jobId === null) return { finished: true, ...none };
-    const job = await finishJobOfTask(tx, jobId, taskId, status, now);
+    let job: ActionRunJob | null;
+    let anyActiveHook: boolean | null = null;
+    if (hooksOf === null) job = await finishJobOfTask(tx, jobId, taskId, status, now);
+    else {
+      const row = await FINISH_JOB_SEEING_HOOKS.takeFirst(tx, [
+        jobId,
+        taskId,
+        status,
+        now,
+        hooksOf.repoId,
+        hooksOf.ownerId,
+      ]);
+      job = row === undefined ? null : jobFromRow(row);
+      anyActiveHook = row === undefined ? null : Number(row.any_active_hook) === 1;
+    }
     if (job === null) return { finished: true, ...none };
     const counts = countRun === null ? null : await countJobStatusesOfRun(tx, countRun);
-    return { finished: true, job, counts, anyActiveHook: null };
+    return { finished: true, job, counts, anyActiveHook };
   }
+  const shape = `${imposeFromJob ? 1 : 0}${closeSteps ? 1 : 0}${jobId === null ? 0 : 1}${countRun === null ? 0 : 1}${hooksOf === null ? 0 : 1}`;
+  const { rows } = await FINISH_POSTGRES.execute(
+    tx,
+    [taskId, jobId, status, now, countRun, hooksOf?.repoId, hooksOf?.ownerId],
+    shape,
+  );
+  const {
+    task_finished: finished,
+    old_status: oldStatus,
+    run_counts: runCounts,
+    any_active_hook: anyActiveHook,
+    task_status: taskStatus,
+    ...row
+  } = rows[0] as FinishRow;
+  const statusOf = imposeFromJob
+    ? { status: taskStatus === null || taskStatus === undefined ? null : (Number(taskStatus) as ActionStatusValue) }
+    : {};
+  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, ...none, ...statusOf };
+  const job = jobFromRow(row as Selectable<ActionRunJobTable>);
+  let counts: JobStatusCount[] | null = null;
+  if (runCounts !== undefined && oldStatus !== undefined) {
+    counts = runCounts.map(([s, held, n]) => ({ status: s, concurrencyHeld: held === 1, count: Number(n) }));
+    const move = (from: ActionStatusValue, delta: number) => {
+      const entry = counts?.find((c) => c.status === from && c.concurrencyHeld === job.concurrencyHeld);
+      if (entry !== undefined) entry.count += delta;
+      else counts?.push({ status: from, concurrencyHeld: job.concurrencyHeld, count: delta });
+    };
+    move(oldStatus, -1);
+    move(job.status, 1);
+    counts = counts.filter((c) => c.count > 0);
+  }
+  return { finished: true, job, counts, anyActiveHook: anyActiveHook ?? null, ...statusOf };
+}
+
+/**
+ * finishTaskAndJob's one statement on PostgreSQL. Arguments: 0 task id, 1 job
+ * id, 2 status, 3 now, 4 the run to count, 5 and 6 the repository and owner
+ * whose hooks are looked for; its shape: imposeFromJob, closeSteps, a job, a
+ * run to count, hooks to look for (1 or 0 each).
+ */
+const FINISH_POSTGRES = compiledStatement((_db, arg, shape) => {
+  const imposeFromJob = shape[0] === '1';
+  const closeSteps = shape[1] === '1';
+  const hasJob = shape[2] === '1';
+  const countsRun = shape[3] === '1';
+  const readsHooks = shape[4] === '1';
+  const taskId = arg<number>(0);
+  const jobId = arg<number>(1);
+  const status = arg<ActionStatusValue>(2);
+  const now = arg<number>(3);
+  const countRun = arg<number>(4);
   const done = sql.join(DONE);
   // The task's job as it now is: what it imposes, if anything, and the task's status before this statement.
   const current = imposeFromJob
@@ -301,39 +402,31 @@ export async function finishTaskAndJob(
         where task_id in (select id from task) and status not in (${done})
       )`
     : sql``;
-  const finishJob =
-    jobId === null
-      ? sql`, job as (select * from action_run_job where false)`
-      : sql`, job as (
+  const finishJob = !hasJob
+    ? sql`, job as (select * from action_run_job where false)`
+    : sql`, job as (
           update action_run_job set status = ${status}, stopped = ${now}, updated = ${now}
           where id = ${jobId} and task_id = ${taskId} and status not in (${done}) and exists (select 1 from task)
             ${imposeFromJob ? sql`and exists (select 1 from reported where imposed is null)` : sql``}
           returning *
         )`;
   const counted =
-    jobId === null || countRun === null
+    !hasJob || !countsRun
       ? sql``
       : sql`, (select status from action_run_job where id = ${jobId}) as old_status,
           (select coalesce(json_agg(json_build_array(c.status, c.concurrency_held, c.n)), '[]')
            from (select status, concurrency_held, count(*) as n from action_run_job
                  where run_id = ${countRun} group by status, concurrency_held) as c) as run_counts`;
   const hooks =
-    jobId === null || hooksOf === null
+    !hasJob || !readsHooks
       ? sql``
       : sql`, exists (select 1 from webhook as w where w.is_active = 1
-          and ((w.owner_id = 0 and w.repo_id = ${hooksOf.repoId}) or (w.owner_id = ${hooksOf.ownerId} and w.repo_id = 0)))
+          and ((w.owner_id = 0 and w.repo_id = ${arg<number>(5)}) or (w.owner_id = ${arg<number>(6)} and w.repo_id = 0)))
           as any_active_hook`;
-  type Row = Partial<Selectable<ActionRunJobTable>> & {
-    task_finished: number | string;
-    old_status?: ActionStatusValue;
-    run_counts?: Array<[ActionStatusValue, number, number | string]>;
-    any_active_hook?: boolean;
-    task_status?: ActionStatusValue | null;
-  };
   const statusOut = imposeFromJob
     ? sql`, coalesce((select status from task), (select was from reported)) as task_status`
     : sql``;
-  const { rows } = await sql<Row>`
+  return sql<FinishRow>`
     with ${current} task as (
       update action_task
       set status = ${newStatus}, stopped = ${now}, updated = ${now},
@@ -342,34 +435,16 @@ export async function finishTaskAndJob(
       returning id, status
     )${steps}${finishJob}
     select job.*, (select count(*) from task) as task_finished${counted}${hooks}${statusOut}
-    from (select 1) as one left join job on true`.execute(tx);
-  const {
-    task_finished: finished,
-    old_status: oldStatus,
-    run_counts: runCounts,
-    any_active_hook: anyActiveHook,
-    task_status: taskStatus,
-    ...row
-  } = rows[0] as Row;
-  const statusOf = imposeFromJob
-    ? { status: taskStatus === null || taskStatus === undefined ? null : (Number(taskStatus) as ActionStatusValue) }
-    : {};
-  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, ...none, ...statusOf };
-  const job = jobFromRow(row as Selectable<ActionRunJobTable>);
-  let counts: JobStatusCount[] | null = null;
-  if (runCounts !== undefined && oldStatus !== undefined) {
-    counts = runCounts.map(([s, held, n]) => ({ status: s, concurrencyHeld: held === 1, count: Number(n) }));
-    const move = (from: ActionStatusValue, delta: number) => {
-      const entry = counts?.find((c) => c.status === from && c.concurrencyHeld === job.concurrencyHeld);
-      if (entry !== undefined) entry.count += delta;
-      else counts?.push({ status: from, concurrencyHeld: job.concurrencyHeld, count: delta });
-    };
-    move(oldStatus, -1);
-    move(job.status, 1);
-    counts = counts.filter((c) => c.count > 0);
-  }
-  return { finished: true, job, counts, anyActiveHook: anyActiveHook ?? null, ...statusOf };
-}
+    from (select 1) as one left join job on true`;
+});
+
+type FinishRow = Partial<Selectable<ActionRunJobTable>> & {
+  task_finished: number | string;
+  old_status?: ActionStatusValue;
+  run_counts?: Array<[ActionStatusValue, number, number | string]>;
+  any_active_hook?: boolean;
+  task_status?: ActionStatusValue | null;
+};
 
 export interface TaskStep {
   id: number;
@@ -421,18 +496,21 @@ export async function closeUnfinishedSteps(
   status: ActionStatusValue,
   now: number,
 ): Promise<void> {
-  await tx
+  await CLOSE_UNFINISHED_STEPS.execute(tx, [taskId, status, now]);
+}
+
+const CLOSE_UNFINISHED_STEPS = compiledStatement((db, arg) =>
+  db
     .updateTable('action_task_step')
     .set({
-      status,
-      stopped: now,
-      updated: now,
-      started: sql<number>`case when started = 0 then ${now} else started end`,
+      status: arg<ActionStatusValue>(1),
+      stopped: arg<number>(2),
+      updated: arg<number>(2),
+      started: sql<number>`case when started = 0 then ${arg<number>(2)} else started end`,
     })
-    .where('task_id', '=', taskId)
-    .where('status', 'not in', DONE)
-    .execute();
-}
+    .where('task_id', '=', arg<number>(0))
+    .where('status', 'not in', DONE),
+);
 
 /** First write wins: a key already stored keeps its value. */
 export async function insertTaskOutputs(

@@ -60,7 +60,12 @@ function mergeOutputs(into: Record<string, string>, from: ReadonlyMap<string, st
   for (const [key, value] of from) if (value !== '' || !Object.hasOwn(into, key)) into[key] = value;
 }
 
+/** How many runs' parsed event payloads a process keeps (eventOf): the runs whose jobs are being claimed. */
+const EVENTS_CACHED = 256;
+
 export class TaskPayloadBuilder {
+  private readonly events = new Map<number, { payload: string; event: Readonly<Record<string, unknown>> }>();
+
   constructor(
     private readonly db: Db,
     private readonly secrets: SecretService,
@@ -99,28 +104,22 @@ export class TaskPayloadBuilder {
       ? {}
       : Object.fromEntries(await this.secrets.secretsForRepo(repo));
     for (const name of ['GITHUB_TOKEN', 'GITEA_TOKEN', 'FORGEJO_TOKEN']) secrets[name] = token;
+    const context = this.githubContext(run, repo, job, actor, token);
+    if (this.runtimeTokens !== null) {
+      // `gitea_runtime_token` (act_runner) and `forgejo_runtime_token` (forgejo-runner reads it first): the runner
+      // exports it as ACTIONS_RUNTIME_TOKEN for upload-artifact/download-artifact (Forgejo: services/actions/task.go).
+      const runtimeToken = this.runtimeTokens.issue({ taskId, runId: job.runId, jobId: job.id });
+      context.gitea_runtime_token = runtimeToken;
+      context.forgejo_runtime_token = runtimeToken;
+    }
     return {
       id: taskId,
       workflowPayload: job.workflowPayload,
-      context: {
-        ...this.githubContext(run, repo, job, actor, token),
-        ...this.runtimeTokenFields(taskId, job),
-      },
+      context,
       secrets,
       vars: Object.fromEntries(await this.variables.variablesForRepo(repo)),
       needs: await this.needsOf(this.db, job),
     };
-  }
-
-  /**
-   * `gitea_runtime_token` (act_runner) and `forgejo_runtime_token` (forgejo-runner
-   * reads it first): the runner exports it as ACTIONS_RUNTIME_TOKEN for
-   * upload-artifact/download-artifact (Forgejo: services/actions/task.go).
-   */
-  private runtimeTokenFields(taskId: number, job: ActionRunJob): Record<string, string> {
-    if (this.runtimeTokens === null) return {};
-    const runtimeToken = this.runtimeTokens.issue({ taskId, runId: job.runId, jobId: job.id });
-    return { gitea_runtime_token: runtimeToken, forgejo_runtime_token: runtimeToken };
   }
 
   /** Forgejo's GenerateGiteaContext plus the task token. Strings unless noted, as the runner expects. */
@@ -131,14 +130,7 @@ export class TaskPayloadBuilder {
     actor: string,
     token: string,
   ): Record<string, unknown> {
-    let event: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = JSON.parse(run.eventPayload);
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
-        event = parsed as Record<string, unknown>;
-    } catch {
-      // A payload that does not parse reads as an empty event.
-    }
+    const event = this.eventOf(run);
     let ref = run.ref;
     let sha = run.commitSha;
     const pr = pullRequestRefs(event);
@@ -191,6 +183,27 @@ export class TaskPayloadBuilder {
       gitea_default_actions_url: DEFAULT_ACTIONS_URL,
       forgejo_default_actions_url: DEFAULT_ACTIONS_URL,
     };
+  }
+
+  /**
+   * The run's event payload, parsed once for all its jobs (a run's payload
+   * never changes; parsing it for each leg of a large matrix was a tenth of
+   * a payload's cost). Shared by the payloads of the run: nothing may change it.
+   */
+  private eventOf(run: ActionRun): Readonly<Record<string, unknown>> {
+    const cached = this.events.get(run.id);
+    if (cached !== undefined && cached.payload === run.eventPayload) return cached.event;
+    let event: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = JSON.parse(run.eventPayload);
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
+        event = parsed as Record<string, unknown>;
+    } catch {
+      // A payload that does not parse reads as an empty event.
+    }
+    if (this.events.size >= EVENTS_CACHED) this.events.delete(this.events.keys().next().value as number);
+    this.events.set(run.id, { payload: run.eventPayload, event });
+    return event;
   }
 
   /**

@@ -1,6 +1,6 @@
 // Repositories and their collaborators.
-import type { CompiledQuery, Selectable, Updateable } from 'kysely';
-import { isPostgres } from './database.ts';
+import type { Selectable, Updateable } from 'kysely';
+import { compiledStatement } from './compiled-statements.ts';
 import type { Queryable } from './database.ts';
 import type { RepositoryTable, UserTable } from './tables.ts';
 import { cannotBeStoredName, findAccountByName, userFromRow } from './users.ts';
@@ -104,21 +104,17 @@ export async function findRepository(db: Queryable, ownerId: number, name: strin
   return row ? repoFromRow(row) : null;
 }
 
-/** Parameter stand-ins of the compiled owner-and-repository query (names never hold NUL). */
-const OWNER_PARAM = '\0owner';
-const REPO_PARAM = '\0repo';
-/** The owner-and-repository query compiled once per dialect: building and compiling it cost more than running it. */
-const compiledOwnerAndRepository = new Map<boolean, CompiledQuery>();
 /** A row of that query: the account's columns, and the repository's prefixed with r_ (null without one). */
 type OwnerAndRepositoryRow = Selectable<UserTable> & {
   [K in keyof Selectable<RepositoryTable> as `r_${K}`]: Selectable<RepositoryTable>[K] | null;
 };
 
-function ownerAndRepositoryQuery(db: Queryable, ownerLowerName: string, repoLowerName: string) {
-  return db
+/** Built and compiled once (compiled-statements.ts): building it cost more than running it. Args: owner, repository lower names. */
+const OWNER_AND_REPOSITORY = compiledStatement<OwnerAndRepositoryRow>((db, arg) =>
+  db
     .selectFrom('user')
     .leftJoin('repository', (join) =>
-      join.onRef('repository.owner_id', '=', 'user.id').on('repository.lower_name', '=', repoLowerName),
+      join.onRef('repository.owner_id', '=', 'user.id').on('repository.lower_name', '=', arg<string>(1)),
     )
     .selectAll('user')
     .select([
@@ -146,8 +142,8 @@ function ownerAndRepositoryQuery(db: Queryable, ownerLowerName: string, repoLowe
       'repository.created_unix as r_created_unix',
       'repository.updated_unix as r_updated_unix',
     ])
-    .where('user.lower_name', '=', ownerLowerName);
-}
+    .where('user.lower_name', '=', arg<string>(0)),
+);
 
 /**
  * An account by name and its repository by name in one query (the
@@ -164,50 +160,38 @@ export async function findOwnerAndRepository(
     const owner = await findAccountByName(db, ownerName);
     return owner === null ? null : { owner, repo: null };
   }
-  const postgres = isPostgres(db);
-  let compiled = compiledOwnerAndRepository.get(postgres);
-  if (compiled === undefined) {
-    compiled = ownerAndRepositoryQuery(db, OWNER_PARAM, REPO_PARAM).compile();
-    compiledOwnerAndRepository.set(postgres, compiled);
-  }
-  const parameters = compiled.parameters.map((p) =>
-    p === OWNER_PARAM ? ownerName.toLowerCase() : p === REPO_PARAM ? repoName.toLowerCase() : p,
-  );
-  const row = (await db.executeQuery({ ...compiled, parameters })).rows[0] as OwnerAndRepositoryRow | undefined;
+  const row = await OWNER_AND_REPOSITORY.takeFirst(db, [ownerName.toLowerCase(), repoName.toLowerCase()]);
   if (row === undefined) return null;
-  // Read straight from the row: a rest copy of its account columns (48 keys
-  // less 23) cost as much as running the query.
-  return { owner: userFromRow(row), repo: row.r_id === null ? null : repoFromPrefixedRow(row) };
+  // The account read straight from the row: a rest copy of its columns (48 keys less 23) cost as much as the query.
+  return { owner: userFromRow(row), repo: row.r_id === null ? null : repoFromRow(unprefixedRepository(row)) };
 }
 
-/** The repository of an owner-and-repository row (its r_ columns, not null when r_id is not). */
-function repoFromPrefixedRow(row: OwnerAndRepositoryRow): Repository {
+/** The repository columns of an owner-and-repository row (r_…, not null when r_id is not), as repoFromRow reads them. */
+function unprefixedRepository(row: OwnerAndRepositoryRow): Selectable<RepositoryTable> {
   return {
     id: row.r_id as number,
-    ownerId: row.r_owner_id as number,
-    ownerName: row.r_owner_name as string,
+    owner_id: row.r_owner_id as number,
+    owner_name: row.r_owner_name as string,
+    lower_name: row.r_lower_name as string,
     name: row.r_name as string,
-    lowerName: row.r_lower_name as string,
     description: row.r_description as string,
     website: row.r_website as string,
-    defaultBranch: row.r_default_branch as string,
-    objectFormatName: row.r_object_format_name === 'sha256' ? 'sha256' : 'sha1',
-    isPrivate: row.r_is_private === 1,
-    isArchived: row.r_is_archived === 1,
-    isEmpty: row.r_is_empty === 1,
-    isTemplate: row.r_is_template === 1,
-    units: {
-      issues: row.r_has_issues === 1,
-      wiki: row.r_has_wiki === 1,
-      pull_requests: row.r_has_pull_requests === 1,
-      projects: row.r_has_projects === 1,
-      releases: row.r_has_releases === 1,
-      packages: row.r_has_packages === 1,
-      actions: row.r_has_actions === 1,
-    },
-    archivedUnix: row.r_archived_unix as number,
-    createdUnix: row.r_created_unix as number,
-    updatedUnix: row.r_updated_unix as number,
+    default_branch: row.r_default_branch as string,
+    object_format_name: row.r_object_format_name as string,
+    is_private: row.r_is_private as number,
+    is_archived: row.r_is_archived as number,
+    is_empty: row.r_is_empty as number,
+    is_template: row.r_is_template as number,
+    has_issues: row.r_has_issues as number,
+    has_wiki: row.r_has_wiki as number,
+    has_pull_requests: row.r_has_pull_requests as number,
+    has_projects: row.r_has_projects as number,
+    has_releases: row.r_has_releases as number,
+    has_packages: row.r_has_packages as number,
+    has_actions: row.r_has_actions as number,
+    archived_unix: row.r_archived_unix as number,
+    created_unix: row.r_created_unix as number,
+    updated_unix: row.r_updated_unix as number,
   };
 }
 

@@ -237,18 +237,6 @@ export async function claimNextJob(
 ): Promise<ClaimedJob | null> {
   const postgres = isPostgres(tx);
   const shape = claimableShape(scope, labels, handle);
-  if (postgres) {
-    const args = claimableArgs(tx, scope, labels, handle, [
-      runnerId,
-      now,
-      token.hash,
-      token.lastEight,
-      requestKey?.key ?? '',
-      requestKey?.expires ?? 0,
-    ]);
-    const row = await CLAIM_POSTGRES.takeFirst(tx, args, `${lockRunner ? 'L' : 'N'}${shape}`);
-    return row === undefined ? null : claimedFromRow(row);
-  }
   const args = claimableArgs(tx, scope, labels, handle, [
     runnerId,
     now,
@@ -257,7 +245,12 @@ export async function claimNextJob(
     requestKey?.key ?? '',
     requestKey?.expires ?? 0,
   ]);
-  const task = await CLAIM_SQLITE_TASK.takeFirst(tx, args, `${lockRunner ? 'L' : 'N'}${shape}`);
+  const claimShape = `${lockRunner ? 'L' : 'N'}${shape}`;
+  if (postgres) {
+    const row = await CLAIM_POSTGRES.takeFirst(tx, args, claimShape);
+    return row === undefined ? null : claimedFromRow(row);
+  }
+  const task = await CLAIM_SQLITE_TASK.takeFirst(tx, args, claimShape);
   if (task === undefined) return null;
   const row = await CLAIM_SQLITE_JOB.takeFirst(tx, [task.id, now, task.job_id]);
   if (row === undefined) {

@@ -20,6 +20,7 @@
 // forgets them all when a new one would exceed that.
 import { PostgresAdapter } from 'kysely';
 import type { CompiledQuery, QueryResult, RootOperationNode } from 'kysely';
+import { ARRAY_ROWS_MARK } from './array-rows.ts';
 import type { Queryable } from './database.ts';
 
 const MAX_SHAPES = 64;
@@ -51,7 +52,11 @@ interface Compiled {
 export class CompiledStatement<Row> {
   private readonly compiled = new Map<string, Compiled>();
 
-  constructor(private readonly build: (db: Queryable, arg: ArgSlot, shape: string) => Buildable<Row>) {}
+  constructor(
+    private readonly build: (db: Queryable, arg: ArgSlot, shape: string) => Buildable<Row>,
+    /** Rows come back as arrays of values (array-rows.ts), in the order of the SELECT's columns. */
+    private readonly rowsAsArrays = false,
+  ) {}
 
   /** Runs the statement with `args` (argument i fills slot i) in the form built for `shape`. */
   execute(db: Queryable, args: readonly unknown[], shape = ''): Promise<QueryResult<Row>> {
@@ -87,7 +92,7 @@ export class CompiledStatement<Row> {
   private compile(db: Queryable, shape: string): Compiled {
     const { sql, query, parameters } = this.build(db, arg, shape).compile(db);
     return {
-      sql,
+      sql: this.rowsAsArrays ? `${sql}${ARRAY_ROWS_MARK}` : sql,
       query,
       constants: parameters.map((value) => (value instanceof Slot ? null : value)),
       slots: parameters.map((value) => (value instanceof Slot ? value.index : -1)),
@@ -103,4 +108,11 @@ export function compiledStatement<Row>(
   build: (db: Queryable, arg: ArgSlot, shape: string) => Buildable<Row>,
 ): CompiledStatement<Row> {
   return new CompiledStatement(build);
+}
+
+/** Defines a statement whose rows come back as arrays of values (array-rows.ts): read them with valuesOf. */
+export function compiledArrayStatement(
+  build: (db: Queryable, arg: ArgSlot, shape: string) => Buildable<unknown>,
+): CompiledStatement<unknown> {
+  return new CompiledStatement(build, true);
 }

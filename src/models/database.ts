@@ -8,6 +8,7 @@ import type pg from 'pg';
 import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Migration, MigrationProvider, MigrationResult, Transaction } from 'kysely';
 import { MIGRATIONS } from '../migrations/index.ts';
+import { wantsArrayRows } from './array-rows.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../modules/private-files.ts';
 import { DEFAULT_PREPARED_PER_CONNECTION, isChangedResultType, preparingPool } from './pg-prepared.ts';
 import type { Database } from './tables.ts';
@@ -120,6 +121,7 @@ function withStatementCache(sqlite: BetterSqlite3.Database) {
         cache.delete(text);
       } else {
         statement = sqlite.prepare(text);
+        if (wantsArrayRows(text)) statement.raw(true);
         if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
       }
       cache.set(text, statement);

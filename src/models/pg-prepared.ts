@@ -36,6 +36,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { PostgresPool, PostgresPoolClient } from 'kysely';
+import { wantsArrayRows } from './array-rows.ts';
 
 /** GANTRY_DATABASE_PREPARED_STATEMENTS's default: statements a connection prepares at most. */
 export const DEFAULT_PREPARED_PER_CONNECTION = 200;
@@ -99,17 +100,23 @@ class PreparingClient {
   async query(text: string, values: readonly unknown[]): Promise<pg.QueryResult> {
     // Transaction control is never named: nothing to plan, and a savepoint's text varies with its name.
     const name = this.isTransactionControl(text) ? null : this.nameOf(text);
-    if (name === null) return this.client.query(text, values as unknown[]);
+    if (name === null) return this.run({ text, values: values as unknown[] });
     try {
-      return await this.client.query({ name, text, values: values as unknown[] });
+      return await this.run({ name, text, values: values as unknown[] });
     } catch (error) {
       if (!isChangedResultType(error)) throw error;
       // Every connection's statements may be stale: none names any more until replaced.
       if (this.generation === this.names.generation) this.names.generation += 1;
       this.retire = true;
       if (this.inTransaction) throw error;
-      return this.client.query(text, values as unknown[]);
+      return this.run({ text, values: values as unknown[] });
     }
+  }
+
+  /** A statement marked for array rows (array-rows.ts) reads its rows as arrays of values. */
+  private run(config: pg.QueryConfig): Promise<pg.QueryResult> {
+    if (wantsArrayRows(config.text)) return this.client.query({ ...config, rowMode: 'array' });
+    return this.client.query(config);
   }
 
   release(): void {

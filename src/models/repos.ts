@@ -1,9 +1,10 @@
 // Repositories and their collaborators.
 import type { Selectable, Updateable } from 'kysely';
-import { compiledStatement } from './compiled-statements.ts';
+import { columnsOf, rowFromValues, valuesOf } from './array-rows.ts';
+import { compiledArrayStatement } from './compiled-statements.ts';
 import type { Queryable } from './database.ts';
 import type { RepositoryTable, UserTable } from './tables.ts';
-import { cannotBeStoredName, findAccountByName, userFromRow } from './users.ts';
+import { USER_COLUMNS, cannotBeStoredName, findAccountByName, userFromRow } from './users.ts';
 import type { User } from './users.ts';
 
 /** Repository units that can be switched on and off (Forgejo's repo_unit rows). */
@@ -104,44 +105,46 @@ export async function findRepository(db: Queryable, ownerId: number, name: strin
   return row ? repoFromRow(row) : null;
 }
 
-/** A row of that query: the account's columns, and the repository's prefixed with r_ (null without one). */
-type OwnerAndRepositoryRow = Selectable<UserTable> & {
-  [K in keyof Selectable<RepositoryTable> as `r_${K}`]: Selectable<RepositoryTable>[K] | null;
-};
+/** The repository table's columns, for statements that read rows as arrays (array-rows.ts). */
+const REPOSITORY_COLUMNS = columnsOf<RepositoryTable>()([
+  'id',
+  'owner_id',
+  'owner_name',
+  'lower_name',
+  'name',
+  'description',
+  'website',
+  'default_branch',
+  'object_format_name',
+  'is_private',
+  'is_archived',
+  'is_empty',
+  'is_template',
+  'has_issues',
+  'has_wiki',
+  'has_pull_requests',
+  'has_projects',
+  'has_releases',
+  'has_packages',
+  'has_actions',
+  'archived_unix',
+  'created_unix',
+  'updated_unix',
+]);
 
-/** Built and compiled once (compiled-statements.ts): building it cost more than running it. Args: owner, repository lower names. */
-const OWNER_AND_REPOSITORY = compiledStatement<OwnerAndRepositoryRow>((db, arg) =>
+/**
+ * Built and compiled once (compiled-statements.ts): building it cost more than running it. Args: owner,
+ * repository lower names. A row: the account's USER_COLUMNS, then the repository's REPOSITORY_COLUMNS
+ * (prefixed r_: names must differ; all null without one), as an array (array-rows.ts).
+ */
+const OWNER_AND_REPOSITORY = compiledArrayStatement((db, arg) =>
   db
     .selectFrom('user')
     .leftJoin('repository', (join) =>
       join.onRef('repository.owner_id', '=', 'user.id').on('repository.lower_name', '=', arg<string>(1)),
     )
-    .selectAll('user')
-    .select([
-      'repository.id as r_id',
-      'repository.owner_id as r_owner_id',
-      'repository.owner_name as r_owner_name',
-      'repository.lower_name as r_lower_name',
-      'repository.name as r_name',
-      'repository.description as r_description',
-      'repository.website as r_website',
-      'repository.default_branch as r_default_branch',
-      'repository.object_format_name as r_object_format_name',
-      'repository.is_private as r_is_private',
-      'repository.is_archived as r_is_archived',
-      'repository.is_empty as r_is_empty',
-      'repository.is_template as r_is_template',
-      'repository.has_issues as r_has_issues',
-      'repository.has_wiki as r_has_wiki',
-      'repository.has_pull_requests as r_has_pull_requests',
-      'repository.has_projects as r_has_projects',
-      'repository.has_releases as r_has_releases',
-      'repository.has_packages as r_has_packages',
-      'repository.has_actions as r_has_actions',
-      'repository.archived_unix as r_archived_unix',
-      'repository.created_unix as r_created_unix',
-      'repository.updated_unix as r_updated_unix',
-    ])
+    .select(USER_COLUMNS.map((column) => `user.${column}` as const))
+    .select(REPOSITORY_COLUMNS.map((column) => `repository.${column} as r_${column}` as const))
     .where('user.lower_name', '=', arg<string>(0)),
 );
 
@@ -162,36 +165,12 @@ export async function findOwnerAndRepository(
   }
   const row = await OWNER_AND_REPOSITORY.takeFirst(db, [ownerName.toLowerCase(), repoName.toLowerCase()]);
   if (row === undefined) return null;
-  // The account read straight from the row: a rest copy of its columns (48 keys less 23) cost as much as the query.
-  return { owner: userFromRow(row), repo: row.r_id === null ? null : repoFromRow(unprefixedRepository(row)) };
-}
-
-/** The repository columns of an owner-and-repository row (r_…, not null when r_id is not), as repoFromRow reads them. */
-function unprefixedRepository(row: OwnerAndRepositoryRow): Selectable<RepositoryTable> {
+  const values = valuesOf(row);
+  const repoAt = USER_COLUMNS.length;
   return {
-    id: row.r_id as number,
-    owner_id: row.r_owner_id as number,
-    owner_name: row.r_owner_name as string,
-    lower_name: row.r_lower_name as string,
-    name: row.r_name as string,
-    description: row.r_description as string,
-    website: row.r_website as string,
-    default_branch: row.r_default_branch as string,
-    object_format_name: row.r_object_format_name as string,
-    is_private: row.r_is_private as number,
-    is_archived: row.r_is_archived as number,
-    is_empty: row.r_is_empty as number,
-    is_template: row.r_is_template as number,
-    has_issues: row.r_has_issues as number,
-    has_wiki: row.r_has_wiki as number,
-    has_pull_requests: row.r_has_pull_requests as number,
-    has_projects: row.r_has_projects as number,
-    has_releases: row.r_has_releases as number,
-    has_packages: row.r_has_packages as number,
-    has_actions: row.r_has_actions as number,
-    archived_unix: row.r_archived_unix as number,
-    created_unix: row.r_created_unix as number,
-    updated_unix: row.r_updated_unix as number,
+    owner: userFromRow(rowFromValues<UserTable>(USER_COLUMNS, values, 0)),
+    repo:
+      values[repoAt] === null ? null : repoFromRow(rowFromValues<RepositoryTable>(REPOSITORY_COLUMNS, values, repoAt)),
   };
 }
 

@@ -1,8 +1,9 @@
 // Queries shared by the two tables of Actions scope values, `secret` and
 // `action_variable`: same columns, same unique (owner_id, repo_id, name) index.
-import type { CompiledQuery, Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { ScopeColumns } from '../modules/scope.ts';
-import { isPostgres } from './database.ts';
+import { columnsOf, rowFromValues, valuesOf } from './array-rows.ts';
+import { compiledArrayStatement } from './compiled-statements.ts';
 import type { Queryable } from './database.ts';
 import type { ScopedValueTable } from './tables.ts';
 
@@ -37,12 +38,29 @@ function table(name: ScopedValueTableName): 'secret' {
   return name as 'secret';
 }
 
-/** Parameter stand-ins of the compiled lookup (ids are never negative; names never hold NUL). */
-const OWNER_ID_PARAM = -1;
-const REPO_ID_PARAM = -2;
-const NAME_PARAM = '\0name';
-/** The lookup compiled once per table and dialect: building and compiling it cost as much as running it. */
-const compiledLookups = new Map<string, CompiledQuery>();
+const SCOPED_VALUE_COLUMNS = columnsOf<ScopedValueTable>()([
+  'id',
+  'owner_id',
+  'repo_id',
+  'name',
+  'data',
+  'created_unix',
+  'updated_unix',
+]);
+
+/**
+ * The lookup, compiled once per table and dialect (the shape: the table's
+ * name): building and compiling it cost as much as running it. Rows as
+ * arrays (array-rows.ts). Args: owner id, repository id, name.
+ */
+const SCOPED_VALUE = compiledArrayStatement((db, arg, shape) =>
+  db
+    .selectFrom(table(shape as ScopedValueTableName))
+    .select(SCOPED_VALUE_COLUMNS)
+    .where('owner_id', '=', arg<number>(0))
+    .where('repo_id', '=', arg<number>(1))
+    .where('name', '=', arg<string>(2)),
+);
 
 /** One value by name (an Actions variable is read on every job and by the API's GET). */
 export async function findScopedValue(
@@ -51,23 +69,10 @@ export async function findScopedValue(
   key: ScopeColumns,
   valueName: string,
 ): Promise<ScopedValue | null> {
-  const cacheKey = `${name}:${isPostgres(db) ? 'pg' : 'sqlite'}`;
-  let compiled = compiledLookups.get(cacheKey);
-  if (compiled === undefined) {
-    compiled = db
-      .selectFrom(table(name))
-      .selectAll()
-      .where('owner_id', '=', OWNER_ID_PARAM)
-      .where('repo_id', '=', REPO_ID_PARAM)
-      .where('name', '=', NAME_PARAM)
-      .compile();
-    compiledLookups.set(cacheKey, compiled);
-  }
-  const parameters = compiled.parameters.map((p) =>
-    p === OWNER_ID_PARAM ? key.ownerId : p === REPO_ID_PARAM ? key.repoId : p === NAME_PARAM ? valueName : p,
-  );
-  const row = (await db.executeQuery<Selectable<ScopedValueTable>>({ ...compiled, parameters })).rows[0];
-  return row ? scopedValueFromRow(row) : null;
+  const row = await SCOPED_VALUE.takeFirst(db, [key.ownerId, key.repoId, valueName], name);
+  return row === undefined
+    ? null
+    : scopedValueFromRow(rowFromValues<ScopedValueTable>(SCOPED_VALUE_COLUMNS, valuesOf(row), 0));
 }
 
 export async function deleteScopedValue(

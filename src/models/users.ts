@@ -1,5 +1,6 @@
 // Users and organizations share the `user` table (type 0 = individual, 1 = organization).
 import type { Insertable, Selectable } from 'kysely';
+import { columnsOf } from './array-rows.ts';
 import type { Queryable } from './database.ts';
 import type { UserTable } from './tables.ts';
 
@@ -40,6 +41,35 @@ export function visibilityFromCode(code: number): Visibility {
 export function visibilityCode(visibility: Visibility): number {
   return VISIBILITIES.indexOf(visibility);
 }
+
+/** The user table's columns, for statements that read rows as arrays (array-rows.ts). */
+export const USER_COLUMNS = columnsOf<UserTable>()([
+  'id',
+  'lower_name',
+  'name',
+  'full_name',
+  'email',
+  'lower_email',
+  'passwd',
+  'login_name',
+  'source_id',
+  'type',
+  'visibility',
+  'is_admin',
+  'is_active',
+  'prohibit_login',
+  'must_change_password',
+  'restricted',
+  'description',
+  'website',
+  'location',
+  'language',
+  'pronouns',
+  'repo_admin_change_team_access',
+  'created_unix',
+  'updated_unix',
+  'last_login_unix',
+]);
 
 export function userFromRow(row: Selectable<UserTable>): User {
   return {

@@ -13,15 +13,37 @@ import { insertVariable } from './action-variables.ts';
 import { valuesOf } from './array-rows.ts';
 import { compiledArrayStatement } from './compiled-statements.ts';
 import type { Database } from './tables.ts';
-import { findOwnerAndRepository, findRepository, insertRepository } from './repos.ts';
-import { findScopedValue } from './scoped-values.ts';
-import { findAccountByName, insertAccount } from './users.ts';
+import {
+  REPOSITORY_COLUMNS,
+  findOwnerAndRepository,
+  findRepository,
+  insertRepository,
+  repositoryRowFromValues,
+} from './repos.ts';
+import { SCOPED_VALUE_COLUMNS, findScopedValue, scopedValueRowFromValues } from './scoped-values.ts';
+import { USER_COLUMNS, findAccountByName, insertAccount, userRowFromValues } from './users.ts';
 
 const NOW = 1_800_000_000;
 
 const NAME_AND_DATA = compiledArrayStatement((db, arg) =>
   db.selectFrom('action_variable').select(['name', 'data', 'repo_id']).where('repo_id', '=', arg<number>(0)),
 );
+
+test('each row builder reads its column list in order: column i is value i', () => {
+  const lists = [
+    [USER_COLUMNS, userRowFromValues],
+    [REPOSITORY_COLUMNS, repositoryRowFromValues],
+    [SCOPED_VALUE_COLUMNS, scopedValueRowFromValues],
+  ] as const;
+  for (const [columns, build] of lists) {
+    // The names as their own values, two places in: each key must get its own name.
+    const row = build(['', '', ...columns], 2);
+    assert.deepEqual(
+      Object.entries(row),
+      columns.map((column) => [column, column]),
+    );
+  }
+});
 
 test('valuesOf: an array row as it is, an object row as its values in column order', () => {
   const row = ['a', 1, null];

@@ -4,7 +4,9 @@
 // with its column name turned into a V8 string again: for the guard's
 // 48-column row that was half of the query's CPU (about 8 of 16 µs). Read as
 // an array, the same row costs the values only, and the model builds its
-// object from a fixed list of columns.
+// row object as one literal from a fixed list of columns (its `…_COLUMNS`
+// and `…RowFromValues`: a loop setting keys one by one made V8 turn the
+// object into a dictionary, which cost as much as it saved).
 //
 // A statement asks for arrays by ending its SQL with ARRAY_ROWS_MARK (a
 // comment, so the text still runs as is); the SQLite statement cache
@@ -41,15 +43,4 @@ type AllColumns<T, L extends readonly (keyof Selectable<T>)[]> =
  */
 export function columnsOf<T>() {
   return <const L extends readonly (keyof Selectable<T>)[]>(columns: L & AllColumns<T, L>): L => columns;
-}
-
-/** The row object of `columns`, read from `values` from index `at` on. */
-export function rowFromValues<T>(
-  columns: readonly (keyof Selectable<T>)[],
-  values: readonly unknown[],
-  at: number,
-): Selectable<T> {
-  const row: Record<string, unknown> = {};
-  for (let i = 0; i < columns.length; i += 1) row[columns[i] as string] = values[at + i];
-  return row as Selectable<T>;
 }

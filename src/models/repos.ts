@@ -1,10 +1,10 @@
 // Repositories and their collaborators.
 import type { Selectable, Updateable } from 'kysely';
-import { columnsOf, rowFromValues, valuesOf } from './array-rows.ts';
+import { columnsOf, valuesOf } from './array-rows.ts';
 import { compiledArrayStatement } from './compiled-statements.ts';
 import type { Queryable } from './database.ts';
-import type { RepositoryTable, UserTable } from './tables.ts';
-import { USER_COLUMNS, cannotBeStoredName, findAccountByName, userFromRow } from './users.ts';
+import type { RepositoryTable } from './tables.ts';
+import { USER_COLUMNS, cannotBeStoredName, findAccountByName, userFromRow, userRowFromValues } from './users.ts';
 import type { User } from './users.ts';
 
 /** Repository units that can be switched on and off (Forgejo's repo_unit rows). */
@@ -106,7 +106,7 @@ export async function findRepository(db: Queryable, ownerId: number, name: strin
 }
 
 /** The repository table's columns, for statements that read rows as arrays (array-rows.ts). */
-const REPOSITORY_COLUMNS = columnsOf<RepositoryTable>()([
+export const REPOSITORY_COLUMNS = columnsOf<RepositoryTable>()([
   'id',
   'owner_id',
   'owner_name',
@@ -131,6 +131,35 @@ const REPOSITORY_COLUMNS = columnsOf<RepositoryTable>()([
   'created_unix',
   'updated_unix',
 ]);
+
+/** The row of REPOSITORY_COLUMNS's values from index `at` on: an object literal, one shape, no work per key. */
+export function repositoryRowFromValues(values: readonly unknown[], at: number): Selectable<RepositoryTable> {
+  return {
+    id: values[at] as number,
+    owner_id: values[at + 1] as number,
+    owner_name: values[at + 2] as string,
+    lower_name: values[at + 3] as string,
+    name: values[at + 4] as string,
+    description: values[at + 5] as string,
+    website: values[at + 6] as string,
+    default_branch: values[at + 7] as string,
+    object_format_name: values[at + 8] as string,
+    is_private: values[at + 9] as number,
+    is_archived: values[at + 10] as number,
+    is_empty: values[at + 11] as number,
+    is_template: values[at + 12] as number,
+    has_issues: values[at + 13] as number,
+    has_wiki: values[at + 14] as number,
+    has_pull_requests: values[at + 15] as number,
+    has_projects: values[at + 16] as number,
+    has_releases: values[at + 17] as number,
+    has_packages: values[at + 18] as number,
+    has_actions: values[at + 19] as number,
+    archived_unix: values[at + 20] as number,
+    created_unix: values[at + 21] as number,
+    updated_unix: values[at + 22] as number,
+  };
+}
 
 /**
  * Built and compiled once (compiled-statements.ts): building it cost more than running it. Args: owner,
@@ -168,9 +197,8 @@ export async function findOwnerAndRepository(
   const values = valuesOf(row);
   const repoAt = USER_COLUMNS.length;
   return {
-    owner: userFromRow(rowFromValues<UserTable>(USER_COLUMNS, values, 0)),
-    repo:
-      values[repoAt] === null ? null : repoFromRow(rowFromValues<RepositoryTable>(REPOSITORY_COLUMNS, values, repoAt)),
+    owner: userFromRow(userRowFromValues(values, 0)),
+    repo: values[repoAt] === null ? null : repoFromRow(repositoryRowFromValues(values, repoAt)),
   };
 }
 

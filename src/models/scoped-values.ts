@@ -2,7 +2,7 @@
 // `action_variable`: same columns, same unique (owner_id, repo_id, name) index.
 import type { Selectable } from 'kysely';
 import type { ScopeColumns } from '../modules/scope.ts';
-import { columnsOf, rowFromValues, valuesOf } from './array-rows.ts';
+import { columnsOf, valuesOf } from './array-rows.ts';
 import { compiledArrayStatement } from './compiled-statements.ts';
 import type { Queryable } from './database.ts';
 import type { ScopedValueTable } from './tables.ts';
@@ -38,7 +38,7 @@ function table(name: ScopedValueTableName): 'secret' {
   return name as 'secret';
 }
 
-const SCOPED_VALUE_COLUMNS = columnsOf<ScopedValueTable>()([
+export const SCOPED_VALUE_COLUMNS = columnsOf<ScopedValueTable>()([
   'id',
   'owner_id',
   'repo_id',
@@ -47,6 +47,19 @@ const SCOPED_VALUE_COLUMNS = columnsOf<ScopedValueTable>()([
   'created_unix',
   'updated_unix',
 ]);
+
+/** The row of SCOPED_VALUE_COLUMNS's values from index `at` on: an object literal, one shape, no work per key. */
+export function scopedValueRowFromValues(values: readonly unknown[], at: number): Selectable<ScopedValueTable> {
+  return {
+    id: values[at] as number,
+    owner_id: values[at + 1] as number,
+    repo_id: values[at + 2] as number,
+    name: values[at + 3] as string,
+    data: values[at + 4] as string,
+    created_unix: values[at + 5] as number,
+    updated_unix: values[at + 6] as number,
+  };
+}
 
 /**
  * The lookup, compiled once per table and dialect (the shape: the table's
@@ -70,9 +83,7 @@ export async function findScopedValue(
   valueName: string,
 ): Promise<ScopedValue | null> {
   const row = await SCOPED_VALUE.takeFirst(db, [key.ownerId, key.repoId, valueName], name);
-  return row === undefined
-    ? null
-    : scopedValueFromRow(rowFromValues<ScopedValueTable>(SCOPED_VALUE_COLUMNS, valuesOf(row), 0));
+  return row === undefined ? null : scopedValueFromRow(scopedValueRowFromValues(valuesOf(row), 0));
 }
 
 export async function deleteScopedValue(

@@ -71,6 +71,37 @@ export const USER_COLUMNS = columnsOf<UserTable>()([
   'last_login_unix',
 ]);
 
+/** The row of USER_COLUMNS's values from index `at` on: an object literal, one shape, no work per key. */
+export function userRowFromValues(values: readonly unknown[], at: number): Selectable<UserTable> {
+  return {
+    id: values[at] as number,
+    lower_name: values[at + 1] as string,
+    name: values[at + 2] as string,
+    full_name: values[at + 3] as string,
+    email: values[at + 4] as string,
+    lower_email: values[at + 5] as string,
+    passwd: values[at + 6] as string,
+    login_name: values[at + 7] as string,
+    source_id: values[at + 8] as number,
+    type: values[at + 9] as number,
+    visibility: values[at + 10] as number,
+    is_admin: values[at + 11] as number,
+    is_active: values[at + 12] as number,
+    prohibit_login: values[at + 13] as number,
+    must_change_password: values[at + 14] as number,
+    restricted: values[at + 15] as number,
+    description: values[at + 16] as string,
+    website: values[at + 17] as string,
+    location: values[at + 18] as string,
+    language: values[at + 19] as string,
+    pronouns: values[at + 20] as string,
+    repo_admin_change_team_access: values[at + 21] as number,
+    created_unix: values[at + 22] as number,
+    updated_unix: values[at + 23] as number,
+    last_login_unix: values[at + 24] as number,
+  };
+}
+
 export function userFromRow(row: Selectable<UserTable>): User {
   return {
     id: row.id,

@@ -27,7 +27,7 @@ import { installRequestIdHeader, requestIdOf } from './http/request-id.ts';
 import { RequestLog } from './http/request-log.ts';
 import { installRequestDeadlines, useTransferDeadlines } from './http/request-deadlines.ts';
 import type { RequestDeadlineLimits } from './http/request-deadlines.ts';
-import { createGuards } from './http/guards.ts';
+import { chainGuards, createGuards } from './http/guards.ts';
 import { decorateRequests } from './http/request-context.ts';
 import { actionsRunnerRoutes } from './http/api/v1/actions-runners.ts';
 import { actionsRunRoutes } from './http/api/v1/actions-runs.ts';
@@ -251,6 +251,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     async (api) => {
       const typed = api as unknown as ApiApp;
       installAuthHook(api, services, config.rootUrl);
+      // A route's guards run as one hook (guards.ts).
+      api.addHook('onRoute', (route) => {
+        if (!Array.isArray(route.preValidation) || route.preValidation.length < 2) return;
+        const chained = chainGuards(route.preValidation);
+        if (chained !== null) route.preValidation = chained;
+      });
       // Hooks that never wait take Fastify's callback form: no promise per request.
       api.addHook('onRequest', (req, _reply, done) => {
         const key = queryParameterWithNul(req.query);

@@ -51,12 +51,15 @@ const TASK_TOKEN_SCOPE = parseScopes([
   'write:issue',
 ]);
 
+const TWO_WORDS = /^\s*(\S+)\s+(\S+)\s*$/;
+
 /** An Authorization header as scheme (lower case) and value: null when absent or not exactly two words. */
 function parseAuthorization(authorization: string | undefined): { scheme: string; value: string } | null {
   if (!authorization) return null;
-  const parts = authorization.trim().split(/\s+/);
-  if (parts.length !== 2) return null;
-  return { scheme: (parts[0] as string).toLowerCase(), value: parts[1] as string };
+  // Exactly two words, any white space around and between (one pass: a split was a tenth of the hook's cost).
+  const words = TWO_WORDS.exec(authorization);
+  if (words === null) return null;
+  return { scheme: (words[1] as string).toLowerCase(), value: words[2] as string };
 }
 
 export class AuthenticationService {
@@ -67,11 +70,17 @@ export class AuthenticationService {
     private readonly limiter: LoginLimiter,
   ) {}
 
+  /**
+   * The token of `digest`, verified: found by digest through an index, then
+   * compared in constant time (against any collation or prefix surprise in
+   * the database). Only a verified token is cached, so a cached one needs no
+   * second comparison.
+   */
   private async lookupToken(digest: string): Promise<VerifiedToken | null> {
     const cached = this.cache.get(digest);
     if (cached) return cached;
     const found = await findAccessTokenWithOwner(this.db, digest);
-    if (!found) return null;
+    if (!found || !digestsEqual(found.token.tokenHash, digest)) return null;
     const verified = { ...found, scope: parseScopes([found.token.scope]) };
     this.cache.set(digest, verified);
     return verified;
@@ -103,7 +112,7 @@ export class AuthenticationService {
     if (!looksLikeAccessToken(credentials.value)) return null;
     const digest = hashToken(credentials.value);
     const found = this.cache.get(digest);
-    if (found === null || !digestsEqual(found.token.tokenHash, digest)) return null;
+    if (found === null) return null;
     return { doer: found.owner, method: 'token', token: { id: found.token.id, scope: found.scope } };
   }
 
@@ -111,10 +120,7 @@ export class AuthenticationService {
     if (!looksLikeAccessToken(secret)) throw AppError.unauthorized(INVALID);
     const digest = hashToken(secret);
     const found = await this.lookupToken(digest);
-    // The lookup is by digest through an index; the constant-time comparison
-    // guards against any collation or prefix surprise in the database.
-    if (found && digestsEqual(found.token.tokenHash, digest))
-      return { doer: found.owner, method, token: { id: found.token.id, scope: found.scope } };
+    if (found) return { doer: found.owner, method, token: { id: found.token.id, scope: found.scope } };
     const task = await this.byTaskToken(digest, method);
     if (task) return task;
     throw AppError.unauthorized(INVALID);

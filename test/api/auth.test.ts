@@ -60,6 +60,22 @@ for (const dialect of testDialects()) {
       }
     });
 
+    test('a token seen a moment ago (held by the credential cache) answers alike, whatever the spacing', async () => {
+      for (let round = 0; round < 2; round += 1) {
+        for (const authorization of [`token ${bob.token}`, `  Bearer\t ${bob.token}  `, `TOKEN ${bob.token}`]) {
+          const res = await s.api('GET', '/user', { authorization });
+          assert.equal(res.status, 200, `${JSON.stringify(authorization)}, round ${round}`);
+          assert.equal((res.json as { login: string }).login, 'bob');
+        }
+        // Three words are no credential at all, cached token or not.
+        const three = await s.api('GET', '/user', { authorization: `token ${bob.token} more` });
+        assert.equal(three.status, 401);
+        assert.deepEqual(three.json, { message: 'token is required', url: `${s.rootUrl}api/swagger` });
+      }
+      const sudo = await s.api('GET', '/user', { token: bob.token, headers: { sudo: 'alice' } });
+      assert.equal(sudo.status, 403, 'a cached token still goes through the sudo check');
+    });
+
     test('no credential or an unknown scheme is anonymous: reqToken answers 401', async () => {
       for (const authorization of [undefined, 'Digest abc', 'token']) {
         const res = await s.api('GET', '/user', authorization ? { authorization } : {});

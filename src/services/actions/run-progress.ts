@@ -141,8 +141,17 @@ export class RunProgress {
    * its id, repository and job-groups flag are used, and those never change.
    */
   async lockRunForSettle(tx: Tx, ref: Pick<ActionRun, 'id' | 'repoId' | 'jobConcurrency'>): Promise<ActionRun | null> {
-    await lockJobGroupsFirst(tx, ref);
+    await this.lockJobGroupsBeforeRun(tx, ref);
     return findRunForUpdate(tx, ref.id);
+  }
+
+  /**
+   * What lockRunForSettle takes before the run's row: the run's job-group
+   * lock when it has job groups (nothing otherwise), for a caller that then
+   * locks the row itself (task-reports.ts's finishReportLockingRun).
+   */
+  async lockJobGroupsBeforeRun(tx: Tx, ref: Pick<ActionRun, 'id' | 'repoId' | 'jobConcurrency'>): Promise<void> {
+    await lockJobGroupsFirst(tx, ref);
   }
 
   /**

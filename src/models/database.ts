@@ -161,14 +161,27 @@ export function isUniqueViolation(error: unknown): boolean {
 }
 
 /**
+ * Thrown by a transaction that found a row moved under it in a way it cannot
+ * go on from without risking a deadlock: roll back and run it again from the
+ * start, as after a deadlock (isRetryableError), without waiting for one.
+ */
+export class RunAgainError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RunAgainError';
+  }
+}
+
+/**
  * True when a transaction failed only because of concurrent work and may be
- * run again as it is: a PostgreSQL deadlock (40P01) or serialization failure
+ * run again as it is: RunAgainError, a PostgreSQL deadlock (40P01) or serialization failure
  * (40001), a prepared statement whose result columns a concurrent migration
  * changed (pg-prepared.ts: the retry runs it unprepared), or SQLite lock
  * contention (SQLITE_BUSY, and SQLITE_BUSY_SNAPSHOT when a WAL reader's
  * snapshot went stale before it wrote).
  */
 export function isRetryableError(error: unknown): boolean {
+  if (error instanceof RunAgainError) return true;
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
   return (

@@ -5,11 +5,11 @@
 import { sql } from 'kysely';
 import type { RawBuilder, Selectable } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
-import { countJobStatusesOfRun, jobFromRow } from './action-runs.ts';
-import type { ActionRunJob, JobStatusCount } from './action-runs.ts';
+import { countJobStatusesOfRun, jobFromRow, runFromRow } from './action-runs.ts';
+import type { ActionRun, ActionRunJob, JobStatusCount } from './action-runs.ts';
 import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
-import type { ActionRunJobTable } from './tables.ts';
+import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 import type { Queryable, Tx } from './database.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
 
@@ -270,20 +270,18 @@ export interface FinishedTask {
    * neither has one); null when not read.
    */
   anyActiveHook: boolean | null;
-  /** With `imposeFromJob`: the status the task was finished with, else the one it was done with already (null: no task). */
-  status?: ActionStatusValue | null;
 }
 
 /**
  * finishTask, then (only if it finished the task) closeUnfinishedSteps when
  * `closeSteps`, and finishJobOfTask for `jobId` unless null: one statement on
  * PostgreSQL (a data-modifying CTE; each part conditional on the task's
- * update), so a task report holds its run's lock one round trip instead of
- * four; in turn on SQLite, where a statement costs no round trip. With
+ * update); in turn on SQLite, where a statement costs no round trip. With
  * `countRun` (the job's run, which the caller has locked) a finished job's
  * run is counted as settle counts it: on PostgreSQL in the same statement,
  * whose snapshot still shows the job as it was, so its row is moved from its
- * old status to the new one here.
+ * old status to the new one here. A final report on PostgreSQL takes
+ * finishReportLockingRun instead.
  */
 export async function finishTaskAndJob(
   tx: Queryable,
@@ -295,18 +293,8 @@ export async function finishTaskAndJob(
   countRun: number | null = null,
   /** The run's repository and owner, whose active webhooks are looked for. */
   hooksOf: { repoId: number; ownerId: number } | null = null,
-  /**
-   * PostgreSQL, for a caller holding the run's lock who read the task and its
-   * job before taking it: the statement reads them again itself, and when the
-   * job imposes a status (it is gone, another task's, or done: cancelled
-   * server-side, whoever did settled the run) the task takes that status and
-   * the job is left alone, as task-reports.ts's imposedStatus decides. One
-   * round trip under the run's lock instead of two.
-   */
-  imposeFromJob = false,
 ): Promise<FinishedTask> {
   const none = { job: null, counts: null, anyActiveHook: null };
-  if (imposeFromJob && !isPostgres(tx)) throw new Error('imposeFromJob is for PostgreSQL');
   if (!isPostgres(tx)) {
     // A statement costs no round trip here: one each.
     if (!(await finishTask(tx, taskId, status, now))) return { finished: false, ...none };
@@ -331,7 +319,7 @@ export async function finishTaskAndJob(
     const counts = countRun === null ? null : await countJobStatusesOfRun(tx, countRun);
     return { finished: true, job, counts, anyActiveHook };
   }
-  const shape = `${imposeFromJob ? 1 : 0}${closeSteps ? 1 : 0}${jobId === null ? 0 : 1}${countRun === null ? 0 : 1}${hooksOf === null ? 0 : 1}`;
+  const shape = `${closeSteps ? 1 : 0}${jobId === null ? 0 : 1}${countRun === null ? 0 : 1}${hooksOf === null ? 0 : 1}`;
   const { rows } = await FINISH_POSTGRES.execute(
     tx,
     [taskId, jobId, status, now, countRun, hooksOf?.repoId, hooksOf?.ownerId],
@@ -342,74 +330,94 @@ export async function finishTaskAndJob(
     old_status: oldStatus,
     run_counts: runCounts,
     any_active_hook: anyActiveHook,
-    task_status: taskStatus,
     ...row
   } = rows[0] as FinishRow;
-  const statusOf = imposeFromJob
-    ? { status: taskStatus === null || taskStatus === undefined ? null : (Number(taskStatus) as ActionStatusValue) }
-    : {};
-  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, ...none, ...statusOf };
+  if (row.id === undefined || row.id === null) return { finished: Number(finished) > 0, ...none };
   const job = jobFromRow(row as Selectable<ActionRunJobTable>);
   let counts: JobStatusCount[] | null = null;
   if (runCounts !== undefined && oldStatus !== undefined) {
-    counts = runCounts.map(([s, held, n]) => ({ status: s, concurrencyHeld: held === 1, count: Number(n) }));
-    const move = (from: ActionStatusValue, delta: number) => {
-      const entry = counts?.find((c) => c.status === from && c.concurrencyHeld === job.concurrencyHeld);
-      if (entry !== undefined) entry.count += delta;
-      else counts?.push({ status: from, concurrencyHeld: job.concurrencyHeld, count: delta });
-    };
-    move(oldStatus, -1);
-    move(job.status, 1);
+    counts = countsFromJson(runCounts);
+    addToCounts(counts, oldStatus, job.concurrencyHeld, -1);
+    addToCounts(counts, job.status, job.concurrencyHeld, 1);
     counts = counts.filter((c) => c.count > 0);
   }
-  return { finished: true, job, counts, anyActiveHook: anyActiveHook ?? null, ...statusOf };
+  return { finished: true, job, counts, anyActiveHook: anyActiveHook ?? null };
+}
+
+type CountsJson = Array<[ActionStatusValue, number, number | string]>;
+
+function countsFromJson(json: CountsJson): JobStatusCount[] {
+  return json.map(([s, held, n]) => ({ status: s, concurrencyHeld: held === 1, count: Number(n) }));
+}
+
+function addToCounts(counts: JobStatusCount[], status: ActionStatusValue, held: boolean, delta: number): void {
+  const entry = counts.find((c) => c.status === status && c.concurrencyHeld === held);
+  if (entry !== undefined) entry.count += delta;
+  else counts.push({ status, concurrencyHeld: held, count: delta });
+}
+
+const done = sql.join(DONE);
+
+/** The task's update in a CTE named `task`: only an unfinished task, and `gate` (empty or `and …`) holding. */
+function finishTaskCte(
+  taskId: number,
+  status: ActionStatusValue | RawBuilder<unknown>,
+  now: number,
+  gate: RawBuilder<unknown>,
+): RawBuilder<unknown> {
+  return sql`update action_task
+      set status = ${status}, stopped = ${now}, updated = ${now},
+          started = case when started = 0 then ${now} else started end
+      where id = ${taskId} and status not in (${done}) ${gate}
+      returning id, status`;
+}
+
+/** The task's unfinished steps end with its status, once the `task` CTE finished it. */
+function closeStepsCte(now: number): RawBuilder<unknown> {
+  return sql`update action_task_step
+        set status = (select status from task), stopped = ${now}, updated = ${now},
+            started = case when started = 0 then ${now} else started end
+        where task_id in (select id from task) and status not in (${done})`;
+}
+
+/** The job's update in a CTE: only once the `task` CTE finished the task, and `gate` (empty or `and …`) holding. */
+function finishJobCte(
+  taskId: number,
+  jobId: number,
+  status: ActionStatusValue,
+  now: number,
+  gate: RawBuilder<unknown>,
+): RawBuilder<unknown> {
+  return sql`update action_run_job set status = ${status}, stopped = ${now}, updated = ${now}
+          where id = ${jobId} and task_id = ${taskId} and status not in (${done}) and exists (select 1 from task) ${gate}
+          returning *`;
+}
+
+/** Whether the repository or its owner has an active webhook, as a column. */
+function hooksExist(repoId: number, ownerId: number): RawBuilder<unknown> {
+  return sql`, exists (select 1 from webhook as w where w.is_active = 1
+          and ((w.owner_id = 0 and w.repo_id = ${repoId}) or (w.owner_id = ${ownerId} and w.repo_id = 0)))
+          as any_active_hook`;
 }
 
 /**
- * finishTaskAndJob's one statement on PostgreSQL. Arguments: 0 task id, 1 job
+ * finishTaskAndJob's one statement on PostgreSQL (the helpers above take
+ * argument slots). Arguments: 0 task id, 1 job
  * id, 2 status, 3 now, 4 the run to count, 5 and 6 the repository and owner
- * whose hooks are looked for; its shape: imposeFromJob, closeSteps, a job, a
- * run to count, hooks to look for (1 or 0 each).
+ * whose hooks are looked for; its shape: closeSteps, a job, a run to count,
+ * hooks to look for (1 or 0 each).
  */
 const FINISH_POSTGRES = compiledStatement((_db, arg, shape) => {
-  const imposeFromJob = shape[0] === '1';
-  const closeSteps = shape[1] === '1';
-  const hasJob = shape[2] === '1';
-  const countsRun = shape[3] === '1';
-  const readsHooks = shape[4] === '1';
+  const closeSteps = shape[0] === '1';
+  const hasJob = shape[1] === '1';
+  const countsRun = shape[2] === '1';
+  const readsHooks = shape[3] === '1';
   const taskId = arg<number>(0);
   const jobId = arg<number>(1);
   const status = arg<ActionStatusValue>(2);
   const now = arg<number>(3);
   const countRun = arg<number>(4);
-  const done = sql.join(DONE);
-  // The task's job as it now is: what it imposes, if anything, and the task's status before this statement.
-  const current = imposeFromJob
-    ? sql`reported as (
-        select t.status as was, j.id as job_id,
-          case when j.id is null or j.task_id <> t.id then ${ActionStatus.cancelled}
-               when j.status in (${done}) then j.status end as imposed
-        from action_task as t left join action_run_job as j on j.id = t.job_id
-        where t.id = ${taskId}
-      ),`
-    : sql``;
-  const newStatus = imposeFromJob ? sql`coalesce((select imposed from reported), ${status})` : sql`${status}`;
-  const steps = closeSteps
-    ? sql`, steps as (
-        update action_task_step
-        set status = (select status from task), stopped = ${now}, updated = ${now},
-            started = case when started = 0 then ${now} else started end
-        where task_id in (select id from task) and status not in (${done})
-      )`
-    : sql``;
-  const finishJob = !hasJob
-    ? sql`, job as (select * from action_run_job where false)`
-    : sql`, job as (
-          update action_run_job set status = ${status}, stopped = ${now}, updated = ${now}
-          where id = ${jobId} and task_id = ${taskId} and status not in (${done}) and exists (select 1 from task)
-            ${imposeFromJob ? sql`and exists (select 1 from reported where imposed is null)` : sql``}
-          returning *
-        )`;
+  const job = hasJob ? finishJobCte(taskId, jobId, status, now, sql``) : sql`select * from action_run_job where false`;
   const counted =
     !hasJob || !countsRun
       ? sql``
@@ -417,33 +425,133 @@ const FINISH_POSTGRES = compiledStatement((_db, arg, shape) => {
           (select coalesce(json_agg(json_build_array(c.status, c.concurrency_held, c.n)), '[]')
            from (select status, concurrency_held, count(*) as n from action_run_job
                  where run_id = ${countRun} group by status, concurrency_held) as c) as run_counts`;
-  const hooks =
-    !hasJob || !readsHooks
-      ? sql``
-      : sql`, exists (select 1 from webhook as w where w.is_active = 1
-          and ((w.owner_id = 0 and w.repo_id = ${arg<number>(5)}) or (w.owner_id = ${arg<number>(6)} and w.repo_id = 0)))
-          as any_active_hook`;
-  const statusOut = imposeFromJob
-    ? sql`, coalesce((select status from task), (select was from reported)) as task_status`
-    : sql``;
+  const hooks = hasJob && readsHooks ? hooksExist(arg<number>(5), arg<number>(6)) : sql``;
   return sql<FinishRow>`
-    with ${current} task as (
-      update action_task
-      set status = ${newStatus}, stopped = ${now}, updated = ${now},
-          started = case when started = 0 then ${now} else started end
-      where id = ${taskId} and status not in (${done})
-      returning id, status
-    )${steps}${finishJob}
-    select job.*, (select count(*) from task) as task_finished${counted}${hooks}${statusOut}
+    with task as (${finishTaskCte(taskId, status, now, sql``)})${closeSteps ? sql`, steps as (${closeStepsCte(now)})` : sql``},
+    job as (${job})
+    select job.*, (select count(*) from task) as task_finished${counted}${hooks}
     from (select 1) as one left join job on true`;
 });
 
 type FinishRow = Partial<Selectable<ActionRunJobTable>> & {
   task_finished: number | string;
   old_status?: ActionStatusValue;
-  run_counts?: Array<[ActionStatusValue, number, number | string]>;
+  run_counts?: CountsJson;
   any_active_hook?: boolean;
-  task_status?: ActionStatusValue | null;
+};
+
+/** What finishReportLockingRun did: as FinishedTask, with the run as locked. */
+export interface FinishedLockingRun extends FinishedTask {
+  /** The run as the statement locked it, after whoever held it before. */
+  run: ActionRun;
+  /** The status the task was finished with, else the one it was done with already (null: no task). */
+  status: ActionStatusValue | null;
+}
+
+/**
+ * A runner's final report on PostgreSQL, in one statement that takes the
+ * locks in the order every writer of a run's jobs takes (run-progress.ts):
+ * the run's row first (FOR UPDATE), then the task and its job, read again as
+ * they are once the lock is held. When the job imposes a status (it is gone,
+ * another task's, or done: cancelled server-side, and whoever did settled the
+ * run) the task takes that status and the job is left alone, as
+ * task-reports.ts's imposedStatus decides; otherwise both get `status`.
+ * With `countRun` the run's other jobs are counted by status as committed
+ * once the lock is held (action_run_job_counts_now: this statement's own
+ * snapshot predates its wait for the lock) and the finished job is added as
+ * it now is. So the run's lock is held for the rest of this statement and
+ * the commit, not for a round trip to Gantry and back before it as well.
+ * Null when the run is gone (nothing was done). A run with job groups: the
+ * caller takes the group lock first (RunProgress.lockJobGroupsBeforeRun).
+ */
+export async function finishReportLockingRun(
+  tx: Tx,
+  taskId: number,
+  jobId: number,
+  runId: number,
+  status: ActionStatusValue,
+  now: number,
+  closeSteps: boolean,
+  countRun: boolean,
+  hooksOf: { repoId: number; ownerId: number },
+): Promise<FinishedLockingRun | null> {
+  const shape = `${closeSteps ? 1 : 0}${countRun ? 1 : 0}`;
+  const { rows } = await FINISH_LOCKING_RUN.execute(
+    tx,
+    [taskId, jobId, runId, status, now, hooksOf.repoId, hooksOf.ownerId],
+    shape,
+  );
+  const {
+    task_finished: finished,
+    run_counts: runCounts,
+    any_active_hook: anyActiveHook,
+    task_status: taskStatus,
+    locked_run: lockedRun,
+    ...row
+  } = rows[0] as LockingRow;
+  if (lockedRun === null) return null;
+  const run = runFromRow(lockedRun);
+  const status_ = taskStatus === null ? null : (Number(taskStatus) as ActionStatusValue);
+  if (row.id === undefined || row.id === null)
+    return { finished: Number(finished) > 0, job: null, counts: null, anyActiveHook: null, run, status: status_ };
+  const job = jobFromRow(row as Selectable<ActionRunJobTable>);
+  let counts: JobStatusCount[] | null = null;
+  if (runCounts !== undefined && runCounts !== null) {
+    counts = countsFromJson(runCounts);
+    addToCounts(counts, job.status, job.concurrencyHeld, 1);
+  }
+  return { finished: true, job, counts, anyActiveHook: anyActiveHook ?? null, run, status: status_ };
+}
+
+/**
+ * finishReportLockingRun's statement. Arguments: 0 task id, 1 job id, 2 run
+ * id, 3 status, 4 now, 5 and 6 the repository and owner whose hooks are
+ * looked for; its shape: closeSteps, count the run (1 or 0 each). Every part
+ * is gated on `locked` (an uncorrelated EXISTS: a one-time filter evaluated
+ * before any row is read), so the run's row is locked before the task's and
+ * the job's.
+ */
+const FINISH_LOCKING_RUN = compiledStatement((_db, arg, shape) => {
+  const closeSteps = shape[0] === '1';
+  const countRun = shape[1] === '1';
+  const taskId = arg<number>(0);
+  const jobId = arg<number>(1);
+  const runId = arg<number>(2);
+  const status = arg<ActionStatusValue>(3);
+  const now = arg<number>(4);
+  const locked = sql`and exists (select 1 from locked)`;
+  // Rows read FOR UPDATE are returned as they are now, not as this statement's snapshot shows them.
+  const current = sql`locked as (select * from action_run where id = ${runId} for update),
+    task_now as (select id, status from action_task where id = ${taskId} ${locked} for update),
+    job_now as (select id, task_id, status from action_run_job where id = ${jobId} ${locked} for update),
+    reported as (
+      select t.status as was,
+        case when j.id is null or j.task_id <> t.id then ${ActionStatus.cancelled}
+             when j.status in (${done}) then j.status end as imposed
+      from task_now as t left join job_now as j on true
+    )`;
+  const newStatus = sql`coalesce((select imposed from reported), ${status})`;
+  const task = finishTaskCte(taskId, newStatus, now, sql`and exists (select 1 from reported)`);
+  const job = finishJobCte(taskId, jobId, status, now, sql`and exists (select 1 from reported where imposed is null)`);
+  const counted = countRun
+    ? sql`, case when job.id is null then null else action_run_job_counts_now(${runId}, ${jobId}) end as run_counts`
+    : sql``;
+  return sql<LockingRow>`
+    with ${current},
+    task as (${task})${closeSteps ? sql`, steps as (${closeStepsCte(now)})` : sql``},
+    job as (${job})
+    select job.*, (select count(*) from task) as task_finished${counted}${hooksExist(arg<number>(5), arg<number>(6))},
+      coalesce((select status from task), (select was from reported)) as task_status,
+      (select row_to_json(l) from locked as l) as locked_run
+    from (select 1) as one left join job on true`;
+});
+
+type LockingRow = Partial<Selectable<ActionRunJobTable>> & {
+  task_finished: number | string;
+  run_counts?: CountsJson | null;
+  any_active_hook?: boolean;
+  task_status: ActionStatusValue | null;
+  locked_run: Selectable<ActionRunTable> | null;
 };
 
 export interface TaskStep {

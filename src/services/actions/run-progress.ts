@@ -31,6 +31,7 @@ import type {
   JobStatusRow,
   RunStatusChange,
 } from '../../models/action-runs.ts';
+import { isPostgres, RunAgainError } from '../../models/database.ts';
 import type { Db, Tx } from '../../models/database.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { ClaimedRunLook } from '../../models/task-claims.ts';
@@ -107,8 +108,13 @@ export class RunProgress {
     const run = await findRunSharedForClaim(tx, runId);
     if (run === null) return null;
     if (!claimOnlyRecords(run)) {
-      // Moved between the look and the lock (its last running job ended): rare, and settle's lock may then
-      // deadlock with another claim's shared one, which PostgreSQL breaks and the claim retries.
+      // Moved between the look and the lock (its last running job ended, so it shows waiting): the
+      // claims in flight in the run all hold the shared lock then, and each upgrading it to settle's
+      // would wait for the others: a deadlock PostgreSQL broke after a second, one claim at a time
+      // (a swarm of 100 runners stalled for 8 s). The claim runs again instead (runner-protocol.ts
+      // retries it), and its new look takes settle's lock at once. SQLite: the claim holds the
+      // database's write lock since its look, so the run cannot have moved.
+      if (isPostgres(tx)) throw new RunAgainError('the run moved between the claim and its lock');
       return (await this.settle(tx, runId, ids)) ?? null;
     }
     if (claimed.length > 0)
@@ -141,8 +147,17 @@ export class RunProgress {
    * its id, repository and job-groups flag are used, and those never change.
    */
   async lockRunForSettle(tx: Tx, ref: Pick<ActionRun, 'id' | 'repoId' | 'jobConcurrency'>): Promise<ActionRun | null> {
-    await lockJobGroupsFirst(tx, ref);
+    await this.lockJobGroupsBeforeRun(tx, ref);
     return findRunForUpdate(tx, ref.id);
+  }
+
+  /**
+   * What lockRunForSettle takes before the run's row: the run's job-group
+   * lock when it has job groups (nothing otherwise), for a caller that then
+   * locks the row itself (task-reports.ts's finishReportLockingRun).
+   */
+  async lockJobGroupsBeforeRun(tx: Tx, ref: Pick<ActionRun, 'id' | 'repoId' | 'jobConcurrency'>): Promise<void> {
+    await lockJobGroupsFirst(tx, ref);
   }
 
   /**

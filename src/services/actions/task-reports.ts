@@ -19,6 +19,7 @@ import {
   deleteEphemeralRunner,
   findReportedTask,
   findReportedTaskWithJob,
+  finishReportLockingRun,
   finishTaskAndJob,
   insertTaskOutputs,
   listTaskOutputKeys,
@@ -208,19 +209,20 @@ export class TaskReportService {
       if (result !== ActionStatus.unknown || imposedStatus(task, job) !== null) {
         let run: ActionRun | null = null;
         if (job !== null) {
+          // PostgreSQL, a reported result: one statement locks the run, reads
+          // the task and its job again and finishes them (finishLocking).
+          if (isPostgres(tx) && result !== ActionStatus.unknown) {
+            const answered = await this.finishLocking(tx, task, job, result, steps, now, answer);
+            if (answered !== null) return answered;
+          }
           // Run first, then task, job, run again: the order every writer of a run's jobs takes.
           run = await this.runProgress.lockRunForSettle(tx, {
             id: job.runId,
             repoId: job.repoId,
             jobConcurrency: job.runJobConcurrency,
           });
-          // On PostgreSQL waiting for the locks may have let the task and its job
-          // change: a reported result is finished by one statement that reads
-          // them again itself (finishTaskAndJob's imposeFromJob), so the run's
-          // lock is held one round trip less; anything else reads them again.
+          // On PostgreSQL waiting for the locks may have let the task and its job change: read again.
           // On SQLite this transaction holds the database's write lock from its start (takeWriteLock).
-          if (isPostgres(tx) && result !== ActionStatus.unknown && run !== null)
-            return this.finishLocked(tx, run, task.id, job.id, result, steps, now, answer);
           if (isPostgres(tx)) {
             ({ task, job } = await this.ownTaskWithJob(tx, runner, state.id));
             if (isDone(task.status)) return answer(task.status);
@@ -258,36 +260,44 @@ export class TaskReportService {
   }
 
   /**
-   * UpdateTask's finish on PostgreSQL, under the run's lock (and its group's):
-   * the task and its job are read again, the task finished (with the status
-   * its job imposes, if any) and the job with it, and the run counted, in one
-   * statement; then the reported steps, and the run settled.
+   * UpdateTask's finish on PostgreSQL: after the run's job-group lock if it
+   * has job groups, one statement locks the run, reads the task and its job
+   * again, finishes the task (with the status its job imposes, if any) and
+   * the job with it, and counts the run's jobs as they are once locked
+   * (finishReportLockingRun); then the reported steps, and the run settled.
+   * Null when the run is gone: nothing was done.
    */
-  private async finishLocked(
+  private async finishLocking(
     tx: Tx,
-    run: ActionRun,
-    taskId: number,
-    jobId: number,
+    task: ReportedTask,
+    job: ReportedTaskJob,
     result: ActionStatusValue,
     steps: readonly CheckedStepReport[],
     now: number,
     answer: (status?: ActionStatusValue) => Promise<TaskStateAnswer>,
-  ): Promise<TaskStateAnswer> {
-    const finished = await finishTaskAndJob(
+  ): Promise<TaskStateAnswer | null> {
+    await this.runProgress.lockJobGroupsBeforeRun(tx, {
+      id: job.runId,
+      repoId: job.repoId,
+      jobConcurrency: job.runJobConcurrency,
+    });
+    const finished = await finishReportLockingRun(
       tx,
-      taskId,
-      jobId,
+      task.id,
+      job.id,
+      job.runId,
       result,
       now,
       steps.length === 0,
-      run.jobConcurrency ? null : run.id,
-      { repoId: run.repoId, ownerId: run.ownerId },
-      true,
+      // The run's jobs are counted with the finish only for a run settle would count (no job groups).
+      !job.runJobConcurrency,
+      { repoId: task.repoId, ownerId: task.ownerId },
     );
-    if (finished.status === null || finished.status === undefined) throw AppError.notFoundMessage('task not found');
+    if (finished === null) return null;
+    if (finished.status === null) throw AppError.notFoundMessage('task not found');
     // Done already (by another report, a cancel or the zombie sweep): the server's view.
     if (!finished.finished) return answer(finished.status);
-    await this.afterFinish(tx, taskId, finished.status, steps, now, finished, run);
+    await this.afterFinish(tx, task.id, finished.status, steps, now, finished, finished.run);
     return answer(finished.status);
   }
 

@@ -2,6 +2,7 @@
 // `action_variable`: same columns, same unique (owner_id, repo_id, name) index.
 import type { CompiledQuery, Selectable } from 'kysely';
 import type { ScopeColumns } from '../modules/scope.ts';
+import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ScopedValueTable } from './tables.ts';
@@ -102,16 +103,20 @@ export async function listScopedValuesForRepository(
   ownerId: number,
   repoId: number,
 ): Promise<ScopedValue[]> {
-  const rows = await db
-    .selectFrom(table(name))
+  const rows = await FOR_REPOSITORY.execute(db, [ownerId, repoId], name);
+  return rows.rows.map(scopedValueFromRow);
+}
+
+/** The table's name is the shape (0 owner id, 1 repository id): compiled once per table and dialect. */
+const FOR_REPOSITORY = compiledStatement((db, arg, shape) =>
+  db
+    .selectFrom(table(shape as ScopedValueTableName))
     .selectAll()
     .where((eb) =>
       eb.or([
-        eb.and([eb('owner_id', '=', ownerId), eb('repo_id', '=', 0)]),
-        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', repoId)]),
+        eb.and([eb('owner_id', '=', arg<number>(0)), eb('repo_id', '=', 0)]),
+        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', arg<number>(1))]),
       ]),
     )
-    .orderBy('id')
-    .execute();
-  return rows.map(scopedValueFromRow);
-}
+    .orderBy('id'),
+);

@@ -13,6 +13,7 @@ import type { ClaimedPayloadRefs } from '../../models/task-claims.ts';
 import { findPossibleUserById } from '../../models/users.ts';
 import type { RuntimeTokens } from './runtime-tokens.ts';
 import type { SecretService } from './secrets.ts';
+import { variablesOf } from './variables.ts';
 import type { VariableService } from './variables.ts';
 
 /** Forgejo's DEFAULT_ACTIONS_URL=github: `uses: actions/checkout` resolves on github.com. */
@@ -100,9 +101,12 @@ export class TaskPayloadBuilder {
     const actor = refs?.triggerUserName ?? (await findPossibleUserById(this.db, run.triggerUserId)).name;
     // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).
     const forkWithoutTarget = run.isForkPullRequest && run.triggerEvent !== 'pull_request_target';
+    // The claim's statement read the secrets and variables in its transaction (refs); a recovered task reads them now.
     const secrets: Record<string, string> = forkWithoutTarget
       ? {}
-      : Object.fromEntries(await this.secrets.secretsForRepo(repo));
+      : Object.fromEntries(
+          refs === null ? await this.secrets.secretsForRepo(repo) : this.secrets.secretsOf(refs.secrets),
+        );
     for (const name of ['GITHUB_TOKEN', 'GITEA_TOKEN', 'FORGEJO_TOKEN']) secrets[name] = token;
     const context = this.githubContext(run, repo, job, actor, token);
     if (this.runtimeTokens !== null) {
@@ -117,7 +121,9 @@ export class TaskPayloadBuilder {
       workflowPayload: job.workflowPayload,
       context,
       secrets,
-      vars: Object.fromEntries(await this.variables.variablesForRepo(repo)),
+      vars: Object.fromEntries(
+        refs === null ? await this.variables.variablesForRepo(repo) : variablesOf(refs.variables),
+      ),
       needs: await this.needsOf(this.db, job),
     };
   }

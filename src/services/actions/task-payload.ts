@@ -61,6 +61,13 @@ function mergeOutputs(into: Record<string, string>, from: ReadonlyMap<string, st
   for (const [key, value] of from) if (value !== '' || !Object.hasOwn(into, key)) into[key] = value;
 }
 
+/** Freezes a parsed JSON value and everything in it. */
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null) return;
+  for (const item of Object.values(value)) deepFreeze(item);
+  Object.freeze(value);
+}
+
 /** How many runs' parsed event payloads a process keeps (eventOf): the runs whose jobs are being claimed. */
 const EVENTS_CACHED = 256;
 
@@ -194,7 +201,7 @@ export class TaskPayloadBuilder {
   /**
    * The run's event payload, parsed once for all its jobs (a run's payload
    * never changes; parsing it for each leg of a large matrix was a tenth of
-   * a payload's cost). Shared by the payloads of the run: nothing may change it.
+   * a payload's cost). Shared by the payloads of the run, and frozen: nothing can change it.
    */
   private eventOf(run: ActionRun): Readonly<Record<string, unknown>> {
     const cached = this.events.get(run.id);
@@ -207,6 +214,8 @@ export class TaskPayloadBuilder {
     } catch {
       // A payload that does not parse reads as an empty event.
     }
+    // Frozen through and through: shared by the run's payloads, and task-encoding.ts encodes a frozen value once.
+    deepFreeze(event);
     if (this.events.size >= EVENTS_CACHED) this.events.delete(this.events.keys().next().value as number);
     this.events.set(run.id, { payload: run.eventPayload, event });
     return event;

@@ -33,7 +33,13 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 const checkpoint = db.prepare('pragma wal_checkpoint(PASSIVE)');
-const timer = setInterval(() => checkpoint.get(), workerData.intervalMs);
+const timer = setInterval(() => {
+  try {
+    checkpoint.get();
+  } catch {
+    // Another connection is checkpointing (a CLI command's own): the next tick copies what is left.
+  }
+}, workerData.intervalMs);
 parentPort.on('message', () => {
   clearInterval(timer);
   db.close();

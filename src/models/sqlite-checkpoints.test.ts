@@ -44,3 +44,28 @@ test('the connection does not checkpoint; the thread does, so the log stays abou
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('under writes that never pause for the thread, the connection copies the rest itself and the log starts over', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gantry-checkpoints-'));
+  const file = path.join(dir, 'db.sqlite');
+  const db = new BetterSqlite3(file);
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
+  const checkpointer = checkpointOffThread(db, file);
+  try {
+    const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
+    const commits = 30_000;
+    // One page or more per commit; only a turn of the event loop between every 20 commits.
+    for (let i = 0; i < commits; i += 1) {
+      insert.run('y'.repeat(200));
+      if (i % 20 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    const { log } = (db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[])[0] as { log: number };
+    assert.ok(log < commits, `the log holds ${log} pages: it started over`);
+    assert.equal(db.prepare('SELECT count(*) FROM t').pluck().get(), commits);
+  } finally {
+    await checkpointer.stop();
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -189,10 +189,16 @@ export interface ClaimedPayloadRefs {
   repoName: string;
   /** Null when the trigger user has no row (the Actions user, or deleted): the payload resolves it. */
   triggerUserName: string | null;
-  /** The secrets a job of the repository sees, as stored (ciphertext): its owner's and its own, in id order. */
-  secrets: StoredScopedValue[];
+  /**
+   * The secrets a job of the repository sees, as stored (ciphertext): its
+   * owner's and its own, in id order. SQLite's claim reads them; null on
+   * PostgreSQL, whose payload reads them after the commit (with them in its
+   * claim statement, the bench's 100 runners stalled for seconds in every
+   * run, claims rolling back once per new run: not understood yet).
+   */
+  secrets: StoredScopedValue[] | null;
   /** The same for Actions variables. */
-  variables: StoredScopedValue[];
+  variables: StoredScopedValue[] | null;
 }
 
 /** A secret or variable row as the claim reads it: the owner's level has repoId 0, the repository's ownerId 0. */
@@ -212,9 +218,9 @@ type ClaimedRow = Selectable<ActionRunJobTable> & {
   repo_name: string | null;
   trigger_user_name: string | null;
   any_active_hook: number | boolean;
-  /** JSON arrays of [owner_id, repo_id, name, data], in id order (scopedValuesJson). */
-  secrets_json: string | null;
-  variables_json: string | null;
+  /** JSON arrays of [owner_id, repo_id, name, data], in id order (scopedValuesJson); SQLite only. */
+  secrets_json?: string | null;
+  variables_json?: string | null;
 };
 
 /**
@@ -226,13 +232,10 @@ type ClaimedRow = Selectable<ActionRunJobTable> & {
  * Forgejo's FetchTask reads them for each task (routers/api/actions/runner/utils.go).
  * `repoId` and `ownerId` are SQL expressions of the claimed job's row.
  */
-function scopedValuesJson(postgres: boolean, table: 'secret' | 'action_variable', repoId: string, ownerId: string) {
+function scopedValuesJson(table: 'secret' | 'action_variable', repoId: string, ownerId: string) {
   const where = sql.raw(`(v.owner_id = ${ownerId} and v.repo_id = 0) or (v.owner_id = 0 and v.repo_id = ${repoId})`);
-  return postgres
-    ? sql`(select coalesce(json_agg(json_build_array(v.owner_id, v.repo_id, v.name, v.data) order by v.id), '[]')::text
-        from ${sql.table(table)} as v where ${where})`
-    : sql`(select json_group_array(json_array(v.owner_id, v.repo_id, v.name, v.data) order by v.id)
-        from ${sql.table(table)} as v where ${where})`;
+  return sql`(select json_group_array(json_array(v.owner_id, v.repo_id, v.name, v.data) order by v.id)
+    from ${sql.table(table)} as v where ${where})`;
 }
 
 /**
@@ -334,9 +337,7 @@ const CLAIM_POSTGRES = compiledStatement((db, arg, shape) => {
       u.name as trigger_user_name,
       exists (select 1 from webhook as w where w.is_active = 1
         and ((w.owner_id = 0 and w.repo_id = job.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
-        as any_active_hook,
-      ${scopedValuesJson(true, 'secret', 'job.repo_id', 'repo.owner_id')} as secrets_json,
-      ${scopedValuesJson(true, 'action_variable', 'job.repo_id', 'repo.owner_id')} as variables_json
+        as any_active_hook
     from job join action_run as r on r.id = job.run_id
     left join repository as repo on repo.id = job.repo_id
     left join "user" as u on u.id = r.trigger_user_id`;
@@ -392,8 +393,8 @@ const CLAIM_SQLITE_JOB = compiledStatement((_db, arg) => {
         and ((w.owner_id = 0 and w.repo_id = action_run_job.repo_id)
           or (w.owner_id = (select r.owner_id from action_run as r where r.id = action_run_job.run_id)
             and w.repo_id = 0))) as any_active_hook,
-      ${scopedValuesJson(false, 'secret', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as secrets_json,
-      ${scopedValuesJson(false, 'action_variable', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as variables_json`;
+      ${scopedValuesJson('secret', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as secrets_json,
+      ${scopedValuesJson('action_variable', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as variables_json`;
 });
 
 function claimedFromRow(row: ClaimedRow): ClaimedJob {
@@ -418,8 +419,9 @@ function claimedFromRow(row: ClaimedRow): ClaimedJob {
   };
 }
 
-/** scopedValuesJson's array as rows (none when the repository is gone). */
-function storedValues(json: string | null): StoredScopedValue[] {
+/** scopedValuesJson's array as rows (none when the repository is gone); null when the claim did not read them. */
+function storedValues(json: string | null | undefined): StoredScopedValue[] | null {
+  if (json === undefined) return null;
   if (json === null) return [];
   const rows = JSON.parse(json) as [number, number, string, string][];
   return rows.map(([ownerId, repoId, name, data]) => ({

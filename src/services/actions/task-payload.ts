@@ -108,11 +108,11 @@ export class TaskPayloadBuilder {
     const actor = refs?.triggerUserName ?? (await findPossibleUserById(this.db, run.triggerUserId)).name;
     // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).
     const forkWithoutTarget = run.isForkPullRequest && run.triggerEvent !== 'pull_request_target';
-    // The claim's statement read the secrets and variables in its transaction (refs); a recovered task reads them now.
+    // SQLite's claim statement read the secrets and variables in its transaction (refs); otherwise they are read now.
     const secrets: Record<string, string> = forkWithoutTarget
       ? {}
       : Object.fromEntries(
-          refs === null ? await this.secrets.secretsForRepo(repo) : this.secrets.secretsOf(refs.secrets),
+          refs?.secrets == null ? await this.secrets.secretsForRepo(repo) : this.secrets.secretsOf(refs.secrets),
         );
     for (const name of ['GITHUB_TOKEN', 'GITEA_TOKEN', 'FORGEJO_TOKEN']) secrets[name] = token;
     const context = this.githubContext(run, repo, job, actor, token);
@@ -129,7 +129,7 @@ export class TaskPayloadBuilder {
       context,
       secrets,
       vars: Object.fromEntries(
-        refs === null ? await this.variables.variablesForRepo(repo) : variablesOf(refs.variables),
+        refs?.variables == null ? await this.variables.variablesForRepo(repo) : variablesOf(refs.variables),
       ),
       needs: await this.needsOf(this.db, job),
     };

@@ -100,6 +100,8 @@ export interface CreateDepsOptions {
   logger?: Logger;
   /** Run pending migrations first (the server does; `gantry migrate` does it explicitly). */
   migrate?: boolean;
+  /** SQLite: checkpoint on a thread of its own (the server does; database.ts). */
+  checkpointThread?: boolean;
 }
 
 /**
@@ -126,6 +128,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     dataDir: config.dataDir,
     maxConnections: config.databaseMaxConnections,
     preparedStatements: config.databasePreparedStatements,
+    checkpointThread: options.checkpointThread === true,
     onConnectionError: (error) => logger.warn({ err: error }, 'database connection dropped; the pool reconnects'),
   });
   try {

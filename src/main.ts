@@ -20,7 +20,7 @@ export interface RunningServer {
 export async function startServer(config: Config, options: CreateDepsOptions = {}): Promise<RunningServer> {
   // Before anything is created: the data folder, the database and what git writes are owner-only.
   restrictUmask();
-  const deps = await createDeps(config, options);
+  const deps = await createDeps(config, { checkpointThread: true, ...options });
   let app: FastifyInstance;
   try {
     app = await buildApp(deps);

@@ -11,6 +11,7 @@ import { MIGRATIONS } from '../migrations/index.ts';
 import { wantsArrayRows } from './array-rows.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../modules/private-files.ts';
 import { DEFAULT_PREPARED_PER_CONNECTION, isChangedResultType, preparingPool } from './pg-prepared.ts';
+import { checkpointOffThread } from './sqlite-checkpoints.ts';
 import type { Database } from './tables.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -34,6 +35,8 @@ export interface OpenDatabaseOptions {
   maxConnections?: number;
   /** Statements each PostgreSQL connection prepares at most (0: none; pg-prepared.ts). */
   preparedStatements?: number;
+  /** SQLite: checkpoint the write-ahead log on a thread of its own (the server; sqlite-checkpoints.ts). */
+  checkpointThread?: boolean;
   /** Told when PostgreSQL drops an idle connection (the pool replaces it). */
   onConnectionError?: (error: Error) => void;
 }
@@ -102,8 +105,13 @@ export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  const checkpointer = options.checkpointThread === true ? checkpointOffThread(sqlite, sqlitePath) : null;
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  return { db, dialect: 'sqlite', sqlitePath, destroy: () => db.destroy() };
+  const destroy = async (): Promise<void> => {
+    await checkpointer?.stop();
+    await db.destroy();
+  };
+  return { db, dialect: 'sqlite', sqlitePath, destroy };
 }
 
 // Kysely prepares every query anew; better-sqlite3 statements are reusable, and

@@ -50,7 +50,12 @@ export class GroupedWrites {
   private draining = false;
   private scheduled = false;
 
-  constructor(private readonly db: Db) {}
+  /** Whether run() starts its work in a later turn of the event loop, after pending I/O events (SQLite). */
+  readonly deferred: boolean;
+
+  constructor(private readonly db: Db) {
+    this.deferred = !isPostgres(db);
+  }
 
   /** Runs `work` in a transaction, shared on SQLite with the units submitted meanwhile. */
   run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {

@@ -3,7 +3,7 @@
 import type { Selectable } from 'kysely';
 import type { ScopeColumns } from '../modules/scope.ts';
 import { columnsOf, valuesOf } from './array-rows.ts';
-import { compiledArrayStatement } from './compiled-statements.ts';
+import { compiledArrayStatement, compiledStatement } from './compiled-statements.ts';
 import type { Queryable } from './database.ts';
 import type { ScopedValueTable } from './tables.ts';
 
@@ -118,16 +118,20 @@ export async function listScopedValuesForRepository(
   ownerId: number,
   repoId: number,
 ): Promise<ScopedValue[]> {
-  const rows = await db
-    .selectFrom(table(name))
+  const rows = await FOR_REPOSITORY.execute(db, [ownerId, repoId], name);
+  return rows.rows.map(scopedValueFromRow);
+}
+
+/** The table's name is the shape (0 owner id, 1 repository id): compiled once per table and dialect. */
+const FOR_REPOSITORY = compiledStatement((db, arg, shape) =>
+  db
+    .selectFrom(table(shape as ScopedValueTableName))
     .selectAll()
     .where((eb) =>
       eb.or([
-        eb.and([eb('owner_id', '=', ownerId), eb('repo_id', '=', 0)]),
-        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', repoId)]),
+        eb.and([eb('owner_id', '=', arg<number>(0)), eb('repo_id', '=', 0)]),
+        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', arg<number>(1))]),
       ]),
     )
-    .orderBy('id')
-    .execute();
-  return rows.map(scopedValueFromRow);
-}
+    .orderBy('id'),
+);

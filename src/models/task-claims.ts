@@ -189,6 +189,25 @@ export interface ClaimedPayloadRefs {
   repoName: string;
   /** Null when the trigger user has no row (the Actions user, or deleted): the payload resolves it. */
   triggerUserName: string | null;
+  /**
+   * The secrets a job of the repository sees, as stored (ciphertext): its
+   * owner's and its own, in id order. SQLite's claim reads them; null on
+   * PostgreSQL, whose payload reads them after the commit (with them in its
+   * claim statement, the bench's 100 runners stalled for seconds in every
+   * run, claims rolling back once per new run: not understood yet).
+   */
+  secrets: StoredScopedValue[] | null;
+  /** The same for Actions variables. */
+  variables: StoredScopedValue[] | null;
+}
+
+/** A secret or variable row as the claim reads it: the owner's level has repoId 0, the repository's ownerId 0. */
+export interface StoredScopedValue {
+  ownerId: number;
+  repoId: number;
+  name: string;
+  /** Ciphertext for a secret, the value for a variable. */
+  data: string;
 }
 
 type ClaimedRow = Selectable<ActionRunJobTable> & {
@@ -199,7 +218,25 @@ type ClaimedRow = Selectable<ActionRunJobTable> & {
   repo_name: string | null;
   trigger_user_name: string | null;
   any_active_hook: number | boolean;
+  /** JSON arrays of [owner_id, repo_id, name, data], in id order (scopedValuesJson); SQLite only. */
+  secrets_json?: string | null;
+  variables_json?: string | null;
 };
+
+/**
+ * The rows of `table` (secret or action_variable) a job of the repository
+ * sees, its owner's and its own, as one JSON array of [owner_id, repo_id,
+ * name, data] in id order: the claim's statement returns them, so the
+ * payload needs no statement of its own for them. Read in the claim's
+ * transaction, so a value changed before the claim is seen by it, as
+ * Forgejo's FetchTask reads them for each task (routers/api/actions/runner/utils.go).
+ * `repoId` and `ownerId` are SQL expressions of the claimed job's row.
+ */
+function scopedValuesJson(table: 'secret' | 'action_variable', repoId: string, ownerId: string) {
+  const where = sql.raw(`(v.owner_id = ${ownerId} and v.repo_id = 0) or (v.owner_id = 0 and v.repo_id = ${repoId})`);
+  return sql`(select json_group_array(json_array(v.owner_id, v.repo_id, v.name, v.data) order by v.id)
+    from ${sql.table(table)} as v where ${where})`;
+}
 
 /**
  * Claims the oldest job findFirstClaimable would pick for the runner: the
@@ -333,6 +370,9 @@ const CLAIM_SQLITE_TASK = compiledStatement((db, arg, shape) => {
     returning id, job_id`;
 });
 
+/** The claimed job's repository's owner, in SQLite's RETURNING clause. */
+const REPO_OWNER_SQLITE = '(select repo.owner_id from repository as repo where repo.id = action_run_job.repo_id)';
+
 /** SQLite's claim, second statement: the job, if still waiting and unassigned (0 task id, 1 now, 2 job id). */
 const CLAIM_SQLITE_JOB = compiledStatement((_db, arg) => {
   const now = arg<number>(1);
@@ -352,7 +392,9 @@ const CLAIM_SQLITE_JOB = compiledStatement((_db, arg) => {
       exists (select 1 from webhook as w where w.is_active = 1
         and ((w.owner_id = 0 and w.repo_id = action_run_job.repo_id)
           or (w.owner_id = (select r.owner_id from action_run as r where r.id = action_run_job.run_id)
-            and w.repo_id = 0))) as any_active_hook`;
+            and w.repo_id = 0))) as any_active_hook,
+      ${scopedValuesJson('secret', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as secrets_json,
+      ${scopedValuesJson('action_variable', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as variables_json`;
 });
 
 function claimedFromRow(row: ClaimedRow): ClaimedJob {
@@ -365,9 +407,29 @@ function claimedFromRow(row: ClaimedRow): ClaimedJob {
     refs:
       repoOwnerId === null || repoOwnerName === null || repoName === null
         ? null
-        : { repoOwnerId: Number(repoOwnerId), repoOwnerName, repoName, triggerUserName: row.trigger_user_name },
+        : {
+            repoOwnerId: Number(repoOwnerId),
+            repoOwnerName,
+            repoName,
+            triggerUserName: row.trigger_user_name,
+            secrets: storedValues(row.secrets_json),
+            variables: storedValues(row.variables_json),
+          },
     anyActiveHook: row.any_active_hook === true || Number(row.any_active_hook) === 1,
   };
+}
+
+/** scopedValuesJson's array as rows (none when the repository is gone); null when the claim did not read them. */
+function storedValues(json: string | null | undefined): StoredScopedValue[] | null {
+  if (json === undefined) return null;
+  if (json === null) return [];
+  const rows = JSON.parse(json) as [number, number, string, string][];
+  return rows.map(([ownerId, repoId, name, data]) => ({
+    ownerId: Number(ownerId),
+    repoId: Number(repoId),
+    name,
+    data,
+  }));
 }
 
 /** One row per step of the job, in order, all waiting. */

@@ -185,6 +185,7 @@ for (const dialect of testDialects()) {
           '.forgejo/workflows/key.yml': singleJob('keyed'),
           '.forgejo/workflows/eph.yml': twoJobs('eph'),
           '.forgejo/workflows/single.yml': twoJobs('single'),
+          '.forgejo/workflows/fresh.yml': twoJobs('fresh'),
           '.forgejo/workflows/swarm.yml': matrix('swarm', 250, 2),
           '.forgejo/workflows/swarm500.yml': matrix('swarm500', 100),
         },
@@ -359,6 +360,38 @@ for (const dialect of testDialects()) {
       assert.ok(res.task, 'the job created during the wait is handed out');
       assert.ok(Date.now() - started < 3500);
       assert.notEqual(res.tasksVersion, idle.tasksVersion);
+    });
+
+    test('secrets and variables changed between two claims of one run reach the second task', async () => {
+      await dispatch('fresh.yml');
+      const client = await registerRunner(s.url, repoToken, { labels: ['fresh'] });
+      const first = await client.runner.fetchTask({ tasksVersion: 0n });
+      assert.ok(first.task, 'the first job');
+      const before = decodeTask(first.task);
+      assert.equal(before.secrets.SHARED, 'from-repo');
+      assert.equal(before.vars.SHARED_VAR, 'repo');
+      await services().secrets.createOrUpdate(repoScope(app), 'SHARED', 'changed-between-claims');
+      await services().secrets.createOrUpdate(repoScope(app), 'FRESH_ONLY', 'new-secret');
+      await services().variables.update(repoScope(app), 'SHARED_VAR', { value: 'changed-var' });
+      await services().variables.create(userScope(alice.user), 'FRESH_VAR', 'new-var');
+      try {
+        const second = await client.runner.fetchTask({ tasksVersion: 0n });
+        assert.ok(second.task, 'the second job of the same run');
+        const after = decodeTask(second.task);
+        assert.equal(after.context.run_id, before.context.run_id);
+        assert.equal(after.secrets.SHARED, 'changed-between-claims');
+        assert.equal(after.secrets.FRESH_ONLY, 'new-secret');
+        assert.equal(after.secrets.OWNER_ONLY, 'owner-secret');
+        assert.equal(after.vars.SHARED_VAR, 'changed-var');
+        assert.equal(after.vars.FRESH_VAR, 'new-var');
+        assert.equal(after.vars.OWNER_VAR, 'o');
+      } finally {
+        // The other tests expect the values of `before`.
+        await services().secrets.createOrUpdate(repoScope(app), 'SHARED', 'from-repo');
+        await services().secrets.delete(repoScope(app), 'FRESH_ONLY');
+        await services().variables.update(repoScope(app), 'SHARED_VAR', { value: 'repo' });
+        await services().variables.delete(userScope(alice.user), 'FRESH_VAR');
+      }
     });
 
     test('the task: one job, github context, secrets and vars with repository precedence, a fresh token', async () => {

@@ -81,6 +81,29 @@ describe('encodeFetchTaskResponse', () => {
     }
   });
 
+  test("a frozen object in the context (a run's event, shared by its jobs) encodes as toBinary writes it, every time", () => {
+    const freeze = (value: unknown): void => {
+      if (typeof value !== 'object' || value === null) return;
+      for (const item of Object.values(value)) freeze(item);
+      Object.freeze(value);
+    };
+    const event = structuredClone(CONTEXT.event) as JsonObject;
+    freeze(event);
+    const small = Object.freeze({ a: 'b' });
+    const contexts: JsonObject[] = [
+      { token: 'first', event, event_name: 'push' },
+      { token: 'second, longer', event, event_name: 'push', small },
+      // The same objects under other keys, and next to other values.
+      { renamed: event, event: small, long: 'y'.repeat(300) },
+      { event },
+    ];
+    for (const [i, context] of contexts.entries()) {
+      const task = taskOf({ id: BigInt(i + 1), context, secrets: { S: String(i) } });
+      const answer = { task, additionalTasks: [task], tasksVersion: 9n };
+      assert.deepEqual(Buffer.from(encodeFetchTaskResponse(answer)), Buffer.from(expected(answer)), `context ${i}`);
+    }
+  });
+
   test('a context with a value JSON cannot hold is left to toBinary', () => {
     const task = taskOf({ id: 3n, context: { fine: 'yes' } });
     (task.context as Record<string, unknown>).odd = undefined;

@@ -127,6 +127,18 @@ class Writer {
     this.pos = end;
   }
 
+  /** Bytes written before, as they are (a whole field). */
+  raw(bytes: Uint8Array): void {
+    this.ensure(bytes.byteLength);
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.byteLength;
+  }
+
+  /** A copy of the bytes from `start` to the current position. */
+  copyFrom(start: number): Uint8Array {
+    return Uint8Array.prototype.slice.call(this.buf, start, this.pos);
+  }
+
   finish(): Uint8Array {
     return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.pos);
   }
@@ -166,17 +178,47 @@ function value(w: Writer, item: JsonValue): void {
   } else throw new NotJson();
 }
 
+/** One entry of google.protobuf.Struct's fields. */
+function entry(w: Writer, key: string, item: JsonValue | undefined): void {
+  if (item === undefined) throw new NotJson();
+  w.fork(1);
+  w.string(1, key);
+  w.fork(2);
+  value(w, item);
+  w.join();
+  w.join();
+}
+
 /** google.protobuf.Struct's fields. */
 function struct(w: Writer, object: { [key: string]: JsonValue }): void {
+  for (const key of Object.keys(object)) entry(w, key, object[key]);
+}
+
+/**
+ * The encoded Struct entries of frozen objects in a task's context, by the
+ * object: a run's event payload (task-payload.ts parses it once per run and
+ * freezes it) is most of a task's bytes and the same for every job of the
+ * run. Frozen, the object cannot change under its cached bytes; an entry is
+ * reused only under the same key.
+ */
+const frozenEntries = new WeakMap<object, { key: string; bytes: Uint8Array }>();
+
+/** The task's context: struct, with the entries of frozen objects encoded once (frozenEntries). */
+function context(w: Writer, object: { [key: string]: JsonValue }): void {
   for (const key of Object.keys(object)) {
     const item = object[key];
-    if (item === undefined) throw new NotJson();
-    w.fork(1);
-    w.string(1, key);
-    w.fork(2);
-    value(w, item);
-    w.join();
-    w.join();
+    if (typeof item !== 'object' || item === null || !Object.isFrozen(item)) {
+      entry(w, key, item);
+      continue;
+    }
+    const cached = frozenEntries.get(item);
+    if (cached !== undefined && cached.key === key) {
+      w.raw(cached.bytes);
+      continue;
+    }
+    const start = w.pos;
+    entry(w, key, item);
+    frozenEntries.set(item, { key, bytes: w.copyFrom(start) });
   }
 }
 
@@ -189,7 +231,7 @@ function task(w: Writer, field: number, t: Task): void {
   if (t.workflowPayload !== undefined) w.bytes(2, t.workflowPayload);
   if (t.context !== undefined) {
     w.fork(3);
-    struct(w, t.context);
+    context(w, t.context);
     w.join();
   }
   stringMap(w, 4, t.secrets);

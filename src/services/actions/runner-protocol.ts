@@ -440,12 +440,16 @@ export class RunnerProtocolService {
   ): Promise<TaskPayload[]> {
     // A runner that already gave up (its fetch timed out while the server was
     // busy) must not be handed work: let pending socket events land first.
-    if (await this.clientGone(request, key)) return [];
-    const claims = await this.claimBatch(runner, capacity, request.handle, key);
+    // Grouped writes (SQLite) start the claim after them anyway, so it looks
+    // then, without a turn of the event loop of its own (every answer waited
+    // for one more turn of a busy loop).
+    const gone = this.writes.deferred ? () => this.hungUp(request, key) : undefined;
+    if (gone === undefined && (await this.clientGone(request, key))) return [];
+    const claims = await this.claimBatch(runner, capacity, request.handle, key, gone);
     // Another process served this key meanwhile (the runner retried there while we waited for its lock).
     if (claims === 'claimed under the key' && key !== null) return this.recover(runner, key);
     // Rows in reach are held by other claims: not a "nothing" to remember.
-    if (claims === 'claimed under the key' || claims === 'busy') return [];
+    if (claims === 'claimed under the key' || claims === 'busy' || claims === 'gone') return [];
     if (claims.length === 0) {
       // Nothing in scope fits at `version` (read before the claim, so any job
       // that became waiting since has moved the version on). A handle
@@ -491,6 +495,11 @@ export class RunnerProtocolService {
     return request.signal.aborted;
   }
 
+  /** clientGone without the wait, for a caller that runs after pending socket events already. */
+  private hungUp(request: FetchTasksRequest, key: string | null): boolean {
+    return key === null && request.signal?.aborted === true;
+  }
+
   /**
    * Up to `capacity` claims in one transaction under the runner's row lock,
    * so a retry of the same FetchTask served by another process (which waits
@@ -503,11 +512,14 @@ export class RunnerProtocolService {
     capacity: number,
     handle: string | undefined,
     key: string | null,
-  ): Promise<Claim[] | 'claimed under the key' | 'busy'> {
+    /** Whether the runner hung up: asked first thing in the transaction ('gone' then, nothing claimed). */
+    gone?: () => boolean,
+  ): Promise<Claim[] | 'claimed under the key' | 'busy' | 'gone'> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         // Committed together with the claims and reports that arrive meanwhile (grouped-writes.ts).
         return await this.writes.run(async (tx) => {
+          if (gone?.() === true) return 'gone' as const;
           // The runner's row lock serialises its claims. Only a request key
           // (looked up under it) and an ephemeral runner (one task, ever) need it
           // before the claim; otherwise the first claim takes it (on PostgreSQL

@@ -20,6 +20,7 @@ import {
   findScopedValue,
   listScopedValuesForRepository,
 } from '../../models/scoped-values.ts';
+import type { ScopedValue } from '../../models/scoped-values.ts';
 import {
   countSecretsNotUnderPrefix,
   insertSecretIfAbsent,
@@ -99,7 +100,11 @@ export class SecretService {
 
   /** What a job of `repo` sees: the owner's (user or organization) secrets, overridden by the repository's own. */
   async secretsForRepo(repo: Pick<Repository, 'id' | 'ownerId'>): Promise<Map<string, string>> {
-    const rows = await listScopedValuesForRepository(this.db, 'secret', repo.ownerId, repo.id);
+    return this.secretsOf(await listScopedValuesForRepository(this.db, 'secret', repo.ownerId, repo.id));
+  }
+
+  /** secretsForRepo from the rows it would read, read already (a claim's statement reads them). */
+  secretsOf(rows: readonly Pick<ScopedValue, 'ownerId' | 'repoId' | 'name' | 'data'>[]): Map<string, string> {
     const values = new Map<string, string>();
     for (const level of [rows.filter((r) => r.repoId === 0), rows.filter((r) => r.repoId !== 0)]) {
       for (const row of level)

@@ -13,6 +13,7 @@ import type { ClaimedPayloadRefs } from '../../models/task-claims.ts';
 import { findPossibleUserById } from '../../models/users.ts';
 import type { RuntimeTokens } from './runtime-tokens.ts';
 import type { SecretService } from './secrets.ts';
+import { variablesOf } from './variables.ts';
 import type { VariableService } from './variables.ts';
 
 /** Forgejo's DEFAULT_ACTIONS_URL=github: `uses: actions/checkout` resolves on github.com. */
@@ -60,6 +61,13 @@ function mergeOutputs(into: Record<string, string>, from: ReadonlyMap<string, st
   for (const [key, value] of from) if (value !== '' || !Object.hasOwn(into, key)) into[key] = value;
 }
 
+/** Freezes a parsed JSON value and everything in it. */
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null) return;
+  for (const item of Object.values(value)) deepFreeze(item);
+  Object.freeze(value);
+}
+
 /** How many runs' parsed event payloads a process keeps (eventOf): the runs whose jobs are being claimed. */
 const EVENTS_CACHED = 256;
 
@@ -100,9 +108,12 @@ export class TaskPayloadBuilder {
     const actor = refs?.triggerUserName ?? (await findPossibleUserById(this.db, run.triggerUserId)).name;
     // A fork's pull request must not read the base repository's secrets (Forgejo's GetSecretsOfTask).
     const forkWithoutTarget = run.isForkPullRequest && run.triggerEvent !== 'pull_request_target';
+    // SQLite's claim statement read the secrets and variables in its transaction (refs); otherwise they are read now.
     const secrets: Record<string, string> = forkWithoutTarget
       ? {}
-      : Object.fromEntries(await this.secrets.secretsForRepo(repo));
+      : Object.fromEntries(
+          refs?.secrets == null ? await this.secrets.secretsForRepo(repo) : this.secrets.secretsOf(refs.secrets),
+        );
     for (const name of ['GITHUB_TOKEN', 'GITEA_TOKEN', 'FORGEJO_TOKEN']) secrets[name] = token;
     const context = this.githubContext(run, repo, job, actor, token);
     if (this.runtimeTokens !== null) {
@@ -117,7 +128,9 @@ export class TaskPayloadBuilder {
       workflowPayload: job.workflowPayload,
       context,
       secrets,
-      vars: Object.fromEntries(await this.variables.variablesForRepo(repo)),
+      vars: Object.fromEntries(
+        refs?.variables == null ? await this.variables.variablesForRepo(repo) : variablesOf(refs.variables),
+      ),
       needs: await this.needsOf(this.db, job),
     };
   }
@@ -188,7 +201,7 @@ export class TaskPayloadBuilder {
   /**
    * The run's event payload, parsed once for all its jobs (a run's payload
    * never changes; parsing it for each leg of a large matrix was a tenth of
-   * a payload's cost). Shared by the payloads of the run: nothing may change it.
+   * a payload's cost). Shared by the payloads of the run, and frozen: nothing can change it.
    */
   private eventOf(run: ActionRun): Readonly<Record<string, unknown>> {
     const cached = this.events.get(run.id);
@@ -201,6 +214,8 @@ export class TaskPayloadBuilder {
     } catch {
       // A payload that does not parse reads as an empty event.
     }
+    // Frozen through and through: shared by the run's payloads, and task-encoding.ts encodes a frozen value once.
+    deepFreeze(event);
     if (this.events.size >= EVENTS_CACHED) this.events.delete(this.events.keys().next().value as number);
     this.events.set(run.id, { payload: run.eventPayload, event });
     return event;

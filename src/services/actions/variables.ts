@@ -101,10 +101,14 @@ export class VariableService {
 
   /** What a job of `repo` sees: the owner's variables, overridden by the repository's own. */
   async variablesForRepo(repo: Pick<Repository, 'id' | 'ownerId'>): Promise<Map<string, string>> {
-    const rows = await listScopedValuesForRepository(this.db, 'action_variable', repo.ownerId, repo.id);
-    const values = new Map<string, string>();
-    for (const row of rows.filter((r) => r.repoId === 0)) values.set(row.name, row.data);
-    for (const row of rows.filter((r) => r.repoId !== 0)) values.set(row.name, row.data);
-    return values;
+    return variablesOf(await listScopedValuesForRepository(this.db, 'action_variable', repo.ownerId, repo.id));
   }
+}
+
+/** variablesForRepo from the rows it would read, read already (a claim's statement reads them). */
+export function variablesOf(rows: readonly Pick<ScopedValue, 'repoId' | 'name' | 'data'>[]): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const row of rows) if (row.repoId === 0) values.set(row.name, row.data);
+  for (const row of rows) if (row.repoId !== 0) values.set(row.name, row.data);
+  return values;
 }

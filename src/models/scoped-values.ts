@@ -111,6 +111,21 @@ export async function countScopedValues(db: Queryable, name: ScopedValueTableNam
   return Number(row.n);
 }
 
+/**
+ * The values a job of a repository sees, by name, from its owner's rows
+ * (repoId 0) and its own: the owner's first, overridden by the
+ * repository's own; `valueOf` turns a row's stored data into its value.
+ */
+export function ownerThenRepositoryValues<R extends Pick<ScopedValue, 'repoId' | 'name'>>(
+  rows: readonly R[],
+  valueOf: (row: R) => string,
+): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const row of rows) if (row.repoId === 0) values.set(row.name, valueOf(row));
+  for (const row of rows) if (row.repoId !== 0) values.set(row.name, valueOf(row));
+  return values;
+}
+
 /** What a repository's jobs see: its own values and its owner's (user or organization), by id. */
 export async function listScopedValuesForRepository(
   db: Queryable,

@@ -19,6 +19,7 @@ import {
   deleteScopedValue,
   findScopedValue,
   listScopedValuesForRepository,
+  ownerThenRepositoryValues,
 } from '../../models/scoped-values.ts';
 import type { ScopedValue } from '../../models/scoped-values.ts';
 import {
@@ -105,12 +106,9 @@ export class SecretService {
 
   /** secretsForRepo from the rows it would read, read already (a claim's statement reads them). */
   secretsOf(rows: readonly Pick<ScopedValue, 'ownerId' | 'repoId' | 'name' | 'data'>[]): Map<string, string> {
-    const values = new Map<string, string>();
-    for (const level of [rows.filter((r) => r.repoId === 0), rows.filter((r) => r.repoId !== 0)]) {
-      for (const row of level)
-        values.set(row.name, this.keys.decrypt(row.data, secretAssociatedData(row.ownerId, row.repoId, row.name)));
-    }
-    return values;
+    return ownerThenRepositoryValues(rows, (row) =>
+      this.keys.decrypt(row.data, secretAssociatedData(row.ownerId, row.repoId, row.name)),
+    );
   }
 }
 

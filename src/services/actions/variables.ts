@@ -13,6 +13,7 @@ import {
   deleteScopedValue,
   findScopedValue,
   listScopedValuesForRepository,
+  ownerThenRepositoryValues,
 } from '../../models/scoped-values.ts';
 import type { ScopedValue } from '../../models/scoped-values.ts';
 import type { Repository } from '../../models/repos.ts';
@@ -107,8 +108,5 @@ export class VariableService {
 
 /** variablesForRepo from the rows it would read, read already (a claim's statement reads them). */
 export function variablesOf(rows: readonly Pick<ScopedValue, 'repoId' | 'name' | 'data'>[]): Map<string, string> {
-  const values = new Map<string, string>();
-  for (const row of rows) if (row.repoId === 0) values.set(row.name, row.data);
-  for (const row of rows) if (row.repoId !== 0) values.set(row.name, row.data);
-  return values;
+  return ownerThenRepositoryValues(rows, (row) => row.data);
 }

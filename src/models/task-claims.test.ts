@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { openScratchDatabase } from '../../test/support/scratch-database.ts';
 import type { ScratchDatabase } from '../../test/support/scratch-database.ts';
+import { waitingPushRun } from '../../test/support/seeded-runs.ts';
 import { testDialects } from '../../test/support/server.ts';
 import { ActionStatus } from '../modules/actions-status.ts';
 import { insertRunWithJobs } from './action-runs.ts';
@@ -122,20 +123,7 @@ for (const dialect of testDialects()) {
       const created = await scratch.handle.db.transaction().execute((tx) =>
         insertRunWithJobs(
           tx,
-          {
-            repoId,
-            ownerId,
-            title: 'claims',
-            workflowId: 'ci.yml',
-            workflowDirectory: '.forgejo/workflows',
-            triggerUserId: ownerId,
-            ref: 'refs/heads/main',
-            commitSha: 'c'.repeat(40),
-            event: 'push',
-            eventPayload: '{}',
-            triggerEvent: 'push',
-            status: ActionStatus.waiting,
-          },
+          waitingPushRun({ repoId, ownerId, title: 'claims' }),
           runsOn.map((labels, index) => ({
             name: `job-${index}`,
             jobId: `job-${index}`,

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openScratchDatabase } from '../../test/support/scratch-database.ts';
 import type { ScratchDatabase } from '../../test/support/scratch-database.ts';
+import { waitingPushRun } from '../../test/support/seeded-runs.ts';
 import { testDialects } from '../../test/support/server.ts';
 import { ActionStatus } from '../modules/actions-status.ts';
 import { findRunForUpdate, insertRunWithJobs } from './action-runs.ts';
@@ -45,20 +46,7 @@ if (testDialects().includes('postgres')) {
       await db.transaction().execute((tx) =>
         insertRunWithJobs(
           tx,
-          {
-            repoId,
-            ownerId: OWNER,
-            title: 'finish',
-            workflowId: 'ci.yml',
-            workflowDirectory: '.forgejo/workflows',
-            triggerUserId: OWNER,
-            ref: 'refs/heads/main',
-            commitSha: 'c'.repeat(40),
-            event: 'push',
-            eventPayload: '{}',
-            triggerEvent: 'push',
-            status: ActionStatus.waiting,
-          },
+          waitingPushRun({ repoId, ownerId: OWNER, title: 'finish' }),
           Array.from({ length: legs }, (_, index) => ({
             name: `leg-${index}`,
             jobId: `leg-${index}`,

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { openScratchDatabase } from '../../../test/support/scratch-database.ts';
 import type { ScratchDatabase } from '../../../test/support/scratch-database.ts';
+import { waitingPushRun } from '../../../test/support/seeded-runs.ts';
 import { testDialects } from '../../../test/support/server.ts';
 import { ActionStatus } from '../../modules/actions-status.ts';
 import { systemClock } from '../../modules/clock.ts';
@@ -38,20 +39,7 @@ for (const dialect of testDialects()) {
       const { run, jobs } = await db.transaction().execute((tx) =>
         insertRunWithJobs(
           tx,
-          {
-            repoId: 700,
-            ownerId: 7,
-            title: 'moved',
-            workflowId: 'ci.yml',
-            workflowDirectory: '.forgejo/workflows',
-            triggerUserId: 7,
-            ref: 'refs/heads/main',
-            commitSha: 'c'.repeat(40),
-            event: 'push',
-            eventPayload: '{}',
-            triggerEvent: 'push',
-            status: ActionStatus.waiting,
-          },
+          waitingPushRun({ repoId: 700, ownerId: 7, title: 'moved' }),
           [0, 1].map((index) => ({
             name: `leg-${index}`,
             jobId: `leg-${index}`,

@@ -492,7 +492,7 @@ export class RunnerProtocolService {
   private async clientGone(request: FetchTasksRequest, key: string | null): Promise<boolean> {
     if (key !== null || request.signal === undefined) return false;
     await new Promise<void>((resolve) => setImmediate(resolve));
-    return request.signal.aborted;
+    return this.hungUp(request, key);
   }
 
   /** clientGone without the wait, for a caller that runs after pending socket events already. */

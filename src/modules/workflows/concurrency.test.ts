@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConcurrencyMode, defaultConcurrencyGroup, evaluateRunConcurrency } from './concurrency.ts';
 import type { ConcurrencyRun } from './concurrency.ts';
-import type { ExpansionContext } from './expand-jobs.ts';
+import type { ExpansionContext } from './planning-scope.ts';
 import { ExpressionFailure } from './expressions.ts';
 import { parseWorkflow } from './parse.ts';
 

@@ -4,8 +4,8 @@
 // models/actions/run.go SetConcurrencyGroup / SetDefaultConcurrencyGroup). Only the
 // contexts known before the run exists are offered: github, vars and inputs.
 import { isMap, isScalar } from 'yaml';
-import type { ExpansionContext } from './expand-jobs.ts';
-import { planningScope } from './expand-jobs.ts';
+import type { ExpansionContext } from './planning-scope.ts';
+import { planningScope } from './planning-scope.ts';
 import { ExpressionFailure } from './expressions.ts';
 import type { ParsedWorkflow } from './parse.ts';
 

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse as parseYaml } from 'yaml';
 import { evaluateRunTitle, expandJobs } from './expand-jobs.ts';
-import type { ExpandedJob, ExpansionContext } from './expand-jobs.ts';
+import type { ExpandedJob } from './expand-jobs.ts';
+import type { ExpansionContext } from './planning-scope.ts';
 import { parseWorkflow } from './parse.ts';
 
 const CONTEXT: ExpansionContext = {

@@ -4,18 +4,13 @@
 // GetMatrixes), with the job-name rule of Gitea's jobparser (a literal name gets the suffix).
 
 import { Document, isMap, isScalar, isSeq, Pair, YAMLMap } from 'yaml';
-import { containsExpression, ExpressionScope, readsContext } from './expressions.ts';
+import type { ExpressionScope } from './expressions.ts';
+import { containsExpression, readsContext } from './expressions.ts';
 import type { ParsedWorkflow, WorkflowJobSpec, WorkflowSource } from './parse.ts';
 import { rawJobConcurrency } from './job-concurrency.ts';
 import type { LegConcurrency } from './job-concurrency.ts';
-
-export interface ExpansionContext {
-  /** github context: event_name, ref, ref_name, sha, repository, actor, event (payload), … */
-  github: Record<string, unknown>;
-  vars: Record<string, string>;
-  /** Dispatch inputs as strings; inputs declared `type: boolean` are read as booleans. */
-  inputs: Record<string, string>;
-}
+import { planningScope } from './planning-scope.ts';
+import type { ExpansionContext } from './planning-scope.ts';
 
 /**
  * Bounds on one run, checked while it is planned so that nothing big is built first: legs
@@ -459,22 +454,6 @@ function buildPayload(
 }
 
 // --- entry points -------------------------------------------------------------------------
-
-/** github, vars and inputs; inputs declared `type: boolean` read as true/false (Forgejo does). */
-export function planningScope(parsed: ParsedWorkflow, ctx: ExpansionContext): ExpressionScope {
-  return ExpressionScope.of({ github: ctx.github, vars: ctx.vars, inputs: typedInputs(parsed, ctx) });
-}
-
-/** The `inputs` context: dispatch inputs as strings, those declared `type: boolean` as booleans. */
-export function typedInputs(parsed: ParsedWorkflow, ctx: ExpansionContext): Record<string, unknown> {
-  const declared = parsed.events.workflow_dispatch?.inputs ?? {};
-  const inputs: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(ctx.inputs)) {
-    const isBoolean = String(declared[key]?.type) === 'boolean' && (value === 'true' || value === 'false');
-    setOwn(inputs, key, isBoolean ? value === 'true' : value);
-  }
-  return inputs;
-}
 
 interface PlannedJob {
   spec: WorkflowJobSpec;

@@ -49,7 +49,7 @@
 //   even runs that never queue are serialised with the releases.
 // - Cancel in progress is a best effort before the insert, as in Forgejo: two
 //   runs created at the same moment may both run.
-import type { ExpansionContext } from '../../modules/workflows/expand-jobs.ts';
+import type { ExpansionContext } from '../../modules/workflows/planning-scope.ts';
 import { ConcurrencyMode, evaluateRunConcurrency } from '../../modules/workflows/concurrency.ts';
 import type { ConcurrencyRun, RunConcurrency } from '../../modules/workflows/concurrency.ts';
 import { ExpressionFailure } from '../../modules/workflows/expressions.ts';

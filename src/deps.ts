@@ -10,7 +10,7 @@ import type { Config } from './config.ts';
 import { acceleratedClock, systemClock } from './modules/clock.ts';
 import type { Clock } from './modules/clock.ts';
 import { openKeyRing } from './modules/crypto/key-ring.ts';
-import { stdoutPerTurn } from './modules/log-destination.ts';
+import { stdoutBatched } from './modules/log-destination.ts';
 import { serializeRequest, serializeResponse } from './modules/log-redaction.ts';
 import { migrateToLatest, openDatabase } from './models/database.ts';
 import type { DatabaseHandle } from './models/database.ts';
@@ -105,8 +105,8 @@ export interface CreateDepsOptions {
 }
 
 /**
- * The process logger: JSON lines to stdout (written once per turn of the event
- * loop: log-destination.ts), or to `destination` (tests capture it in a file). Fastify adds the request id (`reqId`) to every line it logs
+ * The process logger: JSON lines to stdout (written in batches, each line within
+ * 10 ms: log-destination.ts), or to `destination` (tests capture it in a file). Fastify adds the request id (`reqId`) to every line it logs
  * for a request; `req` is serialized without credentials (log-redaction.ts).
  */
 export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
@@ -117,7 +117,7 @@ export function createLogger(config: Config, destination?: pino.DestinationStrea
     // was half the CPU of writing a request line.
     serializers: { req: serializeRequest, res: serializeResponse },
   };
-  return pino(options, destination ?? stdoutPerTurn());
+  return pino(options, destination ?? stdoutBatched());
 }
 
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {

@@ -5,12 +5,12 @@ import { fileURLToPath } from 'node:url';
 
 const DESTINATION = fileURLToPath(new URL('./log-destination.ts', import.meta.url));
 
-/** Runs `body` in a fresh process whose `logger` writes through stdoutPerTurn; its stdout and status. */
+/** Runs `body` in a fresh process whose `logger` writes through stdoutBatched; its stdout and status. */
 function runLogging(body: string): { lines: string[]; status: number | null } {
   const script = [
     `import pino from 'pino';`,
-    `import { stdoutPerTurn } from ${JSON.stringify(DESTINATION)};`,
-    `const logger = pino({ base: null, timestamp: false }, stdoutPerTurn());`,
+    `import { stdoutBatched } from ${JSON.stringify(DESTINATION)};`,
+    `const logger = pino({ base: null, timestamp: false }, stdoutBatched());`,
     body,
   ].join('\n');
   const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], {
@@ -59,13 +59,28 @@ test('the lines logged just before process.exit and before an uncaught exception
 
 test('the loggers of one process share one destination: lines of both, in order, no exit listener per logger', () => {
   const { lines, status } = runLogging(`
-    const second = pino({ base: null, timestamp: false }, stdoutPerTurn());
+    const second = pino({ base: null, timestamp: false }, stdoutBatched());
     const before = process.listenerCount('exit');
-    for (let i = 0; i < 20; i++) pino({}, stdoutPerTurn());
+    for (let i = 0; i < 20; i++) pino({}, stdoutBatched());
     logger.info('first logger');
     second.info('second logger');
     logger.info('exit listeners added: ' + (process.listenerCount('exit') - before));
   `);
   assert.equal(status, 0);
   assert.deepEqual(lines, ['first logger', 'second logger', 'exit listeners added: 0']);
+});
+
+test('a line reaches standard output while the process runs on, without waiting for its exit', () => {
+  // The line is logged, then 100 ms later (ten times the batch's delay) a marker goes
+  // straight to fd 1: the line must already be out, ahead of it.
+  const { lines, status } = runLogging(`
+    import fs from 'node:fs';
+    logger.info('logged');
+    setTimeout(() => {
+      fs.writeSync(1, JSON.stringify({ msg: 'marker' }) + '\\n');
+      setTimeout(() => {}, 50);
+    }, 100);
+  `);
+  assert.equal(status, 0);
+  assert.deepEqual(lines, ['logged', 'marker']);
 });

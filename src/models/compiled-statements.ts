@@ -11,7 +11,8 @@
 // then runs that SQL with its own values, in the order the compiler placed
 // the slots, through the Queryable it is given: a transaction's connection,
 // its savepoints and the SQLite connection's mutex work as for any other
-// query. Values the builder writes in itself (constants) are kept as
+// query; on SQLite a read outside any transaction runs on the connection at
+// once (sqlite-direct-reads.ts). Values the builder writes in itself (constants) are kept as
 // compiled. The builder must use nothing of a call but its slots and its
 // shape: whatever else it read would be frozen into the SQL of every later
 // call of that shape.
@@ -22,6 +23,7 @@ import { PostgresAdapter } from 'kysely';
 import type { CompiledQuery, QueryResult, RootOperationNode } from 'kysely';
 import { ARRAY_ROWS_MARK } from './array-rows.ts';
 import type { Queryable } from './database.ts';
+import { readDirectly } from './sqlite-direct-reads.ts';
 
 const MAX_SHAPES = 64;
 
@@ -74,6 +76,12 @@ export class CompiledStatement<Row> {
       if (slot < 0) parameters[i] = constants[i];
       else if (slot < args.length) parameters[i] = args[slot];
       else return Promise.reject(new Error(`statement argument ${slot} missing (${args.length} given)`));
+    }
+    try {
+      const direct = readDirectly<Row>(db, compiled.sql, parameters);
+      if (direct !== null) return Promise.resolve(direct);
+    } catch (error) {
+      return Promise.reject(error as Error);
     }
     const query: CompiledQuery<Row> = { sql: compiled.sql, query: compiled.query, parameters, queryId: QUERY_ID };
     return db.executeQuery(query);

@@ -12,6 +12,7 @@ import { wantsArrayRows } from './array-rows.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../modules/private-files.ts';
 import { DEFAULT_PREPARED_PER_CONNECTION, isChangedResultType, preparingPool } from './pg-prepared.ts';
 import { checkpointOffThread } from './sqlite-checkpoints.ts';
+import { allowDirectReads } from './sqlite-direct-reads.ts';
 import type { Database } from './tables.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -106,7 +107,9 @@ export function openDatabase(options: OpenDatabaseOptions): DatabaseHandle {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   const checkpointer = options.checkpointThread === true ? checkpointOffThread(sqlite, sqlitePath) : null;
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const cached = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  allowDirectReads(db, { sqlite, prepare: (text) => cached.prepare(text) });
   const destroy = async (): Promise<void> => {
     await checkpointer?.stop();
     await db.destroy();

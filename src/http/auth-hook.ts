@@ -50,7 +50,7 @@ export function installAuthHook(app: FastifyInstance, services: Services, rootUr
   };
 
   app.addHook('preParsing', (req, _reply, payload, done) => {
-    const known = services.authentication.authenticateNow(req.headers.authorization);
+    const known = services.authentication.authenticateNow(req.headers.authorization, req.raw.socket);
     if (known === null) {
       authenticate(req).then(() => done(null, payload), done);
       return;

@@ -62,7 +62,23 @@ function parseAuthorization(authorization: string | undefined): { scheme: string
   return { scheme: (words[1] as string).toLowerCase(), value: words[2] as string };
 }
 
+/** The last token a kept-alive connection sent, and its digest. */
+interface ConnectionToken {
+  authorization: string;
+  digest: string;
+}
+
 export class AuthenticationService {
+  /**
+   * Per connection (its socket, held weakly: gone with it): the digest of the
+   * last Authorization header it sent, so a client that sends the same token
+   * on every request of a kept-alive connection has it hashed once, not once
+   * per request (about 2 µs of a cheap GET). Only the hashing is saved: the
+   * credential cache is asked every time, so revocation and the cache's TTL
+   * apply as before.
+   */
+  private readonly connectionTokens = new WeakMap<object, ConnectionToken>();
+
   constructor(
     private readonly db: Db,
     private readonly cache: CredentialCache,
@@ -102,15 +118,22 @@ export class AuthenticationService {
    * the credential cache holds. Null otherwise (a token to look up, basic
    * auth, a task token, a malformed token): then authenticate must run.
    * Saves an API request's promises when its token was seen within the
-   * cache's TTL; what it answers is what authenticate would.
+   * cache's TTL; what it answers is what authenticate would. `connection`
+   * (the request's socket) lets a token repeated on it skip the hashing.
    */
-  authenticateNow(authorization: string | undefined): Authentication | null {
-    const credentials = parseAuthorization(authorization);
-    if (credentials === null) return ANONYMOUS;
-    if (credentials.scheme === 'basic') return null;
-    if (credentials.scheme !== 'token' && credentials.scheme !== 'bearer') return ANONYMOUS;
-    if (!looksLikeAccessToken(credentials.value)) return null;
-    const digest = hashToken(credentials.value);
+  authenticateNow(authorization: string | undefined, connection?: object): Authentication | null {
+    const memo = connection == null ? undefined : this.connectionTokens.get(connection);
+    let digest: string;
+    if (memo !== undefined && memo.authorization === authorization) digest = memo.digest;
+    else {
+      const credentials = parseAuthorization(authorization);
+      if (credentials === null) return ANONYMOUS;
+      if (credentials.scheme === 'basic') return null;
+      if (credentials.scheme !== 'token' && credentials.scheme !== 'bearer') return ANONYMOUS;
+      if (!looksLikeAccessToken(credentials.value)) return null;
+      digest = hashToken(credentials.value);
+      if (connection != null) this.connectionTokens.set(connection, { authorization: authorization!, digest });
+    }
     const found = this.cache.get(digest);
     if (found === null) return null;
     return { doer: found.owner, method: 'token', token: { id: found.token.id, scope: found.scope } };

@@ -1,6 +1,7 @@
 // Authentication methods, account checks, scopes and the token API.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import {
   adminCreateUser,
   userCreateToken,
@@ -74,6 +75,64 @@ for (const dialect of testDialects()) {
       }
       const sudo = await s.api('GET', '/user', { token: bob.token, headers: { sudo: 'alice' } });
       assert.equal(sudo.status, 403, 'a cached token still goes through the sudo check');
+    });
+
+    test('on one kept-alive connection each request is whom its own token names; a deleted token is refused at once', async () => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const get = (authorization: string) =>
+        new Promise<{ status: number; login: string | null; port: number | undefined }>((resolve, reject) => {
+          const req = http.get(`${s.apiUrl}/user`, { agent, headers: { authorization } }, (res) => {
+            let body = '';
+            res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                login: res.statusCode === 200 ? (JSON.parse(body) as { login: string }).login : null,
+                port: req.socket?.localPort,
+              }),
+            );
+          });
+          req.on('error', reject);
+        });
+      try {
+        const minted = await s.api('POST', '/users/alice/tokens', {
+          authorization: basicAuth('alice', alice.password),
+          body: { name: 'one-connection', scopes: ['all'] },
+        });
+        assert.equal(minted.status, 201);
+        const fresh = minted.json as { sha1: string; id: number };
+        const seen: { status: number; login: string | null; port: number | undefined }[] = [];
+        for (const authorization of [
+          `token ${fresh.sha1}`,
+          `token ${fresh.sha1}`,
+          `token ${bob.token}`,
+          `token ${fresh.sha1}`,
+          'token',
+          `token ${fresh.sha1}`,
+        ])
+          seen.push(await get(authorization));
+        assert.deepEqual(
+          seen.map(({ status, login }) => [status, login]),
+          [
+            [200, 'alice'],
+            [200, 'alice'],
+            [200, 'bob'],
+            [200, 'alice'],
+            [401, null],
+            [200, 'alice'],
+          ],
+        );
+        assert.equal(new Set(seen.map(({ port }) => port)).size, 1, 'all on one connection');
+        const deleted = await s.api('DELETE', `/users/alice/tokens/${fresh.id}`, {
+          authorization: basicAuth('alice', alice.password),
+        });
+        assert.equal(deleted.status, 204);
+        const after = await get(`token ${fresh.sha1}`);
+        assert.equal(after.status, 401);
+        assert.equal(after.port, seen[0]?.port, 'still the same connection');
+      } finally {
+        agent.destroy();
+      }
     });
 
     test('no credential or an unknown scheme is anonymous: reqToken answers 401', async () => {

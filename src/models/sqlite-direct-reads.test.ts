@@ -52,6 +52,15 @@ for (const dialect of testDialects()) {
         null,
         'a statement that writes',
       );
+      assert.equal(
+        readDirectly(
+          db,
+          "INSERT INTO action_variable (owner_id, repo_id, name, data, created_unix, updated_unix) VALUES (0, 7001, 'RETURNED', 'v', 1, 1) RETURNING id",
+          [],
+        ),
+        null,
+        'a statement that writes and returns rows',
+      );
       assert.deepEqual((await COUNT.execute(db, [7001])).rows, [{ n: 1 }]);
     });
 

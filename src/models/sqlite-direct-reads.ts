@@ -44,6 +44,6 @@ export function readDirectly<Row>(db: Queryable, sql: string, parameters: readon
   const connection = connections.get(db);
   if (connection === undefined || connection.sqlite.inTransaction) return null;
   const statement = connection.prepare(sql);
-  if (!statement.reader) return null;
+  if (!statement.reader || !statement.readonly) return null;
   return { rows: statement.all(parameters as unknown[]) as Row[] };
 }

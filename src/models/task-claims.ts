@@ -109,13 +109,13 @@ const ANY_CLAIMABLE = compiledStatement((db, arg, shape) => claimableQuery(db, a
  * What changes the text of claimableQuery: the scope's kind, whether a handle
  * narrows it, how many labels the runner has (SQLite lists them).
  */
-function claimableShape(scope: ScopeColumns, labels: readonly string[], handle: string | undefined): string {
+export function claimableShape(scope: ScopeColumns, labels: readonly string[], handle: string | undefined): string {
   const kind = scope.repoId !== 0 ? 'r' : scope.ownerId !== 0 ? 'o' : 'i';
   return `${kind}${handle === undefined ? 0 : 1}${labels.length}`;
 }
 
 /** claimableQuery's arguments, from its first slot on: the scope's id, the handle, the labels (as JSON on PostgreSQL). */
-function claimableArgs(
+export function claimableArgs(
   db: Queryable,
   scope: ScopeColumns,
   labels: readonly string[],
@@ -128,7 +128,7 @@ function claimableArgs(
 }
 
 /** The waiting jobs claimableShape describes; its arguments (claimableArgs) start at slot `first`. */
-function claimableQuery(db: Queryable, arg: ArgSlot, shape: string, first: number) {
+export function claimableQuery(db: Queryable, arg: ArgSlot, shape: string, first: number) {
   const kind = shape[0];
   const narrowed = shape[1] === '1';
   const labelCount = Number(shape.slice(2));
@@ -210,7 +210,7 @@ export interface StoredScopedValue {
   data: string;
 }
 
-type ClaimedRow = Selectable<ActionRunJobTable> & {
+export type ClaimedRow = Selectable<ActionRunJobTable> & {
   run_status: ActionStatusValue;
   run_job_concurrency: number;
   repo_owner_id: number | null;
@@ -397,7 +397,7 @@ const CLAIM_SQLITE_JOB = compiledStatement((_db, arg) => {
       ${scopedValuesJson('action_variable', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as variables_json`;
 });
 
-function claimedFromRow(row: ClaimedRow): ClaimedJob {
+export function claimedFromRow(row: ClaimedRow): ClaimedJob {
   // The extra columns ride along into jobFromRow, which reads the job's own: no copy of the row without them.
   const { repo_owner_id: repoOwnerId, repo_owner_name: repoOwnerName, repo_name: repoName } = row;
   return {

@@ -20,7 +20,7 @@ import { parse as parseYaml } from 'yaml';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
-import { isRetryableError } from '../../models/database.ts';
+import { isPostgres, isRetryableError } from '../../models/database.ts';
 import { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db, Tx } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo, updateRunnerDeclaration } from '../../models/runners.ts';
@@ -37,8 +37,10 @@ import {
   replaceTaskToken,
   runnerHasAnyTask,
 } from '../../models/task-claims.ts';
-import type { ClaimedJob, ClaimRequestKey } from '../../models/task-claims.ts';
-import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
+import type { ClaimRequestKey } from '../../models/task-claims.ts';
+import type { ActionRunJob } from '../../models/action-runs.ts';
+import { ClaimGroups } from './claim-groups.ts';
+import type { Claim } from './claim-groups.ts';
 import type { DomainEvents } from '../events.ts';
 import type { RunProgress } from './run-progress.ts';
 import type { SecretService } from './secrets.ts';
@@ -175,13 +177,6 @@ export function stepNamesOf(workflowPayload: string): string[] {
   });
 }
 
-interface Claim {
-  claimed: ClaimedJob;
-  token: string;
-  /** The run as the claim's transaction left it (the payload's run), null if it is gone. */
-  run: ActionRun | null;
-}
-
 export class RunnerProtocolService {
   private readonly watch: TasksVersionWatch;
   private readonly payloads: TaskPayloadBuilder;
@@ -189,6 +184,8 @@ export class RunnerProtocolService {
   private readonly liveness: RunnerLiveness;
   private readonly identities: RunnerIdentityCache;
   private readonly writes: GroupedWrites;
+  /** PostgreSQL: the claims of runners with the same claim key that ask together (claim-groups.ts). */
+  private readonly groups: ClaimGroups | null;
   /**
    * Runners whose last claim found nothing, with the scope's tasks version it
    * was made at and their labels then. A job only becomes claimable by a
@@ -229,6 +226,15 @@ export class RunnerProtocolService {
     this.liveness = new RunnerLiveness(db, clock);
     this.writes = options.writes ?? new GroupedWrites(db);
     this.watch = new TasksVersionWatch(db, VERSION_POLL_MS);
+    this.groups = isPostgres(db)
+      ? new ClaimGroups(
+          db,
+          this.writes,
+          runProgress,
+          () => this.clock.nowSec(),
+          (job) => this.stepNames(job),
+        )
+      : null;
     // The run is recorded inside its (not yet committed) transaction: look as
     // soon as this tick is over (on SQLite the read queues behind the commit
     // on the one connection), and again a little later for PostgreSQL, whose
@@ -438,14 +444,7 @@ export class RunnerProtocolService {
     /** The scope's tasks version read before this claim. */
     version: number,
   ): Promise<TaskPayload[]> {
-    // A runner that already gave up (its fetch timed out while the server was
-    // busy) must not be handed work: let pending socket events land first.
-    // Grouped writes (SQLite) start the claim after them anyway, so it looks
-    // then, without a turn of the event loop of its own (every answer waited
-    // for one more turn of a busy loop).
-    const gone = this.writes.deferred ? () => this.hungUp(request, key) : undefined;
-    if (gone === undefined && (await this.clientGone(request, key))) return [];
-    const claims = await this.claimBatch(runner, capacity, request.handle, key, gone);
+    const claims = await this.claim(runner, capacity, request, key);
     // Another process served this key meanwhile (the runner retried there while we waited for its lock).
     if (claims === 'claimed under the key' && key !== null) return this.recover(runner, key);
     // Rows in reach are held by other claims: not a "nothing" to remember.
@@ -482,6 +481,37 @@ export class RunnerProtocolService {
       return [];
     }
     return tasks;
+  }
+
+  /**
+   * The claims of one FetchTask. A runner that already gave up (its fetch
+   * timed out while the server was busy) must not be handed work: let
+   * pending socket events land first. Grouped writes (SQLite) and claim
+   * groups (PostgreSQL) start the claim after them anyway, so they look
+   * then, without a turn of the event loop of its own (every answer waited
+   * for one more turn of a busy loop).
+   */
+  private async claim(
+    runner: Runner,
+    capacity: number,
+    request: FetchTasksRequest,
+    key: string | null,
+  ): Promise<Claim[] | 'claimed under the key' | 'busy' | 'gone'> {
+    // Only a runner that needs no lock before its claim (no request key, not
+    // ephemeral), wants one task and names no job claims in a group.
+    const grouped =
+      this.groups !== null && key === null && !runner.ephemeral && request.handle === undefined && capacity === 1
+        ? this.groups.claim(runner, `${runner.ownerId}:${runner.repoId}:${labelsKey(runner)}`, () =>
+            this.hungUp(request, key),
+          )
+        : null;
+    if (grouped !== null) {
+      const outcome = await grouped;
+      return outcome === 'none' ? [] : typeof outcome === 'string' ? outcome : [outcome];
+    }
+    const gone = this.writes.deferred ? () => this.hungUp(request, key) : undefined;
+    if (gone === undefined && (await this.clientGone(request, key))) return 'gone';
+    return this.claimBatch(runner, capacity, request.handle, key, gone);
   }
 
   /**

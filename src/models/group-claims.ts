@@ -1,0 +1,203 @@
+// Claims of several runners made by one statement (PostgreSQL): the runners
+// of a group see the same waiting jobs (one scope, one label set) and need no
+// lock of their own before the claim (no request key, not ephemeral), so the
+// N oldest claimable jobs are picked FOR UPDATE SKIP LOCKED and paired with
+// the N runners, oldest job to the runner that asked first. Each runner gets
+// one job or none, and a job one runner at most, by the same conditional
+// UPDATE of the job row (task_id = 0 AND status = waiting) as a claim of
+// one (task-claims.ts). The runners' rows are locked first, in id order, as a
+// claim of one locks its runner inside its statement: nothing is claimed for
+// a runner deleted meanwhile, and two groups sharing a runner cannot
+// deadlock on their rows.
+//
+// Cost of a crash: none beyond the transaction's; the statement is part of
+// the claim's transaction, and nothing is claimed until it commits.
+// Forgejo: models/actions/task.go (CreateTaskForRunner), once per runner.
+import { sql } from 'kysely';
+import { ActionStatus } from '../modules/actions-status.ts';
+import type { ScopeColumns } from '../modules/scope.ts';
+import { compiledStatement } from './compiled-statements.ts';
+import { isPostgres } from './database.ts';
+import type { Queryable } from './database.ts';
+import { claimableArgs, claimableQuery, claimableShape, claimedFromRow } from './task-claims.ts';
+import type { ClaimedJob, ClaimedRow, NewTaskToken, StoredScopedValue } from './task-claims.ts';
+
+/** A runner of a group and the token of the task it would get. */
+export interface GroupClaimant {
+  runnerId: number;
+  token: NewTaskToken;
+}
+
+/** A claim of a group: ClaimedJob, and the runner it went to. */
+export interface GroupClaimed extends ClaimedJob {
+  runnerId: number;
+}
+
+/**
+ * Claims up to one job for each of `claimants` (distinct runners of `scope`
+ * with `labels`), in one statement, inside the caller's transaction: the
+ * oldest claimable jobs, the first to the first claimant. Returns the claims
+ * made, in job id order; a claimant without one is left without (fewer jobs
+ * than runners, or its row is gone). PostgreSQL only: SQLite claims under its
+ * write lock one runner at a time (claimNextJob).
+ */
+export async function claimJobsForRunners(
+  tx: Queryable,
+  scope: ScopeColumns,
+  labels: readonly string[],
+  claimants: readonly GroupClaimant[],
+  now: number,
+): Promise<GroupClaimed[]> {
+  if (!isPostgres(tx)) throw new Error('claimJobsForRunners is for PostgreSQL');
+  if (claimants.length === 0) return [];
+  const args = claimableArgs(tx, scope, labels, undefined, [
+    claimants.map((c) => c.runnerId),
+    claimants.map((c) => c.token.hash),
+    claimants.map((c) => c.token.lastEight),
+    now,
+  ]);
+  const { rows } = await CLAIM_GROUP.execute(tx, args, claimableShape(scope, labels, undefined));
+  return rows.map((row) => ({ ...claimedFromRow(row), runnerId: Number(row.claim_runner_id) }));
+}
+
+// 0 runner ids, 1 token hashes, 2 their last eights (arrays, one entry per
+// claimant, in the claimants' order), 3 now; then claimableArgs'.
+const GROUP_FIRST = 4;
+
+const CLAIM_GROUP = compiledStatement((db, arg, shape) => {
+  const now = arg<number>(3);
+  const pick = claimableQuery(db, arg, shape, GROUP_FIRST)
+    .select('id')
+    .orderBy('id')
+    .limit(sql<number>`(select count(*) from runner)`)
+    .forUpdate()
+    .skipLocked();
+  return sql<ClaimedRow & { claim_runner_id: number | string }>`
+    with locked as (
+      select id from action_runner where id = any(${arg<number[]>(0)}::bigint[]) order by id for update
+    ),
+    runner as (
+      select w.id, w.hash, w.last_eight, row_number() over (order by w.ord) as n
+      from unnest(${arg<number[]>(0)}::bigint[], ${arg<string[]>(1)}::text[], ${arg<string[]>(2)}::text[])
+        with ordinality as w(id, hash, last_eight, ord)
+      where w.id in (select id from locked)
+    ),
+    pick as (${pick}),
+    picked as (select id, row_number() over (order by id) as n from pick),
+    pair as (
+      select picked.id as job_id, runner.id as runner_id, runner.hash, runner.last_eight,
+        nextval(pg_get_serial_sequence('action_task', 'id')) as task_id
+      from picked join runner on runner.n = picked.n
+    ),
+    job as (
+      update action_run_job as j
+      set task_id = pair.task_id, status = ${ActionStatus.running},
+          attempt = case when j.attempt < 1 then 1 else j.attempt end, started = ${now}, updated = ${now}
+      from pair
+      where j.id = pair.job_id and j.task_id = 0 and j.status = ${ActionStatus.waiting}
+      returning j.*, pair.runner_id as claim_runner_id
+    ),
+    task as (
+      insert into action_task (id, job_id, attempt, runner_id, status, started, repo_id, owner_id, commit_sha,
+        is_fork_pull_request, token_hash, token_last_eight, runner_request_key, runner_request_key_expires,
+        created, updated)
+      select job.task_id, job.id, job.attempt, job.claim_runner_id, ${ActionStatus.running}, ${now}, job.repo_id,
+        job.owner_id, job.commit_sha, job.is_fork_pull_request, pair.hash, pair.last_eight, '', 0, ${now}, ${now}
+      from job join pair on pair.job_id = job.id
+    )
+    select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency,
+      repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
+      u.name as trigger_user_name,
+      exists (select 1 from webhook as w where w.is_active = 1
+        and ((w.owner_id = 0 and w.repo_id = job.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
+        as any_active_hook
+    from job join action_run as r on r.id = job.run_id
+    left join repository as repo on repo.id = job.repo_id
+    left join "user" as u on u.id = r.trigger_user_id
+    order by job.id`;
+});
+
+/** The steps of one claimed task: its id, its repository, its steps' names in order. */
+export interface TaskStepNames {
+  taskId: number;
+  repoId: number;
+  names: readonly string[];
+}
+
+/**
+ * One row per step of each task, all waiting, in one statement whatever the
+ * number of tasks and steps (its values as arrays): a group's claims insert
+ * their steps together. PostgreSQL only.
+ */
+export async function insertStepsOfTasks(tx: Queryable, tasks: readonly TaskStepNames[], now: number): Promise<void> {
+  const taskIds: number[] = [];
+  const names: string[] = [];
+  const indexes: number[] = [];
+  const repoIds: number[] = [];
+  for (const task of tasks)
+    task.names.forEach((name, index) => {
+      taskIds.push(task.taskId);
+      names.push(name);
+      indexes.push(index);
+      repoIds.push(task.repoId);
+    });
+  if (names.length === 0) return;
+  await STEPS_OF_TASKS.execute(tx, [taskIds, names, indexes, repoIds, now]);
+}
+
+const STEPS_OF_TASKS = compiledStatement(
+  (_db, arg) => sql`
+    insert into action_task_step (task_id, name, step_index, repo_id, status, created, updated)
+    select s.task_id, s.name, s.step_index, s.repo_id, ${ActionStatus.waiting}, ${arg<number>(4)}, ${arg<number>(4)}
+    from unnest(${arg<number[]>(0)}::bigint[], ${arg<string[]>(1)}::text[], ${arg<number[]>(2)}::bigint[],
+      ${arg<number[]>(3)}::bigint[]) as s(task_id, name, step_index, repo_id)`,
+);
+
+/** A repository as scopedValuesOfRepositories reads it: its id and its owner's. */
+export interface RepositoryRef {
+  repoId: number;
+  ownerId: number;
+}
+
+/** What a job of a repository sees, as the payload reads it (task-payload.ts): secrets and variables as stored. */
+export interface RepositoryValues {
+  secrets: StoredScopedValue[];
+  variables: StoredScopedValue[];
+}
+
+/**
+ * The secrets and variables the jobs of each repository see (its owner's and
+ * its own, each in id order, as listScopedValuesForRepository reads them), for
+ * several repositories in one statement: a group's payloads read them once.
+ */
+export async function scopedValuesOfRepositories(
+  db: Queryable,
+  repos: readonly RepositoryRef[],
+): Promise<(repo: RepositoryRef) => RepositoryValues> {
+  const ownerIds = [...new Set(repos.map((r) => r.ownerId))];
+  const repoIds = [...new Set(repos.map((r) => r.repoId))];
+  const { rows } = await VALUES_OF_REPOSITORIES.execute(db, [ownerIds, repoIds]);
+  const values = rows.map((row) => ({
+    variable: Number(row.kind) === 1,
+    value: { ownerId: Number(row.owner_id), repoId: Number(row.repo_id), name: row.name, data: row.data },
+  }));
+  return (repo) => {
+    const seen: RepositoryValues = { secrets: [], variables: [] };
+    for (const { variable, value } of values) {
+      const owners = value.repoId === 0 && value.ownerId === repo.ownerId;
+      if (!owners && !(value.ownerId === 0 && value.repoId === repo.repoId)) continue;
+      (variable ? seen.variables : seen.secrets).push(value);
+    }
+    return seen;
+  };
+}
+
+const VALUES_OF_REPOSITORIES = compiledStatement((_db, arg) => {
+  const where = sql`(v.owner_id = any(${arg<number[]>(0)}::bigint[]) and v.repo_id = 0)
+    or (v.owner_id = 0 and v.repo_id = any(${arg<number[]>(1)}::bigint[]))`;
+  return sql<{ kind: number; owner_id: number; repo_id: number; name: string; data: string }>`
+    select 0 as kind, v.id, v.owner_id, v.repo_id, v.name, v.data from secret as v where ${where}
+    union all
+    select 1 as kind, v.id, v.owner_id, v.repo_id, v.name, v.data from action_variable as v where ${where}
+    order by kind, id`;
+});

@@ -1,0 +1,223 @@
+// FetchTasks that arrive together claim together (PostgreSQL). The claims of
+// runners with the same claim key (one scope, one label set; no request key,
+// not ephemeral, one task wanted, no handle) made in one turn of the event
+// loop wait for the end of its current phase (setImmediate) and then run as
+// one transaction: one statement claims a job for each runner
+// (group-claims.ts), one inserts every task's steps, each run is settled
+// once for all its claimed jobs, and after the commit one statement reads the
+// secrets and variables of the claimed jobs' repositories. A claim alone
+// costs as before (begin, claim, steps, run lock, commit, then the values);
+// a group of N pays that once instead of N times, which on PostgreSQL is
+// what a job cost: round trips, each a wake-up of a backend and of Gantry.
+//
+// Guarantees (the claims of one runner, as claimBatch gives them):
+// - Each runner of a group gets one task or none, and a job goes to one
+//   runner at most (the claim statement's conditional update).
+// - A runner whose request hung up before its group's transaction ran is
+//   left out of it (nothing claimed for it); one that hangs up later gets its
+//   claim released by FetchTask (runner-protocol.ts), as a claim of its own.
+// - A group's transaction that fails with a retryable error (a deadlock, a
+//   run moving under the claim: RunAgainError) runs again whole, with the
+//   runners still waiting; any other error fails every runner of the group,
+//   none of whose claims was committed.
+//
+// Cost of a crash: that of the transaction: nothing claimed before its commit.
+import { generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
+import { isRetryableError } from '../../models/database.ts';
+import type { Tx } from '../../models/database.ts';
+import { claimJobsForRunners, insertStepsOfTasks, scopedValuesOfRepositories } from '../../models/group-claims.ts';
+import type { GroupClaimed } from '../../models/group-claims.ts';
+import type { GroupedWrites } from '../../models/grouped-writes.ts';
+import type { Db } from '../../models/database.ts';
+import { anyClaimable } from '../../models/task-claims.ts';
+import type { ClaimedJob } from '../../models/task-claims.ts';
+import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
+import type { Runner } from '../../models/runners.ts';
+import type { ScopeColumns } from '../../modules/scope.ts';
+import type { RunProgress } from './run-progress.ts';
+
+/** A claim made for a runner: the job, the task's token, and the run as the claim's transaction left it. */
+export interface Claim {
+  claimed: ClaimedJob;
+  token: string;
+  /** The run as the claim's transaction left it (the payload's run), null if it is gone. */
+  run: ActionRun | null;
+}
+
+/**
+ * What a runner's claim in a group came to: its claim; 'none' when nothing
+ * in scope fits its labels; 'busy' when what fits is held by other claims
+ * (it may come back); 'gone' when it hung up before the group ran.
+ */
+export type GroupOutcome = Claim | 'none' | 'busy' | 'gone';
+
+/** At most this many runners claim in one statement. */
+const MAX_GROUP = 64;
+/** Deadlocks and runs moving under a claim are retried this often (as claimBatch). */
+const MAX_GROUP_ATTEMPTS = 5;
+
+interface Member {
+  runner: Runner;
+  gone: () => boolean;
+  resolve: (outcome: GroupOutcome) => void;
+  reject: (error: unknown) => void;
+}
+
+interface Pending {
+  scope: ScopeColumns;
+  labels: readonly string[];
+  members: Member[];
+  runnerIds: Set<number>;
+}
+
+export class ClaimGroups {
+  /** The runners waiting for the end of this phase of the event loop, by claim key. */
+  private readonly pending = new Map<string, Pending>();
+  private scheduled = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly writes: GroupedWrites,
+    private readonly runProgress: RunProgress,
+    private readonly now: () => number,
+    /** The job's step names (runner-protocol.ts caches them by job). */
+    private readonly stepNames: (job: ActionRunJob) => string[],
+  ) {}
+
+  /**
+   * Claims a job for `runner` together with the others of its claim key
+   * that ask in this phase of the event loop; null when the runner is
+   * already waiting in the group (a second FetchTask of one runner claims on
+   * its own, after the runner's row lock).
+   */
+  claim(runner: Runner, key: string, gone: () => boolean): Promise<GroupOutcome> | null {
+    let group = this.pending.get(key);
+    if (group === undefined) {
+      group = {
+        scope: { ownerId: runner.ownerId, repoId: runner.repoId },
+        labels: runner.labels ?? [],
+        members: [],
+        runnerIds: new Set(),
+      };
+      this.pending.set(key, group);
+    } else if (group.runnerIds.has(runner.id)) {
+      return null;
+    }
+    const joined = group;
+    joined.runnerIds.add(runner.id);
+    const outcome = new Promise<GroupOutcome>((resolve, reject) => {
+      joined.members.push({ runner, gone, resolve, reject });
+    });
+    if (joined.members.length >= MAX_GROUP) {
+      this.pending.delete(key);
+      void this.runGroup(joined);
+    } else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+    return outcome;
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const groups = [...this.pending.values()];
+    this.pending.clear();
+    for (const group of groups) void this.runGroup(group);
+  }
+
+  private async runGroup(group: Pending): Promise<void> {
+    let waiting = group.members;
+    try {
+      for (let attempt = 1; ; attempt += 1) {
+        // A runner that hung up before the transaction is left out: nothing is claimed for it.
+        const left = waiting.filter((member) => member.gone());
+        for (const member of left) member.resolve('gone');
+        waiting = waiting.filter((member) => !left.includes(member));
+        if (waiting.length === 0) return;
+        let outcomes: GroupOutcome[];
+        try {
+          outcomes = await this.writes.run((tx) => this.claimTogether(tx, group, waiting));
+        } catch (error) {
+          if (attempt < MAX_GROUP_ATTEMPTS && isRetryableError(error)) continue;
+          throw error;
+        }
+        // Committed: from here on every runner gets its outcome. When the values cannot be
+        // read, each payload reads its own (task-payload.ts), and FetchTask releases a claim
+        // whose payload fails.
+        await this.readValues(outcomes).catch(() => undefined);
+        waiting.forEach((member, i) => member.resolve(outcomes[i] as GroupOutcome));
+        return;
+      }
+    } catch (error) {
+      for (const member of waiting) member.reject(error);
+    }
+  }
+
+  /** The group's transaction: the outcome of each of `members`, in order. */
+  private async claimTogether(tx: Tx, group: Pending, members: readonly Member[]): Promise<GroupOutcome[]> {
+    const now = this.now();
+    const tokens = members.map(() => generateTokenString());
+    const claimed = await claimJobsForRunners(
+      tx,
+      group.scope,
+      group.labels,
+      members.map((member, i) => {
+        const token = tokens[i] as string;
+        return { runnerId: member.runner.id, token: { hash: hashToken(token), lastEight: token.slice(-8) } };
+      }),
+      now,
+    );
+    await insertStepsOfTasks(
+      tx,
+      claimed.map((claim) => ({ taskId: claim.taskId, repoId: claim.job.repoId, names: this.stepNames(claim.job) })),
+      now,
+    );
+    // Each run settled once for all its claimed jobs, in run id order: the order two groups lock shared runs in.
+    const byRun = new Map<number, GroupClaimed[]>();
+    for (const claim of claimed) byRun.set(claim.job.runId, [...(byRun.get(claim.job.runId) ?? []), claim]);
+    const runs = new Map<number, ActionRun | null>();
+    for (const runId of [...byRun.keys()].sort((a, b) => a - b)) {
+      const claims = byRun.get(runId) as GroupClaimed[];
+      const first = claims[0] as GroupClaimed;
+      const run = await this.runProgress.settleClaimed(
+        tx,
+        first.run,
+        runId,
+        claims.map((claim) => claim.job),
+        !first.anyActiveHook,
+      );
+      runs.set(runId, run);
+    }
+    const byRunner = new Map(claimed.map((claim) => [claim.runnerId, claim]));
+    // Runners left without a job: rows other claims hold may still come back (a claim that rolls back).
+    const busy =
+      byRunner.size < members.length && (await anyClaimable(tx, group.scope, group.labels))
+        ? ('busy' as const)
+        : ('none' as const);
+    return members.map((member, i) => {
+      const claim = byRunner.get(member.runner.id);
+      if (claim === undefined) return busy;
+      return { claimed: claim, token: tokens[i] as string, run: runs.get(claim.job.runId) ?? null };
+    });
+  }
+
+  /**
+   * The secrets and variables of the claimed jobs' repositories, in one
+   * statement after the commit (as a claim alone reads them after its own),
+   * into each claim's refs: the payloads then read none of their own.
+   */
+  private async readValues(outcomes: readonly GroupOutcome[]): Promise<void> {
+    const claims = outcomes.filter((outcome): outcome is Claim => typeof outcome === 'object');
+    const repos = claims.flatMap(({ claimed }) =>
+      claimed.refs === null ? [] : [{ repoId: claimed.job.repoId, ownerId: claimed.refs.repoOwnerId }],
+    );
+    if (repos.length === 0) return;
+    const valuesOf = await scopedValuesOfRepositories(this.db, repos);
+    for (const { claimed } of claims) {
+      if (claimed.refs === null) continue;
+      const values = valuesOf({ repoId: claimed.job.repoId, ownerId: claimed.refs.repoOwnerId });
+      claimed.refs.secrets = values.secrets;
+      claimed.refs.variables = values.variables;
+    }
+  }
+}

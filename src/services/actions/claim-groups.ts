@@ -1,14 +1,17 @@
 // FetchTasks that arrive together claim together (PostgreSQL). The claims of
 // runners with the same claim key (one scope, one label set; no request key,
 // not ephemeral, one task wanted, no handle) made in one turn of the event
-// loop wait for the end of its current phase (setImmediate) and then run as
-// one transaction: one statement claims a job for each runner
+// loop wait for the end of its current phase (setImmediate), or while two
+// groups of their key are claiming, until one of them is done (under load a
+// group grows instead of queueing for a connection as claims of one); then
+// they run as one transaction: one statement claims a job for each runner
 // (group-claims.ts), one inserts every task's steps, each run is settled
 // once for all its claimed jobs, and after the commit one statement reads the
 // secrets and variables of the claimed jobs' repositories. A claim alone
-// costs as before (begin, claim, steps, run lock, commit, then the values);
-// a group of N pays that once instead of N times, which on PostgreSQL is
-// what a job cost: round trips, each a wake-up of a backend and of Gantry.
+// takes 6 round trips (begin, claim, steps, run lock, commit, then the
+// values); a group of N pays them once instead of N times, and round trips,
+// each a wake-up of a backend and of Gantry, were what a claim cost on
+// PostgreSQL.
 //
 // Guarantees (the claims of one runner, as claimBatch gives them):
 // - Each runner of a group gets one task or none, and a job goes to one
@@ -53,6 +56,12 @@ export type GroupOutcome = Claim | 'none' | 'busy' | 'gone';
 
 /** At most this many runners claim in one statement. */
 const MAX_GROUP = 64;
+/**
+ * While this many groups of one claim key are claiming, the next group
+ * gathers until one is done: under load a group grows with the wait instead
+ * of claiming alone, at no cost when a claim finds the key idle.
+ */
+const MAX_CLAIMING = 2;
 /** Deadlocks and runs moving under a claim are retried this often (as claimBatch). */
 const MAX_GROUP_ATTEMPTS = 5;
 
@@ -73,6 +82,8 @@ interface Pending {
 export class ClaimGroups {
   /** The runners waiting for the end of this phase of the event loop, by claim key. */
   private readonly pending = new Map<string, Pending>();
+  /** How many groups of each claim key are claiming now. */
+  private readonly claiming = new Map<string, number>();
   private scheduled = false;
 
   constructor(
@@ -110,19 +121,38 @@ export class ClaimGroups {
     });
     if (joined.members.length >= MAX_GROUP) {
       this.pending.delete(key);
-      void this.runGroup(joined);
-    } else if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.flush());
+      this.start(key, joined);
+    } else {
+      this.schedule();
     }
     return outcome;
   }
 
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** Starts the groups gathered in this phase, but a key's group waits while MAX_CLAIMING of that key claim. */
   private flush(): void {
     this.scheduled = false;
-    const groups = [...this.pending.values()];
-    this.pending.clear();
-    for (const group of groups) void this.runGroup(group);
+    for (const [key, group] of [...this.pending]) {
+      if ((this.claiming.get(key) ?? 0) >= MAX_CLAIMING) continue;
+      this.pending.delete(key);
+      this.start(key, group);
+    }
+  }
+
+  private start(key: string, group: Pending): void {
+    this.claiming.set(key, (this.claiming.get(key) ?? 0) + 1);
+    void this.runGroup(group).finally(() => {
+      const left = (this.claiming.get(key) ?? 1) - 1;
+      if (left === 0) this.claiming.delete(key);
+      else this.claiming.set(key, left);
+      // The runners that gathered meanwhile go next, with those of this phase.
+      if (this.pending.has(key)) this.schedule();
+    });
   }
 
   private async runGroup(group: Pending): Promise<void> {

@@ -191,9 +191,11 @@ export interface ClaimedPayloadRefs {
   triggerUserName: string | null;
   /**
    * The secrets a job of the repository sees, as stored (ciphertext): its
-   * owner's and its own, in id order. SQLite's claim reads them; null on
-   * PostgreSQL, whose payload reads them after the commit: read in its claim
-   * statement they made the bench no faster there (measured once the
+   * owner's and its own, in id order. SQLite's claim reads them; on
+   * PostgreSQL a claim group (claim-groups.ts) reads those of all its jobs'
+   * repositories in one statement after its commit, and they are null for a
+   * claim of its own, whose payload reads them after the commit: read in its
+   * claim statement they made the bench no faster there (measured once the
    * deadlock of claims upgrading their run's lock was fixed, run-progress.ts).
    */
   secrets: StoredScopedValue[] | null;

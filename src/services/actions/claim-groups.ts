@@ -7,7 +7,9 @@
 // they run as one transaction: one statement claims a job for each runner
 // (group-claims.ts), one inserts every task's steps, each run is settled
 // once for all its claimed jobs, and after the commit one statement reads the
-// secrets and variables of the claimed jobs' repositories. A claim alone
+// secrets and variables of the claimed jobs' repositories, and the needs of
+// the jobs that have some are read once for the group (each run's jobs, then
+// the outputs of every needed task in one statement). A claim alone
 // takes 6 round trips (begin, claim, steps, run lock, commit, then the
 // values); a group of N pays them once instead of N times, and round trips,
 // each a wake-up of a backend and of Gantry, were what a claim cost on
@@ -32,12 +34,15 @@ import { claimJobsForRunners, insertStepsOfTasks, scopedValuesOfRepositories } f
 import type { GroupClaimed } from '../../models/group-claims.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db } from '../../models/database.ts';
-import { anyClaimable } from '../../models/task-claims.ts';
+import { anyClaimable, outputsOfTasks } from '../../models/task-claims.ts';
 import type { ClaimedJob } from '../../models/task-claims.ts';
+import { listJobsOfRun } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import type { Runner } from '../../models/runners.ts';
 import type { ScopeColumns } from '../../modules/scope.ts';
 import type { RunProgress } from './run-progress.ts';
+import { neededTaskIds, needsFrom } from './task-payload.ts';
+import type { TaskNeedPayload } from './task-payload.ts';
 
 /** A claim made for a runner: the job, the task's token, and the run as the claim's transaction left it. */
 export interface Claim {
@@ -45,6 +50,8 @@ export interface Claim {
   token: string;
   /** The run as the claim's transaction left it (the payload's run), null if it is gone. */
   run: ActionRun | null;
+  /** The job's needs, read for its group after the commit (absent: the payload reads them). */
+  needs?: Record<string, TaskNeedPayload>;
 }
 
 /**
@@ -174,7 +181,11 @@ export class ClaimGroups {
         // Committed: from here on every runner gets its outcome. When the values cannot be
         // read, each payload reads its own (task-payload.ts), and FetchTask releases a claim
         // whose payload fails.
-        await this.readValues(outcomes).catch(() => undefined);
+        const claims = outcomes.filter((outcome): outcome is Claim => typeof outcome === 'object');
+        await Promise.all([
+          this.readValues(claims).catch(() => undefined),
+          this.readNeeds(claims).catch(() => undefined),
+        ]);
         waiting.forEach((member, i) => member.resolve(outcomes[i] as GroupOutcome));
         return;
       }
@@ -236,8 +247,7 @@ export class ClaimGroups {
    * statement after the commit (as a claim alone reads them after its own),
    * into each claim's refs: the payloads then read none of their own.
    */
-  private async readValues(outcomes: readonly GroupOutcome[]): Promise<void> {
-    const claims = outcomes.filter((outcome): outcome is Claim => typeof outcome === 'object');
+  private async readValues(claims: readonly Claim[]): Promise<void> {
     const repos = claims.flatMap(({ claimed }) =>
       claimed.refs === null ? [] : [{ repoId: claimed.job.repoId, ownerId: claimed.refs.repoOwnerId }],
     );
@@ -249,5 +259,22 @@ export class ClaimGroups {
       claimed.refs.secrets = values.secrets;
       claimed.refs.variables = values.variables;
     }
+  }
+
+  /**
+   * The needs of the claimed jobs that have some, for the whole group: each
+   * run's jobs once, and the outputs of every needed task in one statement,
+   * after the commit, as a payload of its own would read them (task-payload.ts).
+   */
+  private async readNeeds(claims: readonly Claim[]): Promise<void> {
+    const needing = claims.filter(({ claimed }) => claimed.job.needs.length > 0);
+    if (needing.length === 0) return;
+    const runJobs = new Map<number, ActionRunJob[]>();
+    for (const runId of new Set(needing.map(({ claimed }) => claimed.job.runId)))
+      runJobs.set(runId, await listJobsOfRun(this.db, runId));
+    const jobsOf = (claim: Claim) => runJobs.get(claim.claimed.job.runId) ?? [];
+    const taskIds = new Set(needing.flatMap((claim) => neededTaskIds(claim.claimed.job, jobsOf(claim))));
+    const outputs = await outputsOfTasks(this.db, [...taskIds]);
+    for (const claim of needing) claim.needs = needsFrom(claim.claimed.job, jobsOf(claim), outputs);
   }
 }

@@ -467,6 +467,7 @@ export class RunnerProtocolService {
           await this.payloads.build(claim.claimed.taskId, claim.token, claim.claimed.job, {
             run: claim.run,
             refs: claim.claimed.refs,
+            needs: claim.needs ?? null,
           }),
         );
     } catch (error) {

@@ -94,7 +94,12 @@ export class TaskPayloadBuilder {
     taskId: number,
     token: string,
     job: ActionRunJob,
-    claimed?: { run: ActionRun | null; refs: ClaimedPayloadRefs | null },
+    claimed?: {
+      run: ActionRun | null;
+      refs: ClaimedPayloadRefs | null;
+      /** The job's needs, read already for its claim group (claim-groups.ts). */
+      needs?: Record<string, TaskNeedPayload> | null;
+    },
   ): Promise<TaskPayload> {
     const refs = claimed?.refs ?? null;
     const [run, repo] = await Promise.all([
@@ -131,7 +136,7 @@ export class TaskPayloadBuilder {
       vars: Object.fromEntries(
         refs?.variables == null ? await this.variables.variablesForRepo(repo) : variablesOf(refs.variables),
       ),
-      needs: await this.needsOf(this.db, job),
+      needs: claimed?.needs ?? (await this.needsOf(this.db, job)),
     };
   }
 
@@ -221,32 +226,46 @@ export class TaskPayloadBuilder {
     return event;
   }
 
-  /**
-   * For each job id the job needs: the outputs of its legs' tasks (legs that
-   * never ran or are not done are skipped) and the legs' aggregated result
-   * (Forgejo's FindTaskNeeds).
-   */
+  /** `job`'s needs (needsFrom), read now. */
   private async needsOf(db: Queryable, job: ActionRunJob): Promise<Record<string, TaskNeedPayload>> {
     if (job.needs.length === 0) return {};
     const jobs = await listJobsOfRun(db, job.runId);
-    const needed = new Set(job.needs);
-    const legsById = new Map<string, ActionRunJob[]>();
-    for (const leg of jobs)
-      if (needed.has(leg.jobId)) legsById.set(leg.jobId, [...(legsById.get(leg.jobId) ?? []), leg]);
-    const finished = jobs.filter((leg) => needed.has(leg.jobId) && leg.taskId !== 0 && isDone(leg.status));
-    const outputs = await outputsOfTasks(
-      db,
-      finished.map((leg) => leg.taskId),
-    );
-    const needs: Record<string, TaskNeedPayload> = {};
-    for (const [jobId, legs] of legsById) {
-      const merged: Record<string, string> = {};
-      for (const leg of legs) {
-        const stored = leg.taskId !== 0 && isDone(leg.status) ? outputs.get(leg.taskId) : undefined;
-        if (stored !== undefined) mergeOutputs(merged, stored);
-      }
-      needs[jobId] = { outputs: merged, result: aggregateJobStatus(legs.map((leg) => leg.status)) };
-    }
-    return needs;
+    const outputs = await outputsOfTasks(db, neededTaskIds(job, jobs));
+    return needsFrom(job, jobs, outputs);
   }
+}
+
+/** The tasks whose outputs `job`'s needs carry: those of its needed legs that are done. */
+export function neededTaskIds(job: ActionRunJob, runJobs: readonly ActionRunJob[]): number[] {
+  const needed = new Set(job.needs);
+  return runJobs
+    .filter((leg) => needed.has(leg.jobId) && leg.taskId !== 0 && isDone(leg.status))
+    .map((leg) => leg.taskId);
+}
+
+/**
+ * `job`'s needs from its run's jobs and their tasks' outputs (neededTaskIds'
+ * at least): for each job id it needs, the outputs of its legs' tasks (legs
+ * that never ran or are not done are skipped) and the legs' aggregated result
+ * (Forgejo's FindTaskNeeds).
+ */
+export function needsFrom(
+  job: ActionRunJob,
+  runJobs: readonly ActionRunJob[],
+  outputs: ReadonlyMap<number, ReadonlyMap<string, string>>,
+): Record<string, TaskNeedPayload> {
+  const needed = new Set(job.needs);
+  const legsById = new Map<string, ActionRunJob[]>();
+  for (const leg of runJobs)
+    if (needed.has(leg.jobId)) legsById.set(leg.jobId, [...(legsById.get(leg.jobId) ?? []), leg]);
+  const needs: Record<string, TaskNeedPayload> = {};
+  for (const [jobId, legs] of legsById) {
+    const merged: Record<string, string> = {};
+    for (const leg of legs) {
+      const stored = leg.taskId !== 0 && isDone(leg.status) ? outputs.get(leg.taskId) : undefined;
+      if (stored !== undefined) mergeOutputs(merged, stored);
+    }
+    needs[jobId] = { outputs: merged, result: aggregateJobStatus(legs.map((leg) => leg.status)) };
+  }
+  return needs;
 }

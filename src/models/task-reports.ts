@@ -112,12 +112,29 @@ export interface ReportedTaskJob extends TaskJobRef {
 }
 
 /** A task, its job (null when the job is gone) and its output keys (as listTaskOutputKeys), read in one statement. */
-export async function findReportedTaskWithJob(
-  db: Queryable,
-  id: number,
-): Promise<{ task: ReportedTask; job: ReportedTaskJob | null; outputKeys: string[] } | null> {
+export async function findReportedTaskWithJob(db: Queryable, id: number): Promise<SeenTask | null> {
   const row = await REPORTED_TASK_WITH_JOB.takeFirst(db, [id]);
-  if (row === undefined) return null;
+  return row === undefined ? null : seenFromRow(row);
+}
+
+/** A task with its job as REPORTED_TASK_WITH_JOB and FINISH_ALONE read them. */
+export interface SeenTask {
+  task: ReportedTask;
+  job: ReportedTaskJob | null;
+  outputKeys: string[];
+}
+
+type SeenRow = Parameters<typeof taskFromRow>[0] & {
+  j_id: number | null;
+  j_run_id: number | null;
+  j_task_id: number | null;
+  j_status: ActionStatusValue | null;
+  j_repo_id: number | null;
+  r_job_concurrency: number | null;
+  output_keys: string[] | string;
+};
+
+function seenFromRow(row: SeenRow): SeenTask {
   return {
     task: taskFromRow(row),
     job:
@@ -135,7 +152,10 @@ export async function findReportedTaskWithJob(
   };
 }
 
-const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => {
+const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => seenTaskQuery(db, arg<number>(0)));
+
+/** REPORTED_TASK_WITH_JOB's query: the task `id`, its job and run's flag, its output keys. */
+function seenTaskQuery(db: Queryable, id: number) {
   // A JSON array: parsed by pg on PostgreSQL, text on SQLite.
   const outputKeys: RawBuilder<string[] | string> = isPostgres(db)
     ? sql`(select coalesce(json_agg(o.output_key order by o.id), '[]') from action_task_output as o where o.task_id = t.id)`
@@ -166,8 +186,8 @@ const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => {
       'r.job_concurrency as r_job_concurrency',
       outputKeys.as('output_keys'),
     ])
-    .where('t.id', '=', arg<number>(0));
-});
+    .where('t.id', '=', id);
+}
 
 /**
  * Call first in a transaction that will write. SQLite: takes the database
@@ -383,7 +403,7 @@ function closeStepsCte(now: number): RawBuilder<unknown> {
 /** The job's update in a CTE: only once the `task` CTE finished the task, and `gate` (empty or `and …`) holding. */
 function finishJobCte(
   taskId: number,
-  jobId: number,
+  jobId: number | RawBuilder<unknown>,
   status: ActionStatusValue,
   now: number,
   gate: RawBuilder<unknown>,
@@ -552,6 +572,140 @@ type LockingRow = Partial<Selectable<ActionRunJobTable>> & {
   any_active_hook?: boolean;
   task_status: ActionStatusValue | null;
   locked_run: Selectable<ActionRunTable> | null;
+};
+
+/** What finishReportAlone did. */
+export interface FinishedAlone {
+  /** The task, its job and output keys as findReportedTaskWithJob reads them, before any lock; null: no such task. */
+  seen: SeenTask | null;
+  /** True when the statement finished the task, its open steps and its job, and committed them. */
+  finished: boolean;
+  /** The task's status when it was done already (nothing was done), else null. */
+  doneAs: ActionStatusValue | null;
+}
+
+/**
+ * A runner's final report on PostgreSQL in one autocommitted statement, when
+ * nothing but the task, its open steps and its job would be written in its
+ * transaction. The statement finds the task's run through an unlocked look,
+ * then takes the locks in the order every writer of a run's jobs takes
+ * (run-progress.ts: the run's row, then the task and its job, read again as
+ * they are once the lock is held), counts the run's other jobs as committed
+ * once the lock is held (action_run_job_counts_now, as
+ * finishReportLockingRun) and finishes the task (with `status`, only when
+ * `runnerId` is its runner), its open steps and its job only when settling
+ * the run would then write nothing more: the task still unfinished and its
+ * job still its own and unfinished (no status imposed), the run without job
+ * groups and not a push run (no commit status), no active webhook of its
+ * repository or owner, no job of the run blocked by its needs (none to
+ * unblock or skip), and the run's status as its jobs would now aggregate
+ * (RunProgress.settleLocked: unchanged, so no run event, no concurrency
+ * group to release). Otherwise it writes nothing: the caller finishes the
+ * report in a transaction. So the run's lock is held for this statement
+ * alone, not until a commit sent after it.
+ */
+export async function finishReportAlone(
+  db: Queryable,
+  taskId: number,
+  runnerId: number,
+  status: ActionStatusValue,
+  now: number,
+): Promise<FinishedAlone> {
+  const { rows } = await FINISH_ALONE.execute(db, [taskId, runnerId, status, now]);
+  const { task_finished: finished, done_as: doneAs, ...row } = rows[0] as AloneRow;
+  return {
+    seen: row.id === undefined || row.id === null ? null : seenFromRow(row as SeenRow),
+    finished: Number(finished) > 0,
+    doneAs,
+  };
+}
+
+/** The statuses as SQL literals: in a CASE of parameters alone PostgreSQL would take them for text. */
+const LITERAL_STATUS = Object.fromEntries(
+  Object.entries(ActionStatus).map(([name, value]) => [name, sql.lit(value)]),
+) as Record<keyof typeof ActionStatus, RawBuilder<unknown>>;
+
+/**
+ * A run's status from its shown job statuses in column `status` of the rows
+ * aggregated (aggregateJobStatus, first rule that matches).
+ */
+const AGGREGATE_STATUS = ((s: Record<keyof typeof ActionStatus, RawBuilder<unknown>>) => sql`case
+    when bool_and(status = ${s.skipped}) then ${s.skipped}
+    when bool_and(status in (${s.success}, ${s.skipped})) then ${s.success}
+    when bool_or(status = ${s.cancelled}) then ${s.cancelled}
+    when bool_or(status = ${s.running}) then ${s.running}
+    when bool_or(status = ${s.waiting}) then ${s.waiting}
+    when bool_or(status = ${s.failure}) then ${s.failure}
+    when bool_or(status = ${s.blocked}) then ${s.blocked}
+    else ${s.unknown} end`)(LITERAL_STATUS);
+
+/**
+ * finishReportAlone's statement. Arguments: 0 task id, 1 runner id, 2
+ * status, 3 now. `look` reads the task and its job's run unlocked (a task's
+ * job and a job's run never change), and only an unfinished task of that
+ * runner locks the run; every later part is gated on `locked` (an
+ * uncorrelated EXISTS: a one-time filter evaluated before any row is read),
+ * so the run's row is locked before the task's and the job's, and the
+ * run's jobs are counted (by a function with a fresh snapshot) once those
+ * locks are held. The writes are gated on `alone`.
+ */
+const FINISH_ALONE = compiledStatement((db, arg) => {
+  const taskId = arg<number>(0);
+  const runnerId = arg<number>(1);
+  const status = arg<ActionStatusValue>(2);
+  const now = arg<number>(3);
+  const locked = sql`and exists (select 1 from locked)`;
+  const blocked = LITERAL_STATUS.blocked;
+  const current = sql`look as (${seenTaskQuery(db, taskId)}),
+    locked as (
+      select * from action_run
+      where id = (select j_run_id from look where runner_id = ${runnerId} and status not in (${done}))
+      for update
+    ),
+    task_now as (select id, status from action_task where id = ${taskId} ${locked} for update),
+    job_now as (
+      select id, task_id, status from action_run_job where id = (select job_id from look) ${locked} for update
+    ),
+    current as (
+      select t.status as task_status, j.id, j.task_id, j.status from task_now as t left join job_now as j on true
+    ),
+    counted as (
+      select action_run_job_counts_now(l.id, c.id) as counts
+      from locked as l join current as c on c.id is not null
+    ),
+    shown as (
+      select case when (e ->> 0)::int = ${blocked} and (e ->> 1)::int = 1
+               then ${LITERAL_STATUS.waiting} else (e ->> 0)::int end as status,
+             (e ->> 0)::int = ${blocked} and (e ->> 1)::int = 0 as needs_wait
+      from counted as c cross join json_array_elements(c.counts) as e
+      union all select ${status}::int, false from counted
+    ),
+    alone as (
+      select 1 from locked as l join current as c on true
+      where c.task_status not in (${done}) and c.task_id = ${taskId} and c.status not in (${done})
+        and l.job_concurrency = 0 and l.event <> 'push'
+        and not exists (select 1 from webhook as w where w.is_active = 1
+          and ((w.owner_id = 0 and w.repo_id = l.repo_id) or (w.owner_id = l.owner_id and w.repo_id = 0)))
+        and not exists (select 1 from shown where needs_wait)
+        and l.status = (select ${AGGREGATE_STATUS} from shown)
+    )`;
+  const task = finishTaskCte(taskId, status, now, sql`and exists (select 1 from alone)`);
+  const job = finishJobCte(taskId, sql`(select id from current)`, status, now, sql`and exists (select 1 from alone)`);
+  return sql<AloneRow>`
+    with ${current},
+    task as (${task}),
+    steps as (${closeStepsCte(now)}),
+    job as (${job})
+    select look.*, (select count(*) from task) as task_finished,
+      case when (select count(*) from task) = 0 then coalesce(
+        (select task_status from current where task_status in (${done})),
+        (select status from look where status in (${done}))) end as done_as
+    from (select 1) as one left join look on true`;
+});
+
+type AloneRow = Partial<SeenRow> & {
+  task_finished: number | string;
+  done_as: ActionStatusValue | null;
 };
 
 export interface TaskStep {

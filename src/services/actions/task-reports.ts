@@ -19,6 +19,7 @@ import {
   deleteEphemeralRunner,
   findReportedTask,
   findReportedTaskWithJob,
+  finishReportAlone,
   finishReportLockingRun,
   finishTaskAndJob,
   insertTaskOutputs,
@@ -28,7 +29,7 @@ import {
   touchTask,
   updateTaskStep,
 } from '../../models/task-reports.ts';
-import type { FinishedTask, ReportedTask, ReportedTaskJob, TaskJobRef } from '../../models/task-reports.ts';
+import type { FinishedTask, ReportedTask, ReportedTaskJob, SeenTask, TaskJobRef } from '../../models/task-reports.ts';
 import type { ActionRun } from '../../models/action-runs.ts';
 import type { RunProgress } from './run-progress.ts';
 import { plainLogName, TaskLogStore } from './task-logs.ts';
@@ -162,7 +163,8 @@ export class TaskReportService {
    * UpdateTask. result 0: a heartbeat with step progress and outputs. Any
    * other result finishes the task, its unfinished steps and its job in one
    * transaction with the run's progress (dependants unblocked or skipped,
-   * run status), and removes an ephemeral runner. A task already done
+   * run status), and removes an ephemeral runner; on PostgreSQL in one
+   * statement instead when that is all it writes (finishAlone). A task already done
    * changes nothing. The answer is the server's view, so a job cancelled
    * server-side answers CANCELLED: the runner's only stop signal.
    */
@@ -184,12 +186,27 @@ export class TaskReportService {
       steps.push({ ...step, result: step.result });
     }
     const accepted = outputsToStore(outputs);
+    // PostgreSQL, a final report with nothing else to store: one statement, when that is all the finish writes.
+    let seen: SeenTask | null = null;
+    if (
+      result !== ActionStatus.unknown &&
+      steps.length === 0 &&
+      accepted.rows.length === 0 &&
+      !runner.ephemeral &&
+      isPostgres(this.db)
+    ) {
+      const alone = await this.finishAlone(runner, state.id, result);
+      if ('answer' in alone) return alone.answer;
+      seen = alone.seen;
+    }
     // Committed together with the claims and reports that arrive meanwhile
     // (grouped-writes.ts); its after-commit work runs once the group commits.
     return this.runProgress.groupedTransaction(this.writes, async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
-      const own = await this.ownTaskWithJob(tx, runner, state.id);
+      // The task as finishAlone read it, if it did (the first time only: a retried transaction reads again).
+      const own = seen ?? (await this.ownTaskWithJob(tx, runner, state.id));
+      seen = null;
       let { task, job } = own;
       // Outputs are stored whatever the task's state, first write wins (Forgejo
       // stores them after UpdateTaskByState, even for a finished task): a
@@ -257,6 +274,34 @@ export class TaskReportService {
       // Still unfinished: answered as running.
       return answer(task.status);
     });
+  }
+
+  /**
+   * A final report on PostgreSQL that stores nothing but the result, from a
+   * runner that is not ephemeral: one autocommitted statement finishes the
+   * task, its open steps and its job when settling the run would write
+   * nothing else (finishReportAlone says when), so the run's lock is held
+   * for that statement alone. When it wrote nothing (the run's status
+   * changes, a dependant waits, a webhook or commit status is due, the job
+   * was cancelled…) the report takes updateTask's transaction, starting from
+   * the task as the statement read it (so it costs no more round trips than
+   * before); that transaction reads the task and its job again under the
+   * run's lock.
+   */
+  private async finishAlone(
+    runner: Runner,
+    taskId: number,
+    result: ActionStatusValue,
+  ): Promise<{ answer: TaskStateAnswer } | { seen: SeenTask | null }> {
+    if (!Number.isSafeInteger(taskId) || taskId <= 0) return { seen: null };
+    const alone = await finishReportAlone(this.db, taskId, runner.id, result, this.clock.nowSec());
+    if (alone.seen === null) return { seen: null };
+    const sentOutputs = alone.seen.outputKeys;
+    this.owned(runner, alone.seen.task);
+    if (alone.finished) return { answer: { result: asResult(result), sentOutputs } };
+    // Done already (by another report, a cancel or the zombie sweep): the server's view.
+    if (alone.doneAs !== null) return { answer: { result: asResult(alone.doneAs), sentOutputs } };
+    return { seen: alone.seen };
   }
 
   /**

@@ -8,6 +8,7 @@ import { ActionStatus } from '../modules/actions-status.ts';
 import { countJobStatusesOfRun, jobFromRow, runFromRow } from './action-runs.ts';
 import type { ActionRun, ActionRunJob, JobStatusCount } from './action-runs.ts';
 import { compiledStatement } from './compiled-statements.ts';
+import type { ArgSlot } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 import type { Queryable, Tx } from './database.ts';
@@ -574,6 +575,26 @@ type LockingRow = Partial<Selectable<ActionRunJobTable>> & {
   locked_run: Selectable<ActionRunTable> | null;
 };
 
+/** A step as a report gives it: its index, result (0: none), whether it reported a start, log index and length. */
+export interface ReportedStep {
+  index: number;
+  result: ActionStatusValue;
+  started: boolean;
+  logIndex: number;
+  logLength: number;
+}
+
+/** A ReportedStep list as reportedStepsCte's five arrays. */
+function stepArrays(steps: readonly ReportedStep[]): unknown[] {
+  return [
+    steps.map((step) => step.index),
+    steps.map((step) => step.result),
+    steps.map((step) => step.started),
+    steps.map((step) => step.logIndex),
+    steps.map((step) => step.logLength),
+  ];
+}
+
 /** What finishReportAlone did. */
 export interface FinishedAlone {
   /** The task, its job and output keys as findReportedTaskWithJob reads them, before any lock; null: no such task. */
@@ -593,7 +614,8 @@ export interface FinishedAlone {
  * they are once the lock is held), counts the run's other jobs as committed
  * once the lock is held (action_run_job_counts_now, as
  * finishReportLockingRun) and finishes the task (with `status`, only when
- * `runnerId` is its runner), its open steps and its job only when settling
+ * `runnerId` is its runner), its steps (`steps` applied, the others still
+ * open closed) and its job only when settling
  * the run would then write nothing more: the task still unfinished and its
  * job still its own and unfinished (no status imposed), the run without job
  * groups and not a push run (no commit status), no active webhook of its
@@ -610,8 +632,10 @@ export async function finishReportAlone(
   runnerId: number,
   status: ActionStatusValue,
   now: number,
+  /** The steps the report names, each at most once (index, result, log index and length: safe integers). */
+  steps: readonly ReportedStep[] = [],
 ): Promise<FinishedAlone> {
-  const { rows } = await FINISH_ALONE.execute(db, [taskId, runnerId, status, now]);
+  const { rows } = await FINISH_ALONE.execute(db, [taskId, runnerId, status, now, ...stepArrays(steps)]);
   const { task_finished: finished, done_as: doneAs, ...row } = rows[0] as AloneRow;
   return {
     seen: row.id === undefined || row.id === null ? null : seenFromRow(row as SeenRow),
@@ -619,6 +643,99 @@ export async function finishReportAlone(
     doneAs,
   };
 }
+
+/**
+ * The reported steps in one update, as TaskReportService.applySteps applies
+ * them (matched by index, a reported step that does not exist ignored: the
+ * log range copied; an unfinished step takes a reported result, or becomes
+ * running once it reports a start; `updated` moves when anything changed),
+ * for the task in CTE `source` (none when it is empty). With `close`, every
+ * step still unfinished after that ends with the task's status, as
+ * closeUnfinishedSteps then does (`source` is the finished task). Arguments
+ * from slot `from`: the steps' indexes, results, whether each reported a
+ * start, log indexes and log lengths (arrays of one length).
+ */
+function reportedStepsCte(
+  arg: ArgSlot,
+  source: 'task' | 'touched',
+  close: boolean,
+  now: number,
+  from: number,
+): RawBuilder<unknown> {
+  const steps = sql`unnest(${arg<number[]>(from)}::bigint[], ${arg<number[]>(from + 1)}::int[],
+      ${arg<boolean[]>(from + 2)}::boolean[], ${arg<number[]>(from + 3)}::bigint[], ${arg<number[]>(from + 4)}::bigint[])
+    as r(step_index, result, started, log_index, log_length)`;
+  const finished = sql`st.status in (${done})`;
+  const closing = close ? sql`true` : sql`false`;
+  return sql`update action_task_step as s
+      set status = x.status, started = x.started, stopped = x.stopped,
+          log_index = x.log_index, log_length = x.log_length,
+          updated = case when (${closing} and s.status not in (${done}))
+            or (x.status, x.started, x.stopped, x.log_index, x.log_length)
+              is distinct from (s.status, s.started, s.stopped, s.log_index, s.log_length)
+            then ${now} else s.updated end
+      from (
+        select st.id,
+          case when ${finished} then st.status
+               when r.result <> 0 then r.result
+               when ${closing} then (select status from ${sql.raw(source)})
+               when r.started then ${LITERAL_STATUS.running}
+               else st.status end as status,
+          case when ${finished} or st.started <> 0 then st.started
+               when r.result <> 0 or ${closing} or r.started then ${now}
+               else st.started end as started,
+          case when not ${finished} and (r.result <> 0 or ${closing}) then ${now} else st.stopped end as stopped,
+          coalesce(r.log_index, st.log_index) as log_index,
+          coalesce(r.log_length, st.log_length) as log_length
+        from action_task_step as st left join ${steps} on r.step_index = st.step_index
+        where st.task_id in (select id from ${sql.raw(source)})
+          and (r.step_index is not null or (${closing} and not ${finished}))
+      ) as x
+      where s.id = x.id`;
+}
+
+/**
+ * A runner's heartbeat on PostgreSQL (UpdateTask with no result) in one
+ * autocommitted statement: the task is touched as touchTask does and
+ * `steps` applied as TaskReportService.applySteps does, only when it is
+ * `runnerId`'s, still unfinished, and its job is still its own and
+ * unfinished (no status imposed on it, as in the statement's snapshot;
+ * touching is conditional on the task being unfinished as it now is).
+ * Otherwise nothing is written and the caller takes the transaction. True
+ * in `touched` when it was touched.
+ */
+export async function touchReportAlone(
+  db: Queryable,
+  taskId: number,
+  runnerId: number,
+  now: number,
+  steps: readonly ReportedStep[],
+): Promise<{ seen: SeenTask | null; touched: boolean }> {
+  const { rows } = await TOUCH_ALONE.execute(db, [taskId, runnerId, now, ...stepArrays(steps)]);
+  const { touched, ...row } = rows[0] as Partial<SeenRow> & { touched: number | string };
+  return {
+    seen: row.id === undefined || row.id === null ? null : seenFromRow(row as SeenRow),
+    touched: Number(touched) > 0,
+  };
+}
+
+/** touchReportAlone's statement. Arguments: 0 task id, 1 runner id, 2 now, 3 to 7 the reported steps. */
+const TOUCH_ALONE = compiledStatement((db, arg) => {
+  const taskId = arg<number>(0);
+  const now = arg<number>(2);
+  return sql`
+    with look as (${seenTaskQuery(db, taskId)}),
+    touched as (
+      update action_task set updated = ${now}, started = case when started = 0 then ${now} else started end
+      where id = ${taskId} and status not in (${done})
+        and exists (select 1 from look where runner_id = ${arg<number>(1)} and j_task_id = look.id
+          and j_status not in (${done}))
+      returning id, status
+    ),
+    steps as (${reportedStepsCte(arg, 'touched', false, now, 3)})
+    select look.*, (select count(*) from touched) as touched
+    from (select 1) as one left join look on true`;
+});
 
 /** The statuses as SQL literals: in a CASE of parameters alone PostgreSQL would take them for text. */
 const LITERAL_STATUS = Object.fromEntries(
@@ -641,7 +758,7 @@ const AGGREGATE_STATUS = ((s: Record<keyof typeof ActionStatus, RawBuilder<unkno
 
 /**
  * finishReportAlone's statement. Arguments: 0 task id, 1 runner id, 2
- * status, 3 now. `look` reads the task and its job's run unlocked (a task's
+ * status, 3 now, 4 to 8 the reported steps (reportedStepsCte). `look` reads the task and its job's run unlocked (a task's
  * job and a job's run never change), and only an unfinished task of that
  * runner locks the run; every later part is gated on `locked` (an
  * uncorrelated EXISTS: a one-time filter evaluated before any row is read),
@@ -694,7 +811,7 @@ const FINISH_ALONE = compiledStatement((db, arg) => {
   return sql<AloneRow>`
     with ${current},
     task as (${task}),
-    steps as (${closeStepsCte(now)}),
+    steps as (${reportedStepsCte(arg, 'task', true, now, 4)}),
     job as (${job})
     select look.*, (select count(*) from task) as task_finished,
       case when (select count(*) from task) = 0 then coalesce(

@@ -736,19 +736,33 @@ for (const dialect of testDialects()) {
         await fx.startTask(jobs.get('b')!, runner),
         await fx.startTask(jobs.get('c')!, runner),
       ];
+      const start = clock.now;
       clock.advance(10);
-      assert.deepEqual(await service.updateTask(runner, { id: ta, result: ActionStatus.success, steps: [] }, {}), {
+      await service.updateTask(
+        runner,
+        { id: ta, result: 0, steps: [step(0, ActionStatus.success, { logLength: 4 }), step(1, 0, { startedAt: T0 })] },
+        {},
+      );
+      clock.advance(10);
+      // Steps as forgejo-runner reports them at the end: the log ranges, a
+      // result for some; one unknown step; the others are closed with the task.
+      const final = [
+        step(0, ActionStatus.success, { logLength: 5 }),
+        step(1, ActionStatus.failure, { logIndex: 5, logLength: 2 }),
+        step(7, ActionStatus.success),
+      ];
+      assert.deepEqual(await service.updateTask(runner, { id: ta, result: ActionStatus.success, steps: final }, {}), {
         result: ActionStatus.success,
         sentOutputs: [],
       });
       assert.equal((await fx.task(ta)).stopped, clock.now);
       assert.equal((await fx.job(jobs.get('a')!.id)).status, ActionStatus.success);
       assert.deepEqual(
-        (await fx.steps(ta)).map((st) => [st.status, st.stopped]),
+        (await fx.steps(ta)).map((st) => [st.status, st.log_index, st.log_length, st.started, st.stopped, st.updated]),
         [
-          [ActionStatus.success, clock.now],
-          [ActionStatus.success, clock.now],
-          [ActionStatus.success, clock.now],
+          [ActionStatus.success, 0, 5, start + 10, start + 10, start + 20],
+          [ActionStatus.failure, 5, 2, start + 10, start + 20, start + 20],
+          [ActionStatus.success, 0, 0, start + 20, start + 20, start + 20],
         ],
       );
       assert.equal((await fx.runRow(runId)).status, ActionStatus.running);
@@ -760,7 +774,7 @@ for (const dialect of testDialects()) {
       assert.equal((await fx.runRow(runId)).status, ActionStatus.running);
       assert.deepEqual(statusChanges(recorded, runId), []);
       clock.advance(5);
-      await service.updateTask(runner, { id: tc, result: ActionStatus.success, steps: [] }, {});
+      await service.updateTask(runner, { id: tc, result: ActionStatus.success, steps: [step(0, 0)] }, {});
       const run = await fx.runRow(runId);
       assert.equal(run.status, ActionStatus.failure);
       assert.equal(run.stopped, clock.now);

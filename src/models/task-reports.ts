@@ -758,13 +758,17 @@ const AGGREGATE_STATUS = ((s: Record<keyof typeof ActionStatus, RawBuilder<unkno
 
 /**
  * finishReportAlone's statement. Arguments: 0 task id, 1 runner id, 2
- * status, 3 now, 4 to 8 the reported steps (reportedStepsCte). `look` reads the task and its job's run unlocked (a task's
- * job and a job's run never change), and only an unfinished task of that
- * runner locks the run; every later part is gated on `locked` (an
- * uncorrelated EXISTS: a one-time filter evaluated before any row is read),
- * so the run's row is locked before the task's and the job's, and the
- * run's jobs are counted (by a function with a fresh snapshot) once those
- * locks are held. The writes are gated on `alone`.
+ * status, 3 now, 4 to 8 the reported steps (reportedStepsCte). `look`
+ * reads the task and its job's run unlocked (a task's job and a job's run
+ * never change), and only an unfinished task of that runner in a run that
+ * may finish alone (no job groups, not a push run, no active webhook: what
+ * never changes or, for the hooks, is read in the statement's snapshot
+ * wherever it is read) locks the run, so a report bound for the
+ * transaction does not lock it twice. Every later part is gated on
+ * `locked` (an uncorrelated EXISTS: a one-time filter evaluated before any
+ * row is read), so the run's row is locked before the task's and the
+ * job's, and the run's jobs are counted (by a function with a fresh
+ * snapshot) once those locks are held. The writes are gated on `alone`.
  */
 const FINISH_ALONE = compiledStatement((db, arg) => {
   const taskId = arg<number>(0);
@@ -775,8 +779,11 @@ const FINISH_ALONE = compiledStatement((db, arg) => {
   const blocked = LITERAL_STATUS.blocked;
   const current = sql`look as (${seenTaskQuery(db, taskId)}),
     locked as (
-      select * from action_run
+      select * from action_run as l
       where id = (select j_run_id from look where runner_id = ${runnerId} and status not in (${done}))
+        and l.job_concurrency = 0 and l.event <> 'push'
+        and not exists (select 1 from webhook as w where w.is_active = 1
+          and ((w.owner_id = 0 and w.repo_id = l.repo_id) or (w.owner_id = l.owner_id and w.repo_id = 0)))
       for update
     ),
     task_now as (select id, status from action_task where id = ${taskId} ${locked} for update),
@@ -800,9 +807,6 @@ const FINISH_ALONE = compiledStatement((db, arg) => {
     alone as (
       select 1 from locked as l join current as c on true
       where c.task_status not in (${done}) and c.task_id = ${taskId} and c.status not in (${done})
-        and l.job_concurrency = 0 and l.event <> 'push'
-        and not exists (select 1 from webhook as w where w.is_active = 1
-          and ((w.owner_id = 0 and w.repo_id = l.repo_id) or (w.owner_id = l.owner_id and w.repo_id = 0)))
         and not exists (select 1 from shown where needs_wait)
         and l.status = (select ${AGGREGATE_STATUS} from shown)
     )`;

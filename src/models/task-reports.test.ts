@@ -4,8 +4,13 @@
 // as the first left it (else neither would see the run done, and the run
 // would stay `running` with every job finished); a job cancelled while the
 // report waited for the lock imposes its status on the task and is left
-// alone. SQLite writers hold the database's lock from their start: nothing
-// to race there.
+// alone. A final report that finishes alone (finishReportAlone, one
+// autocommitted statement) does so only while the run keeps its status and
+// nothing else is due, and writes nothing otherwise: not when the run would
+// end (also when the leg that ends it waited for the lock of the one before),
+// nor for a webhook, a commit status, a dependant or another runner's task.
+// SQLite writers hold the database's lock from their start: nothing to race
+// there.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -15,12 +20,13 @@ import type { ScratchDatabase } from '../../test/support/scratch-database.ts';
 import { waitingPushRun } from '../../test/support/seeded-runs.ts';
 import { testDialects } from '../../test/support/server.ts';
 import { ActionStatus } from '../modules/actions-status.ts';
+import type { ActionStatusValue } from '../modules/actions-status.ts';
 import { findRunForUpdate, insertRunWithJobs } from './action-runs.ts';
 import { insertRunner } from './runners.ts';
 import type { Tx } from './database.ts';
 import { claimNextJob } from './task-claims.ts';
 import type { ClaimedJob } from './task-claims.ts';
-import { finishReportLockingRun } from './task-reports.ts';
+import { finishReportAlone, finishReportLockingRun } from './task-reports.ts';
 import type { FinishedLockingRun } from './task-reports.ts';
 
 const NOW = 1_800_000_000;
@@ -38,28 +44,40 @@ if (testDialects().includes('postgres')) {
       await scratch?.drop();
     });
 
-    /** A run of `legs` jobs in a repository of its own, every one claimed by a runner of that repository. */
-    const claimedRun = async (legs: number): Promise<ClaimedJob[]> => {
+    /**
+     * A run of `legs` jobs in a repository of its own, every one claimed by a
+     * runner of that repository (a dispatched run unless `event` says; with
+     * `dependant`, one more job that needs them all, blocked).
+     */
+    const claimedRun = async (
+      legs: number,
+      event = 'workflow_dispatch',
+      dependant = false,
+    ): Promise<Array<ClaimedJob & { runnerId: number }>> => {
       const db = scratch.handle.db;
       const repoId = nextRepoId++;
       const label = `finish-${randomUUID().slice(0, 8)}`;
-      await db.transaction().execute((tx) =>
-        insertRunWithJobs(
-          tx,
-          waitingPushRun({ repoId, ownerId: OWNER, title: 'finish' }),
-          Array.from({ length: legs }, (_, index) => ({
-            name: `leg-${index}`,
-            jobId: `leg-${index}`,
-            handle: randomUUID(),
-            needs: [],
-            runsOn: [label],
-            hasIf: false,
-            workflowPayload: `jobs: {leg-${index}: {}}`,
-            status: ActionStatus.waiting,
-          })),
-          NOW,
-        ),
-      );
+      const names = Array.from({ length: legs }, (_, index) => `leg-${index}`);
+      const job = (name: string, needs: string[]) => ({
+        name,
+        jobId: name,
+        handle: randomUUID(),
+        needs,
+        runsOn: [label],
+        hasIf: false,
+        workflowPayload: `jobs: {${name}: {}}`,
+        status: needs.length > 0 ? ActionStatus.blocked : ActionStatus.waiting,
+      });
+      await db
+        .transaction()
+        .execute((tx) =>
+          insertRunWithJobs(
+            tx,
+            { ...waitingPushRun({ repoId, ownerId: OWNER, title: 'finish' }), event, triggerEvent: event },
+            [...names.map((name) => job(name, [])), ...(dependant ? [job('after', names)] : [])],
+            NOW,
+          ),
+        );
       const scope = { ownerId: 0, repoId };
       const runner = await insertRunner(
         db,
@@ -74,15 +92,21 @@ if (testDialects().includes('postgres')) {
         },
         NOW,
       );
-      const claims: ClaimedJob[] = [];
+      const claims: Array<ClaimedJob & { runnerId: number }> = [];
       for (let i = 0; i < legs; i += 1) {
         const token = { hash: randomUUID(), lastEight: 'abcdefgh' };
         const claimed = await db
           .transaction()
           .execute((tx) => claimNextJob(tx, scope, [label], undefined, runner.id, token, NOW));
         assert.ok(claimed !== null, 'every leg is claimed');
-        claims.push(claimed);
+        claims.push({ ...claimed, runnerId: runner.id });
       }
+      // As the claims' settle leaves it.
+      await db
+        .updateTable('action_run')
+        .set({ status: ActionStatus.running, started: NOW })
+        .where('id', '=', claims[0]!.job.runId)
+        .execute();
       return claims;
     };
 
@@ -111,6 +135,115 @@ if (testDialects().includes('postgres')) {
       });
       return { result: await done, commit: async () => (release(), committed) };
     };
+
+    const alone = (claim: ClaimedJob & { runnerId: number }, status: ActionStatusValue = ActionStatus.success) =>
+      finishReportAlone(scratch.handle.db, claim.taskId, claim.runnerId, status, NOW + 1);
+
+    const statusOf = async (claim: ClaimedJob) => {
+      const db = scratch.handle.db;
+      const task = await db
+        .selectFrom('action_task')
+        .select('status')
+        .where('id', '=', claim.taskId)
+        .executeTakeFirstOrThrow();
+      const job = await db
+        .selectFrom('action_run_job')
+        .select('status')
+        .where('id', '=', claim.job.id)
+        .executeTakeFirstOrThrow();
+      const run = await db
+        .selectFrom('action_run')
+        .select('status')
+        .where('id', '=', claim.job.runId)
+        .executeTakeFirstOrThrow();
+      return { task: task.status, job: job.status, run: run.status };
+    };
+
+    const running = { task: ActionStatus.running, job: ActionStatus.running, run: ActionStatus.running };
+
+    test('one statement: a leg that leaves its run running is finished alone; the last leg is left to a transaction', async () => {
+      const [first, second] = await claimedRun(2);
+      const done = await alone(first!);
+      assert.equal(done.finished, true);
+      assert.equal(done.seen?.task.id, first!.taskId);
+      assert.deepEqual(await statusOf(first!), {
+        task: ActionStatus.success,
+        job: ActionStatus.success,
+        run: ActionStatus.running,
+      });
+      // The run would end: nothing is written, the caller settles it in a transaction.
+      const last = await alone(second!);
+      assert.equal(last.finished, false);
+      assert.equal(last.doneAs, null);
+      assert.equal(last.seen?.job?.id, second!.job.id);
+      assert.deepEqual(await statusOf(second!), running);
+      // A task done already is answered as it is, and nothing is written.
+      const again = await alone(first!, ActionStatus.failure);
+      assert.equal(again.finished, false);
+      assert.equal(again.doneAs, ActionStatus.success);
+    });
+
+    test("one statement writes nothing when the finish must write more: a webhook, a commit status, a dependant, another runner's task", async () => {
+      const db = scratch.handle.db;
+      const [hooked] = await claimedRun(2);
+      await db
+        .insertInto('webhook')
+        .values({
+          repo_id: hooked!.job.repoId,
+          type: 'forgejo',
+          url: 'http://127.0.0.1:1/hook',
+          content_type: 'json',
+          events: '[]',
+          is_active: 1,
+          created: NOW,
+          updated: NOW,
+        })
+        .execute();
+      assert.equal((await alone(hooked!)).finished, false, 'an active webhook');
+      assert.deepEqual(await statusOf(hooked!), running);
+      const [pushed] = await claimedRun(2, 'push');
+      assert.equal((await alone(pushed!)).finished, false, 'a push run (commit statuses)');
+      assert.deepEqual(await statusOf(pushed!), running);
+      const [needed] = await claimedRun(2, 'workflow_dispatch', true);
+      assert.equal((await alone(needed!)).finished, false, 'a job waits for its needs');
+      assert.deepEqual(await statusOf(needed!), running);
+      const [foreign] = await claimedRun(2);
+      const other = await finishReportAlone(db, foreign!.taskId, foreign!.runnerId + 1000, ActionStatus.success, NOW);
+      assert.equal(other.finished, false, "another runner's task");
+      assert.deepEqual(await statusOf(foreign!), running);
+    });
+
+    test("one statement waits for the run's lock and counts the run as its holder left it", async () => {
+      const [first, second] = await claimedRun(2);
+      const held = await holdOpen((tx) => finish(first!, tx));
+      let settled = false;
+      const waiting = alone(second!).then((done) => ((settled = true), done));
+      await sleep(200);
+      assert.equal(settled, false, "the statement waits for the run's lock");
+      await held.commit();
+      const done = await waiting;
+      assert.equal(done.finished, false, 'the run would end now: left to a transaction');
+      assert.deepEqual(await statusOf(second!), running);
+    });
+
+    test('one statement leaves a job cancelled while it waited for the lock to the transaction', async () => {
+      const [claim] = await claimedRun(2);
+      const held = await holdOpen(async (tx) => {
+        await findRunForUpdate(tx, claim!.job.runId);
+        await tx
+          .updateTable('action_run_job')
+          .set({ status: ActionStatus.cancelled, stopped: NOW })
+          .where('id', '=', claim!.job.id)
+          .execute();
+      });
+      const waiting = alone(claim!);
+      await sleep(200);
+      await held.commit();
+      const done = await waiting;
+      assert.equal(done.finished, false);
+      assert.equal(done.doneAs, null);
+      assert.equal((await statusOf(claim!)).task, ActionStatus.running, 'the task is left to the transaction');
+    });
 
     test('two reports finishing the last jobs of a run at once: the second counts the run as the first left it', async () => {
       const [first, second] = await claimedRun(2);

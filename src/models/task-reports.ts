@@ -8,6 +8,7 @@ import { ActionStatus } from '../modules/actions-status.ts';
 import { countJobStatusesOfRun, jobFromRow, runFromRow } from './action-runs.ts';
 import type { ActionRun, ActionRunJob, JobStatusCount } from './action-runs.ts';
 import { compiledStatement } from './compiled-statements.ts';
+import type { ArgSlot } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 import type { Queryable, Tx } from './database.ts';
@@ -112,12 +113,29 @@ export interface ReportedTaskJob extends TaskJobRef {
 }
 
 /** A task, its job (null when the job is gone) and its output keys (as listTaskOutputKeys), read in one statement. */
-export async function findReportedTaskWithJob(
-  db: Queryable,
-  id: number,
-): Promise<{ task: ReportedTask; job: ReportedTaskJob | null; outputKeys: string[] } | null> {
+export async function findReportedTaskWithJob(db: Queryable, id: number): Promise<SeenTask | null> {
   const row = await REPORTED_TASK_WITH_JOB.takeFirst(db, [id]);
-  if (row === undefined) return null;
+  return row === undefined ? null : seenFromRow(row);
+}
+
+/** A task with its job as REPORTED_TASK_WITH_JOB and FINISH_ALONE read them. */
+export interface SeenTask {
+  task: ReportedTask;
+  job: ReportedTaskJob | null;
+  outputKeys: string[];
+}
+
+type SeenRow = Parameters<typeof taskFromRow>[0] & {
+  j_id: number | null;
+  j_run_id: number | null;
+  j_task_id: number | null;
+  j_status: ActionStatusValue | null;
+  j_repo_id: number | null;
+  r_job_concurrency: number | null;
+  output_keys: string[] | string;
+};
+
+function seenFromRow(row: SeenRow): SeenTask {
   return {
     task: taskFromRow(row),
     job:
@@ -135,7 +153,10 @@ export async function findReportedTaskWithJob(
   };
 }
 
-const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => {
+const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => seenTaskQuery(db, arg<number>(0)));
+
+/** REPORTED_TASK_WITH_JOB's query: the task `id`, its job and run's flag, its output keys. */
+function seenTaskQuery(db: Queryable, id: number) {
   // A JSON array: parsed by pg on PostgreSQL, text on SQLite.
   const outputKeys: RawBuilder<string[] | string> = isPostgres(db)
     ? sql`(select coalesce(json_agg(o.output_key order by o.id), '[]') from action_task_output as o where o.task_id = t.id)`
@@ -166,8 +187,8 @@ const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => {
       'r.job_concurrency as r_job_concurrency',
       outputKeys.as('output_keys'),
     ])
-    .where('t.id', '=', arg<number>(0));
-});
+    .where('t.id', '=', id);
+}
 
 /**
  * Call first in a transaction that will write. SQLite: takes the database
@@ -383,7 +404,7 @@ function closeStepsCte(now: number): RawBuilder<unknown> {
 /** The job's update in a CTE: only once the `task` CTE finished the task, and `gate` (empty or `and …`) holding. */
 function finishJobCte(
   taskId: number,
-  jobId: number,
+  jobId: number | RawBuilder<unknown>,
   status: ActionStatusValue,
   now: number,
   gate: RawBuilder<unknown>,
@@ -552,6 +573,260 @@ type LockingRow = Partial<Selectable<ActionRunJobTable>> & {
   any_active_hook?: boolean;
   task_status: ActionStatusValue | null;
   locked_run: Selectable<ActionRunTable> | null;
+};
+
+/** A step as a report gives it: its index, result (0: none), whether it reported a start, log index and length. */
+export interface ReportedStep {
+  index: number;
+  result: ActionStatusValue;
+  started: boolean;
+  logIndex: number;
+  logLength: number;
+}
+
+/** A ReportedStep list as reportedStepsCte's five arrays. */
+function stepArrays(steps: readonly ReportedStep[]): unknown[] {
+  return [
+    steps.map((step) => step.index),
+    steps.map((step) => step.result),
+    steps.map((step) => step.started),
+    steps.map((step) => step.logIndex),
+    steps.map((step) => step.logLength),
+  ];
+}
+
+/** What finishReportAlone did. */
+export interface FinishedAlone {
+  /** The task, its job and output keys as findReportedTaskWithJob reads them, before any lock; null: no such task. */
+  seen: SeenTask | null;
+  /** True when the statement finished the task, its open steps and its job, and committed them. */
+  finished: boolean;
+  /** The task's status when it was done already (nothing was done), else null. */
+  doneAs: ActionStatusValue | null;
+}
+
+/**
+ * A runner's final report on PostgreSQL in one autocommitted statement, when
+ * nothing but the task, its open steps and its job would be written in its
+ * transaction. The statement finds the task's run through an unlocked look,
+ * then takes the locks in the order every writer of a run's jobs takes
+ * (run-progress.ts: the run's row, then the task and its job, read again as
+ * they are once the lock is held), counts the run's other jobs as committed
+ * once the lock is held (action_run_job_counts_now, as
+ * finishReportLockingRun) and finishes the task (with `status`, only when
+ * `runnerId` is its runner), its steps (`steps` applied, the others still
+ * open closed) and its job only when settling
+ * the run would then write nothing more: the task still unfinished and its
+ * job still its own and unfinished (no status imposed), the run without job
+ * groups and not a push run (no commit status), no active webhook of its
+ * repository or owner, no job of the run blocked by its needs (none to
+ * unblock or skip), and the run's status as its jobs would now aggregate
+ * (RunProgress.settleLocked: unchanged, so no run event, no concurrency
+ * group to release). Otherwise it writes nothing: the caller finishes the
+ * report in a transaction. So the run's lock is held for this statement
+ * alone, not until a commit sent after it.
+ */
+export async function finishReportAlone(
+  db: Queryable,
+  taskId: number,
+  runnerId: number,
+  status: ActionStatusValue,
+  now: number,
+  /** The steps the report names, each at most once (index, result, log index and length: safe integers). */
+  steps: readonly ReportedStep[] = [],
+): Promise<FinishedAlone> {
+  const { rows } = await FINISH_ALONE.execute(db, [taskId, runnerId, status, now, ...stepArrays(steps)]);
+  const { task_finished: finished, done_as: doneAs, ...row } = rows[0] as AloneRow;
+  return {
+    seen: row.id === undefined || row.id === null ? null : seenFromRow(row as SeenRow),
+    finished: Number(finished) > 0,
+    doneAs,
+  };
+}
+
+/**
+ * The reported steps in one update, as TaskReportService.applySteps applies
+ * them (matched by index, a reported step that does not exist ignored: the
+ * log range copied; an unfinished step takes a reported result, or becomes
+ * running once it reports a start; `updated` moves when anything changed),
+ * for the task in CTE `source` (none when it is empty). With `close`, every
+ * step still unfinished after that ends with the task's status, as
+ * closeUnfinishedSteps then does (`source` is the finished task). Arguments
+ * from slot `from`: the steps' indexes, results, whether each reported a
+ * start, log indexes and log lengths (arrays of one length).
+ */
+function reportedStepsCte(
+  arg: ArgSlot,
+  source: 'task' | 'touched',
+  close: boolean,
+  now: number,
+  from: number,
+): RawBuilder<unknown> {
+  const steps = sql`unnest(${arg<number[]>(from)}::bigint[], ${arg<number[]>(from + 1)}::int[],
+      ${arg<boolean[]>(from + 2)}::boolean[], ${arg<number[]>(from + 3)}::bigint[], ${arg<number[]>(from + 4)}::bigint[])
+    as r(step_index, result, started, log_index, log_length)`;
+  const finished = sql`st.status in (${done})`;
+  const closing = close ? sql`true` : sql`false`;
+  return sql`update action_task_step as s
+      set status = x.status, started = x.started, stopped = x.stopped,
+          log_index = x.log_index, log_length = x.log_length,
+          updated = case when (${closing} and s.status not in (${done}))
+            or (x.status, x.started, x.stopped, x.log_index, x.log_length)
+              is distinct from (s.status, s.started, s.stopped, s.log_index, s.log_length)
+            then ${now} else s.updated end
+      from (
+        select st.id,
+          case when ${finished} then st.status
+               when r.result <> 0 then r.result
+               when ${closing} then (select status from ${sql.raw(source)})
+               when r.started then ${LITERAL_STATUS.running}
+               else st.status end as status,
+          case when ${finished} or st.started <> 0 then st.started
+               when r.result <> 0 or ${closing} or r.started then ${now}
+               else st.started end as started,
+          case when not ${finished} and (r.result <> 0 or ${closing}) then ${now} else st.stopped end as stopped,
+          coalesce(r.log_index, st.log_index) as log_index,
+          coalesce(r.log_length, st.log_length) as log_length
+        from action_task_step as st left join ${steps} on r.step_index = st.step_index
+        where st.task_id in (select id from ${sql.raw(source)})
+          and (r.step_index is not null or (${closing} and not ${finished}))
+      ) as x
+      where s.id = x.id`;
+}
+
+/**
+ * A runner's heartbeat on PostgreSQL (UpdateTask with no result) in one
+ * autocommitted statement: the task is touched as touchTask does and
+ * `steps` applied as TaskReportService.applySteps does, only when it is
+ * `runnerId`'s, still unfinished, and its job is still its own and
+ * unfinished (no status imposed on it, as in the statement's snapshot;
+ * touching is conditional on the task being unfinished as it now is).
+ * Otherwise nothing is written and the caller takes the transaction. True
+ * in `touched` when it was touched.
+ */
+export async function touchReportAlone(
+  db: Queryable,
+  taskId: number,
+  runnerId: number,
+  now: number,
+  steps: readonly ReportedStep[],
+): Promise<{ seen: SeenTask | null; touched: boolean }> {
+  const { rows } = await TOUCH_ALONE.execute(db, [taskId, runnerId, now, ...stepArrays(steps)]);
+  const { touched, ...row } = rows[0] as Partial<SeenRow> & { touched: number | string };
+  return {
+    seen: row.id === undefined || row.id === null ? null : seenFromRow(row as SeenRow),
+    touched: Number(touched) > 0,
+  };
+}
+
+/** touchReportAlone's statement. Arguments: 0 task id, 1 runner id, 2 now, 3 to 7 the reported steps. */
+const TOUCH_ALONE = compiledStatement((db, arg) => {
+  const taskId = arg<number>(0);
+  const now = arg<number>(2);
+  return sql`
+    with look as (${seenTaskQuery(db, taskId)}),
+    touched as (
+      update action_task set updated = ${now}, started = case when started = 0 then ${now} else started end
+      where id = ${taskId} and status not in (${done})
+        and exists (select 1 from look where runner_id = ${arg<number>(1)} and j_task_id = look.id
+          and j_status not in (${done}))
+      returning id, status
+    ),
+    steps as (${reportedStepsCte(arg, 'touched', false, now, 3)})
+    select look.*, (select count(*) from touched) as touched
+    from (select 1) as one left join look on true`;
+});
+
+/** The statuses as SQL literals: in a CASE of parameters alone PostgreSQL would take them for text. */
+const LITERAL_STATUS = Object.fromEntries(
+  Object.entries(ActionStatus).map(([name, value]) => [name, sql.lit(value)]),
+) as Record<keyof typeof ActionStatus, RawBuilder<unknown>>;
+
+/**
+ * A run's status from its shown job statuses in column `status` of the rows
+ * aggregated (aggregateJobStatus, first rule that matches).
+ */
+const AGGREGATE_STATUS = ((s: Record<keyof typeof ActionStatus, RawBuilder<unknown>>) => sql`case
+    when bool_and(status = ${s.skipped}) then ${s.skipped}
+    when bool_and(status in (${s.success}, ${s.skipped})) then ${s.success}
+    when bool_or(status = ${s.cancelled}) then ${s.cancelled}
+    when bool_or(status = ${s.running}) then ${s.running}
+    when bool_or(status = ${s.waiting}) then ${s.waiting}
+    when bool_or(status = ${s.failure}) then ${s.failure}
+    when bool_or(status = ${s.blocked}) then ${s.blocked}
+    else ${s.unknown} end`)(LITERAL_STATUS);
+
+/**
+ * finishReportAlone's statement. Arguments: 0 task id, 1 runner id, 2
+ * status, 3 now, 4 to 8 the reported steps (reportedStepsCte). `look`
+ * reads the task and its job's run unlocked (a task's job and a job's run
+ * never change), and only an unfinished task of that runner in a run that
+ * may finish alone (no job groups, not a push run, no active webhook: what
+ * never changes or, for the hooks, is read in the statement's snapshot
+ * wherever it is read) locks the run, so a report bound for the
+ * transaction does not lock it twice. Every later part is gated on
+ * `locked` (an uncorrelated EXISTS: a one-time filter evaluated before any
+ * row is read), so the run's row is locked before the task's and the
+ * job's, and the run's jobs are counted (by a function with a fresh
+ * snapshot) once those locks are held. The writes are gated on `alone`.
+ */
+const FINISH_ALONE = compiledStatement((db, arg) => {
+  const taskId = arg<number>(0);
+  const runnerId = arg<number>(1);
+  const status = arg<ActionStatusValue>(2);
+  const now = arg<number>(3);
+  const locked = sql`and exists (select 1 from locked)`;
+  const blocked = LITERAL_STATUS.blocked;
+  const current = sql`look as (${seenTaskQuery(db, taskId)}),
+    locked as (
+      select * from action_run as l
+      where id = (select j_run_id from look where runner_id = ${runnerId} and status not in (${done}))
+        and l.job_concurrency = 0 and l.event <> 'push'
+        and not exists (select 1 from webhook as w where w.is_active = 1
+          and ((w.owner_id = 0 and w.repo_id = l.repo_id) or (w.owner_id = l.owner_id and w.repo_id = 0)))
+      for update
+    ),
+    task_now as (select id, status from action_task where id = ${taskId} ${locked} for update),
+    job_now as (
+      select id, task_id, status from action_run_job where id = (select job_id from look) ${locked} for update
+    ),
+    current as (
+      select t.status as task_status, j.id, j.task_id, j.status from task_now as t left join job_now as j on true
+    ),
+    counted as (
+      select action_run_job_counts_now(l.id, c.id) as counts
+      from locked as l join current as c on c.id is not null
+    ),
+    shown as (
+      select case when (e ->> 0)::int = ${blocked} and (e ->> 1)::int = 1
+               then ${LITERAL_STATUS.waiting} else (e ->> 0)::int end as status,
+             (e ->> 0)::int = ${blocked} and (e ->> 1)::int = 0 as needs_wait
+      from counted as c cross join json_array_elements(c.counts) as e
+      union all select ${status}::int, false from counted
+    ),
+    alone as (
+      select 1 from locked as l join current as c on true
+      where c.task_status not in (${done}) and c.task_id = ${taskId} and c.status not in (${done})
+        and not exists (select 1 from shown where needs_wait)
+        and l.status = (select ${AGGREGATE_STATUS} from shown)
+    )`;
+  const task = finishTaskCte(taskId, status, now, sql`and exists (select 1 from alone)`);
+  const job = finishJobCte(taskId, sql`(select id from current)`, status, now, sql`and exists (select 1 from alone)`);
+  return sql<AloneRow>`
+    with ${current},
+    task as (${task}),
+    steps as (${reportedStepsCte(arg, 'task', true, now, 4)}),
+    job as (${job})
+    select look.*, (select count(*) from task) as task_finished,
+      case when (select count(*) from task) = 0 then coalesce(
+        (select task_status from current where task_status in (${done})),
+        (select status from look where status in (${done}))) end as done_as
+    from (select 1) as one left join look on true`;
+});
+
+type AloneRow = Partial<SeenRow> & {
+  task_finished: number | string;
+  done_as: ActionStatusValue | null;
 };
 
 export interface TaskStep {

@@ -20,6 +20,7 @@ import type { Runner } from '../../src/models/runners.ts';
 import { ActionsHousekeeping } from '../../src/services/actions/housekeeping.ts';
 import { RunProgress } from '../../src/services/actions/run-progress.ts';
 import { DomainEvents } from '../../src/services/events.ts';
+import type { DomainEvent } from '../../src/services/events.ts';
 import { formatLogLine, formatLogTime, MAX_LOG_LINE_BYTES } from '../../src/services/actions/task-logs.ts';
 import type { LogRow } from '../../src/services/actions/task-logs.ts';
 import { TaskReportService } from '../../src/services/actions/task-reports.ts';
@@ -86,8 +87,8 @@ class Fixtures {
     );
   }
 
-  /** A run whose jobs without needs wait and the others are blocked. */
-  async run(jobs: JobSpec[]): Promise<{ runId: number; jobs: Map<string, ActionRunJob> }> {
+  /** A run whose jobs without needs wait and the others are blocked (dispatched, unless `event` says). */
+  async run(jobs: JobSpec[], event = 'workflow_dispatch'): Promise<{ runId: number; jobs: Map<string, ActionRunJob> }> {
     const created = await this.db.transaction().execute((tx) =>
       insertRunWithJobs(
         tx,
@@ -100,9 +101,9 @@ class Fixtures {
           triggerUserId: 1,
           ref: 'refs/heads/main',
           commitSha: 'a'.repeat(40),
-          event: 'push',
+          event,
           eventPayload: '{}',
-          triggerEvent: 'push',
+          triggerEvent: event,
           status: ActionStatus.waiting,
         },
         jobs.map((job) => ({
@@ -706,6 +707,145 @@ for (const dialect of testDialects()) {
       await reports.updateTask(normal, { id: tb, result: ActionStatus.success, steps: [] }, {});
       assert.equal(await findRunnerById(db, ephemeral.id), null);
       assert.notEqual(await findRunnerById(db, normal.id), null);
+    });
+
+    /** A TaskReportService whose run events are kept in `recorded`. */
+    const recording = () => {
+      const recorded: DomainEvent[] = [];
+      const events = new DomainEvents();
+      events.subscribe(async (_tx, event) => {
+        recorded.push(event);
+      });
+      return { recorded, service: new TaskReportService(db, clock, new RunProgress(clock, events), s.dataDir) };
+    };
+
+    const statusChanges = (recorded: readonly DomainEvent[], runId: number) =>
+      recorded.flatMap((event) =>
+        event.type === 'actions.run.status-changed' && event.run.id === runId ? [event.run.status] : [],
+      );
+
+    // On PostgreSQL a final report that only finishes its task, steps and job
+    // is one statement (no transaction), and any other takes the transaction:
+    // the run ends once, with its time, however its legs' reports arrive.
+    test('legs that leave their run running finish alone; the last one ends the run once', async () => {
+      const { recorded, service } = recording();
+      const runner = await fx.runner();
+      const { runId, jobs } = await fx.run([{ jobId: 'a' }, { jobId: 'b' }, { jobId: 'c' }]);
+      const [ta, tb, tc] = [
+        await fx.startTask(jobs.get('a')!, runner),
+        await fx.startTask(jobs.get('b')!, runner),
+        await fx.startTask(jobs.get('c')!, runner),
+      ];
+      const start = clock.now;
+      clock.advance(10);
+      await service.updateTask(
+        runner,
+        { id: ta, result: 0, steps: [step(0, ActionStatus.success, { logLength: 4 }), step(1, 0, { startedAt: T0 })] },
+        {},
+      );
+      clock.advance(10);
+      // Steps as forgejo-runner reports them at the end: the log ranges, a
+      // result for some; one unknown step; the others are closed with the task.
+      const final = [
+        step(0, ActionStatus.success, { logLength: 5 }),
+        step(1, ActionStatus.failure, { logIndex: 5, logLength: 2 }),
+        step(7, ActionStatus.success),
+      ];
+      assert.deepEqual(await service.updateTask(runner, { id: ta, result: ActionStatus.success, steps: final }, {}), {
+        result: ActionStatus.success,
+        sentOutputs: [],
+      });
+      assert.equal((await fx.task(ta)).stopped, clock.now);
+      assert.equal((await fx.job(jobs.get('a')!.id)).status, ActionStatus.success);
+      assert.deepEqual(
+        (await fx.steps(ta)).map((st) => [st.status, st.log_index, st.log_length, st.started, st.stopped, st.updated]),
+        [
+          [ActionStatus.success, 0, 5, start + 10, start + 10, start + 20],
+          [ActionStatus.failure, 5, 2, start + 10, start + 20, start + 20],
+          [ActionStatus.success, 0, 0, start + 20, start + 20, start + 20],
+        ],
+      );
+      assert.equal((await fx.runRow(runId)).status, ActionStatus.running);
+      // A failed leg: the run still shows running while c runs.
+      assert.equal(
+        (await service.updateTask(runner, { id: tb, result: ActionStatus.failure, steps: [] }, {})).result,
+        ActionStatus.failure,
+      );
+      assert.equal((await fx.runRow(runId)).status, ActionStatus.running);
+      assert.deepEqual(statusChanges(recorded, runId), []);
+      clock.advance(5);
+      await service.updateTask(runner, { id: tc, result: ActionStatus.success, steps: [step(0, 0)] }, {});
+      const run = await fx.runRow(runId);
+      assert.equal(run.status, ActionStatus.failure);
+      assert.equal(run.stopped, clock.now);
+      assert.deepEqual(statusChanges(recorded, runId), [ActionStatus.failure]);
+      // A repeated final report changes nothing and answers the stored result.
+      assert.equal(
+        (await service.updateTask(runner, { id: ta, result: ActionStatus.failure, steps: [] }, {})).result,
+        ActionStatus.success,
+      );
+      assert.deepEqual(statusChanges(recorded, runId), [ActionStatus.failure]);
+    });
+
+    test('the last two legs of a run finishing at once end it once', async () => {
+      const { recorded, service } = recording();
+      const runner = await fx.runner();
+      for (let round = 0; round < 8; round += 1) {
+        const { runId, jobs } = await fx.run([{ jobId: 'a' }, { jobId: 'b' }]);
+        const ta = await fx.startTask(jobs.get('a')!, runner);
+        const tb = await fx.startTask(jobs.get('b')!, runner);
+        const answers = await Promise.all([
+          service.updateTask(runner, { id: ta, result: ActionStatus.success, steps: [] }, {}),
+          service.updateTask(runner, { id: tb, result: ActionStatus.success, steps: [] }, {}),
+        ]);
+        assert.deepEqual(
+          answers.map((answer) => answer.result),
+          [ActionStatus.success, ActionStatus.success],
+        );
+        assert.equal((await fx.runRow(runId)).status, ActionStatus.success, `round ${round}`);
+        assert.deepEqual(statusChanges(recorded, runId), [ActionStatus.success], `round ${round}`);
+      }
+    });
+
+    test("with an active webhook every leg's finish is recorded for it, and the run's end once", async () => {
+      const { recorded, service } = recording();
+      const hook = await db
+        .insertInto('webhook')
+        .values({
+          repo_id: REPO_ID,
+          type: 'forgejo',
+          url: 'http://127.0.0.1:1/hook',
+          content_type: 'json',
+          events: '["workflow_job","workflow_run"]',
+          is_active: 1,
+          created: T0,
+          updated: T0,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      try {
+        const runner = await fx.runner();
+        const { runId, jobs } = await fx.run([{ jobId: 'a' }, { jobId: 'b' }]);
+        const ta = await fx.startTask(jobs.get('a')!, runner);
+        const tb = await fx.startTask(jobs.get('b')!, runner);
+        const finishedJobs = () =>
+          recorded.flatMap((event) =>
+            event.type === 'actions.jobs.changed' && event.run.id === runId && event.noActiveHooks !== true
+              ? event.jobs.map((job) => [job.jobId, job.status])
+              : [],
+          );
+        await service.updateTask(runner, { id: ta, result: ActionStatus.success, steps: [] }, {});
+        assert.deepEqual(finishedJobs(), [['a', ActionStatus.success]]);
+        assert.deepEqual(statusChanges(recorded, runId), []);
+        await service.updateTask(runner, { id: tb, result: ActionStatus.success, steps: [] }, {});
+        assert.deepEqual(finishedJobs(), [
+          ['a', ActionStatus.success],
+          ['b', ActionStatus.success],
+        ]);
+        assert.deepEqual(statusChanges(recorded, runId), [ActionStatus.success]);
+      } finally {
+        await db.deleteFrom('webhook').where('id', '=', hook.id).execute();
+      }
     });
 
     test('invalid results are refused', async () => {

@@ -32,6 +32,21 @@ const WORKFLOW = [
   '',
 ].join('\n');
 
+const MATRIX = [
+  'on: workflow_dispatch',
+  'jobs:',
+  '  leg:',
+  '    runs-on: hooks-label',
+  '    strategy:',
+  '      matrix:',
+  '        n: [1, 2]',
+  '    steps:',
+  '      - run: echo leg',
+  '',
+].join('\n');
+
+const HOOK_EVENTS = ['workflow_run', 'workflow_job', 'action_run_success', 'action_run_failure', 'action_run_recover'];
+
 const now = () => ({ seconds: BigInt(Math.floor(Date.now() / 1000)), nanos: 0 });
 
 interface Payload {
@@ -74,6 +89,7 @@ for (const dialect of testDialects()) {
     let receiver: WebhookReceiver;
     let work: WorkDir;
     let runner: RunnerClient;
+    let orgHookId: number;
 
     const dispatch = async (): Promise<number> => {
       const res = await s.api('POST', '/repos/acme/app/actions/workflows/ci.yml/dispatches', {
@@ -127,11 +143,12 @@ for (const dialect of testDialects()) {
         body: {
           type: 'forgejo',
           config: { url: `${receiver.url}/hook`, content_type: 'json' },
-          events: ['workflow_run', 'workflow_job', 'action_run_success', 'action_run_failure', 'action_run_recover'],
+          events: HOOK_EVENTS,
           active: true,
         },
       });
       assert.equal(hook.status, 201, hook.text);
+      orgHookId = (hook.json as { id: number }).id;
       assert.deepEqual((hook.json as { events: string[] }).events, [
         'action_run_failure',
         'action_run_recover',
@@ -140,7 +157,7 @@ for (const dialect of testDialects()) {
         'workflow_job',
       ]);
       work = await createWorkDir(remoteUrl(s.url, 'acme', 'app', { user: 'owner', password: owner.password }));
-      await work.commit({ '.forgejo/workflows/ci.yml': WORKFLOW }, 'CI');
+      await work.commit({ '.forgejo/workflows/ci.yml': WORKFLOW, '.forgejo/workflows/matrix.yml': MATRIX }, 'CI');
       assert.equal((await work.push('main')).code, 0);
       const token = await s.api('GET', '/orgs/acme/actions/runners/registration-token', { token: owner.token });
       assert.equal(token.status, 200, token.text);
@@ -252,6 +269,77 @@ for (const dialect of testDialects()) {
       // Every delivery of these events carries a distinct delivery id.
       const ids = receiver.received.map((d) => String(d.headers['x-forgejo-delivery']));
       assert.equal(new Set(ids).size, ids.length);
+    });
+
+    // A leg whose finish leaves its run running and has no hook to tell is
+    // finished by one statement on PostgreSQL; the last leg's finish, which
+    // ends the run, takes the transaction that records it for the hooks.
+    test('a hook made active while a matrix runs gets its end once, and the job that ended it', async () => {
+      const active = async (value: boolean) => {
+        const res = await s.api('PATCH', `/orgs/acme/hooks/${orgHookId}`, {
+          token: owner.token,
+          body: { active: value, events: HOOK_EVENTS },
+        });
+        assert.equal(res.status, 200, res.text);
+      };
+      await active(false);
+      let runId = 0;
+      try {
+        const res = await s.api('POST', '/repos/acme/app/actions/workflows/matrix.yml/dispatches', {
+          token: owner.token,
+          body: { ref: 'main', return_run_info: true },
+        });
+        assert.equal(res.status, 201, res.text);
+        runId = (res.json as { id: number }).id;
+        const tasks = [];
+        for (let i = 0; i < 2; i += 1) {
+          const fetched = await runner.runner.fetchTask({ tasksVersion: 0n });
+          assert.ok(fetched.task, 'a leg to run');
+          tasks.push(decodeTask(fetched.task as Task));
+        }
+        const finish = (id: number) =>
+          runner.runner.updateTask({
+            state: {
+              id: BigInt(id),
+              result: Result.SUCCESS,
+              stoppedAt: now(),
+              steps: [
+                { id: 0n, result: Result.SUCCESS, startedAt: now(), stoppedAt: now(), logIndex: 0n, logLength: 0n },
+              ],
+            },
+          });
+        assert.equal((await finish(tasks[0]!.id)).state?.result, Result.SUCCESS);
+        const status = async () =>
+          (
+            (await s.api('GET', `/repos/acme/app/actions/runs/${runId}`, { token: owner.token })).json as {
+              status: string;
+            }
+          ).status;
+        assert.equal(await status(), 'running');
+        await active(true);
+        assert.equal((await finish(tasks[1]!.id)).state?.result, Result.SUCCESS);
+        assert.equal(await status(), 'success');
+      } finally {
+        await active(true);
+      }
+      await receiver.waitFor(
+        () =>
+          received(runId, 'workflow_run').some((p) => p.action === 'completed') &&
+          received(runId, 'action_run_success').length === 1 &&
+          received(runId, 'workflow_job').some((p) => p.action === 'completed'),
+        20_000,
+      );
+      // Let any duplicate arrive.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const completed = received(runId, 'workflow_run').filter((p) => p.action === 'completed');
+      assert.equal(completed.length, 1);
+      assert.equal(completed[0]?.workflow_run?.conclusion, 'success');
+      assert.equal(received(runId, 'action_run_success').length, 1);
+      // Only the leg that finished with the hook active is told.
+      assert.deepEqual(
+        received(runId, 'workflow_job').map((p) => p.action),
+        ['completed'],
+      );
     });
 
     // A claim and a finish look for active hooks in their own statement (the

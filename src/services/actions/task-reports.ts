@@ -19,16 +19,18 @@ import {
   deleteEphemeralRunner,
   findReportedTask,
   findReportedTaskWithJob,
+  finishReportAlone,
   finishReportLockingRun,
   finishTaskAndJob,
   insertTaskOutputs,
   listTaskOutputKeys,
   listTaskSteps,
   takeWriteLock,
+  touchReportAlone,
   touchTask,
   updateTaskStep,
 } from '../../models/task-reports.ts';
-import type { FinishedTask, ReportedTask, ReportedTaskJob, TaskJobRef } from '../../models/task-reports.ts';
+import type { FinishedTask, ReportedTask, ReportedTaskJob, SeenTask, TaskJobRef } from '../../models/task-reports.ts';
 import type { ActionRun } from '../../models/action-runs.ts';
 import type { RunProgress } from './run-progress.ts';
 import { plainLogName, TaskLogStore } from './task-logs.ts';
@@ -131,6 +133,21 @@ function outputsToStore(outputs: Record<string, string>): OutputsToStore {
 }
 
 /**
+ * Whether reportAlone's statements can apply these steps as applySteps would: each
+ * index at most once (applySteps lets the last report of an index win) and
+ * every number a safe integer, which its bigint columns hold.
+ */
+function eachStepOnce(steps: readonly CheckedStepReport[]): boolean {
+  const seen = new Set<number>();
+  for (const step of steps) {
+    if (seen.has(step.id)) return false;
+    seen.add(step.id);
+    if (![step.id, step.logIndex, step.logLength].every(Number.isSafeInteger)) return false;
+  }
+  return true;
+}
+
+/**
  * The status the server imposes on a running task, or null when it has none:
  * the job was finished without it (cancelled), or the job is gone or belongs
  * to another attempt now.
@@ -162,8 +179,9 @@ export class TaskReportService {
    * UpdateTask. result 0: a heartbeat with step progress and outputs. Any
    * other result finishes the task, its unfinished steps and its job in one
    * transaction with the run's progress (dependants unblocked or skipped,
-   * run status), and removes an ephemeral runner. A task already done
-   * changes nothing. The answer is the server's view, so a job cancelled
+   * run status), and removes an ephemeral runner. On PostgreSQL either is
+   * one statement instead when that is all it writes (reportAlone). A task
+   * already done changes nothing. The answer is the server's view, so a job cancelled
    * server-side answers CANCELLED: the runner's only stop signal.
    */
   async updateTask(runner: Runner, state: TaskStateReport, outputs: Record<string, string>): Promise<TaskStateAnswer> {
@@ -184,12 +202,27 @@ export class TaskReportService {
       steps.push({ ...step, result: step.result });
     }
     const accepted = outputsToStore(outputs);
+    // PostgreSQL, a final report with no outputs to store: one statement, when that is all the finish writes.
+    // A heartbeat too, when it needs nothing but its touch and steps.
+    let seen: SeenTask | null = null;
+    if (
+      accepted.rows.length === 0 &&
+      (result === ActionStatus.unknown || !runner.ephemeral) &&
+      isPostgres(this.db) &&
+      eachStepOnce(steps)
+    ) {
+      const alone = await this.reportAlone(runner, state.id, result, steps);
+      if ('answer' in alone) return alone.answer;
+      seen = alone.seen;
+    }
     // Committed together with the claims and reports that arrive meanwhile
     // (grouped-writes.ts); its after-commit work runs once the group commits.
     return this.runProgress.groupedTransaction(this.writes, async (tx) => {
       await takeWriteLock(tx);
       const now = this.clock.nowSec();
-      const own = await this.ownTaskWithJob(tx, runner, state.id);
+      // The task as reportAlone read it, if it did (the first time only: a retried transaction reads again).
+      const own = seen ?? (await this.ownTaskWithJob(tx, runner, state.id));
+      seen = null;
       let { task, job } = own;
       // Outputs are stored whatever the task's state, first write wins (Forgejo
       // stores them after UpdateTaskByState, even for a finished task): a
@@ -257,6 +290,54 @@ export class TaskReportService {
       // Still unfinished: answered as running.
       return answer(task.status);
     });
+  }
+
+  /**
+   * A report on PostgreSQL that stores no outputs in one autocommitted
+   * statement. A final one, from a runner that is not ephemeral, finishes
+   * the task, its steps (the reported ones as applySteps, then the rest
+   * closed) and its job when settling the run would write nothing else
+   * (finishReportAlone says when), so the run's lock is held for that
+   * statement alone; a heartbeat touches the task and applies its steps
+   * when no status is imposed on it (touchReportAlone). When the statement
+   * wrote nothing (the run's status changes, a dependant waits, a webhook or
+   * commit status is due, the job was cancelled…) the report takes
+   * updateTask's transaction, starting from the task as the statement read
+   * it (so it costs no more round trips than before); that transaction
+   * reads the task and its job again under the run's lock.
+   */
+  private async reportAlone(
+    runner: Runner,
+    taskId: number,
+    result: ActionStatusValue,
+    steps: readonly CheckedStepReport[],
+  ): Promise<{ answer: TaskStateAnswer } | { seen: SeenTask | null }> {
+    if (!Number.isSafeInteger(taskId) || taskId <= 0) return { seen: null };
+    const reportedSteps = steps.map((step) => ({
+      index: step.id,
+      result: step.result,
+      started: reported(step.startedAt),
+      logIndex: step.logIndex,
+      logLength: step.logLength,
+    }));
+    const now = this.clock.nowSec();
+    if (result === ActionStatus.unknown) {
+      const beat = await touchReportAlone(this.db, taskId, runner.id, now, reportedSteps);
+      if (beat.seen === null) return { seen: null };
+      const { task } = beat.seen;
+      this.owned(runner, task);
+      // Still unfinished: answered as running.
+      if (beat.touched) return { answer: { result: asResult(task.status), sentOutputs: beat.seen.outputKeys } };
+      return { seen: beat.seen };
+    }
+    const alone = await finishReportAlone(this.db, taskId, runner.id, result, now, reportedSteps);
+    if (alone.seen === null) return { seen: null };
+    const sentOutputs = alone.seen.outputKeys;
+    this.owned(runner, alone.seen.task);
+    if (alone.finished) return { answer: { result: asResult(result), sentOutputs } };
+    // Done already (by another report, a cancel or the zombie sweep): the server's view.
+    if (alone.doneAs !== null) return { answer: { result: asResult(alone.doneAs), sentOutputs } };
+    return { seen: alone.seen };
   }
 
   /**

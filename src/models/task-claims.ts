@@ -401,19 +401,22 @@ const CLAIMED_REST_AT = CLAIMED_RUN_AT + RUN_COLUMNS.length;
  * SQLite's claim, third statement (0 task id): the claimed job and its run,
  * what the task payload needs of the repository, the trigger user, the
  * secrets and variables, and whether any webhook could want the job's event,
- * as arrays of values (array-rows.ts): the job's and the run's columns share
- * names.
+ * as arrays of values (array-rows.ts): 60 columns, cheaper read so than as an
+ * object.
  */
 const CLAIMED_SQLITE = compiledArrayStatement((_db, arg) => {
-  const columns = (alias: string, names: readonly string[]) =>
-    sql.raw(names.map((name) => `${alias}.${name}`).join(', '));
+  // Every name distinct (the run's prefixed), so that rows read as objects keep every column (valuesOf).
+  const columns = (alias: string, names: readonly string[], prefix: string) =>
+    sql.raw(names.map((name) => `${alias}.${name}${prefix === '' ? '' : ` as ${prefix}${name}`}`).join(', '));
   return sql`
-    select ${columns('j', JOB_COLUMNS)}, ${columns('r', RUN_COLUMNS)},
-      repo.owner_id, repo.owner_name, repo.name, u.name,
+    select ${columns('j', JOB_COLUMNS, '')}, ${columns('r', RUN_COLUMNS, 'r_')},
+      repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
+      u.name as trigger_user_name,
       exists (select 1 from webhook as w where w.is_active = 1
-        and ((w.owner_id = 0 and w.repo_id = j.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0))),
-      ${scopedValuesJson('secret', 'j.repo_id', 'repo.owner_id')},
-      ${scopedValuesJson('action_variable', 'j.repo_id', 'repo.owner_id')}
+        and ((w.owner_id = 0 and w.repo_id = j.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
+        as any_active_hook,
+      ${scopedValuesJson('secret', 'j.repo_id', 'repo.owner_id')} as secrets_json,
+      ${scopedValuesJson('action_variable', 'j.repo_id', 'repo.owner_id')} as variables_json
     from action_task as t
     join action_run_job as j on j.id = t.job_id
     left join action_run as r on r.id = j.run_id

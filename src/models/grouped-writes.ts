@@ -8,8 +8,7 @@
 // submitted meanwhile (every request read in that phase: better-sqlite3
 // answers synchronously, so a transaction started at once would run whole
 // before the next request is even read) then run together in one
-// transaction, each in a savepoint of its own (left open when the unit
-// succeeds: the commit releases them), and commit once.
+// transaction, each in a savepoint of its own, and commit once.
 //
 // Guarantees:
 // - Each unit of work is atomic and isolated from the others as it would be
@@ -99,16 +98,13 @@ export class GroupedWrites {
 async function runGroup(tx: Tx, group: readonly Unit[]): Promise<Outcome[]> {
   // Alone: no savepoint, the transaction is the unit's.
   if (group.length === 1) return [{ ok: true, value: await (group[0] as Unit).work(tx) }];
-  // A unit that succeeds leaves its savepoint open: the commit releases them
-  // all, and a release of its own was a statement per unit (two per job).
-  // SQLite's ROLLBACK TO and RELEASE take the most recent savepoint of a
-  // name, so a unit that fails undoes its own writes alone, whatever the
-  // units before it left open, and then closes its savepoint.
   const outcomes: Outcome[] = [];
   for (const unit of group) {
     await SAVEPOINT.execute(tx, []);
     try {
-      outcomes.push({ ok: true, value: await unit.work(tx) });
+      const value = await unit.work(tx);
+      await RELEASE.execute(tx, []);
+      outcomes.push({ ok: true, value });
     } catch (error) {
       await ROLLBACK.execute(tx, []);
       await RELEASE.execute(tx, []);

@@ -3,6 +3,7 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
+import { columnsOf } from './array-rows.ts';
 import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable, Tx } from './database.ts';
@@ -143,6 +144,132 @@ export function jobFromRow(row: Selectable<ActionRunJobTable>): ActionRunJob {
     stopped: row.stopped,
     created: row.created,
     updated: row.updated,
+  };
+}
+
+/** The job table's columns, for statements that read rows as arrays (array-rows.ts). */
+export const JOB_COLUMNS = columnsOf<ActionRunJobTable>()([
+  'id',
+  'run_id',
+  'repo_id',
+  'owner_id',
+  'commit_sha',
+  'is_fork_pull_request',
+  'name',
+  'attempt',
+  'handle',
+  'workflow_payload',
+  'job_id',
+  'needs',
+  'runs_on',
+  'has_if',
+  'task_id',
+  'status',
+  'concurrency_held',
+  'raw_concurrency',
+  'concurrency_group',
+  'concurrency_cancel',
+  'group_held',
+  'concurrency_error',
+  'started',
+  'stopped',
+  'created',
+  'updated',
+]);
+
+/** The row of JOB_COLUMNS's values from index `at` on: an object literal, one shape, no work per key. */
+export function jobRowFromValues(values: readonly unknown[], at: number): Selectable<ActionRunJobTable> {
+  return {
+    id: values[at] as number,
+    run_id: values[at + 1] as number,
+    repo_id: values[at + 2] as number,
+    owner_id: values[at + 3] as number,
+    commit_sha: values[at + 4] as string,
+    is_fork_pull_request: values[at + 5] as number,
+    name: values[at + 6] as string,
+    attempt: values[at + 7] as number,
+    handle: values[at + 8] as string,
+    workflow_payload: values[at + 9] as string,
+    job_id: values[at + 10] as string,
+    needs: values[at + 11] as string,
+    runs_on: values[at + 12] as string,
+    has_if: values[at + 13] as number,
+    task_id: values[at + 14] as number,
+    status: values[at + 15] as ActionStatusValue,
+    concurrency_held: values[at + 16] as number,
+    raw_concurrency: values[at + 17] as string,
+    concurrency_group: values[at + 18] as string,
+    concurrency_cancel: values[at + 19] as number,
+    group_held: values[at + 20] as number,
+    concurrency_error: values[at + 21] as string,
+    started: values[at + 22] as number,
+    stopped: values[at + 23] as number,
+    created: values[at + 24] as number,
+    updated: values[at + 25] as number,
+  };
+}
+
+/** The run table's columns, for statements that read rows as arrays (array-rows.ts). */
+export const RUN_COLUMNS = columnsOf<ActionRunTable>()([
+  'id',
+  'repo_id',
+  'owner_id',
+  'index_in_repo',
+  'title',
+  'workflow_id',
+  'workflow_directory',
+  'trigger_user_id',
+  'schedule_id',
+  'ref',
+  'commit_sha',
+  'is_fork_pull_request',
+  'need_approval',
+  'approved_by',
+  'event',
+  'event_payload',
+  'trigger_event',
+  'status',
+  'pre_execution_error',
+  'started',
+  'stopped',
+  'previous_duration',
+  'concurrency_group',
+  'concurrency_type',
+  'job_concurrency',
+  'created',
+  'updated',
+]);
+
+/** The row of RUN_COLUMNS's values from index `at` on: an object literal, one shape, no work per key. */
+export function runRowFromValues(values: readonly unknown[], at: number): Selectable<ActionRunTable> {
+  return {
+    id: values[at] as number,
+    repo_id: values[at + 1] as number,
+    owner_id: values[at + 2] as number,
+    index_in_repo: values[at + 3] as number,
+    title: values[at + 4] as string,
+    workflow_id: values[at + 5] as string,
+    workflow_directory: values[at + 6] as string,
+    trigger_user_id: values[at + 7] as number,
+    schedule_id: values[at + 8] as number,
+    ref: values[at + 9] as string,
+    commit_sha: values[at + 10] as string,
+    is_fork_pull_request: values[at + 11] as number,
+    need_approval: values[at + 12] as number,
+    approved_by: values[at + 13] as number,
+    event: values[at + 14] as string,
+    event_payload: values[at + 15] as string,
+    trigger_event: values[at + 16] as string,
+    status: values[at + 17] as ActionStatusValue,
+    pre_execution_error: values[at + 18] as string,
+    started: values[at + 19] as number,
+    stopped: values[at + 20] as number,
+    previous_duration: values[at + 21] as number,
+    concurrency_group: values[at + 22] as string,
+    concurrency_type: values[at + 23] as number,
+    job_concurrency: values[at + 24] as number,
+    created: values[at + 25] as number,
+    updated: values[at + 26] as number,
   };
 }
 

@@ -56,16 +56,26 @@ for (const dialect of testDialects()) {
             seenBySecondConnection.set(ownerId, await versionOwners(other.db));
             return value;
           });
-      const outcomes = await Promise.allSettled([unit(101, false), unit(102, true), unit(103, false)]);
+      const outcomes = await Promise.allSettled([
+        unit(101, false),
+        unit(102, true),
+        unit(103, false),
+        unit(104, true),
+        unit(105, true),
+        unit(106, false),
+      ]);
       assert.deepEqual(outcomes[0], { status: 'fulfilled', value: 101 });
       assert.equal(outcomes[1]?.status, 'rejected');
       assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /unit 102 fails/);
       assert.deepEqual(outcomes[2], { status: 'fulfilled', value: 103 });
-      assert.deepEqual(await versionOwners(scratch.handle.db), [101, 103], 'the failed unit alone was undone');
-      assert.deepEqual([...seenBySecondConnection.keys()].sort(), [101, 103]);
+      assert.match(String((outcomes[3] as PromiseRejectedResult).reason), /unit 104 fails/);
+      assert.match(String((outcomes[4] as PromiseRejectedResult).reason), /unit 105 fails/);
+      assert.deepEqual(outcomes[5], { status: 'fulfilled', value: 106 });
+      assert.deepEqual(await versionOwners(scratch.handle.db), [101, 103, 106], 'the failed units alone were undone');
+      assert.deepEqual([...seenBySecondConnection.keys()].sort(), [101, 103, 106]);
       for (const [ownerId, seen] of seenBySecondConnection) {
         assert.ok(seen.includes(ownerId), `unit ${ownerId} settled before another connection could see its row`);
-        assert.ok(!seen.includes(102));
+        assert.ok(!seen.includes(102) && !seen.includes(104) && !seen.includes(105));
       }
     });
 

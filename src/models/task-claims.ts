@@ -12,9 +12,10 @@ import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
-import { jobFromRow } from './action-runs.ts';
-import type { ActionRunJob } from './action-runs.ts';
-import { compiledStatement } from './compiled-statements.ts';
+import { JOB_COLUMNS, RUN_COLUMNS, jobFromRow, jobRowFromValues, runFromRow, runRowFromValues } from './action-runs.ts';
+import type { ActionRun, ActionRunJob } from './action-runs.ts';
+import { valuesOf } from './array-rows.ts';
+import { compiledArrayStatement, compiledStatement } from './compiled-statements.ts';
 import type { ArgSlot } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { ActionRunJobTable } from './tables.ts';
@@ -167,6 +168,14 @@ export interface ClaimedJob {
   job: ActionRunJob;
   /** The job's run as the claim statement saw it, unlocked (RunProgress.settleClaimed decides from it). */
   run: ClaimedRunLook;
+  /**
+   * SQLite: the whole run as the claim read it, under the database's write
+   * lock, which the claim holds until its commit: so nothing can change it
+   * before then and settleClaimed needs no read of its own (null when the run
+   * is gone). Undefined on PostgreSQL, whose claim reads it under a lock of
+   * its own (settleClaimed).
+   */
+  lockedRun?: ActionRun | null;
   /** Null when the repository is gone. */
   refs: ClaimedPayloadRefs | null;
   /**
@@ -220,9 +229,6 @@ export type ClaimedRow = Selectable<ActionRunJobTable> & {
   repo_name: string | null;
   trigger_user_name: string | null;
   any_active_hook: number | boolean;
-  /** JSON arrays of [owner_id, repo_id, name, data], in id order (scopedValuesJson); SQLite only. */
-  secrets_json?: string | null;
-  variables_json?: string | null;
 };
 
 /**
@@ -252,9 +258,11 @@ function scopedValuesJson(table: 'secret' | 'action_variable', repoId: string, o
  * when nothing in scope matches. Call inside the claim's transaction.
  *
  * The same statement returns what the claim needs next without another round
- * trip: the run as it saw it (unlocked); the repository's and the trigger
- * user's names for the task payload; whether any webhook could want the job's
- * event. (Locking the run FOR SHARE in this statement too made 200 runners
+ * trip (on SQLite a select of its own, CLAIMED_SQLITE, in the same
+ * transaction): the run as it saw it (unlocked; on SQLite the whole run, read
+ * under the write lock, and the repository's secrets and variables too); the
+ * repository's and the trigger user's names for the task payload; whether any
+ * webhook could want the job's event. (Locking the run FOR SHARE in this statement too made 200 runners
  * claiming from four runs on two servers several times slower on PostgreSQL
  * than the lock in a statement of its own, which RunProgress.settleClaimed
  * takes.) With `lockRunner` the runner's row is locked first, as
@@ -289,15 +297,17 @@ export async function claimNextJob(
     const row = await CLAIM_POSTGRES.takeFirst(tx, args, claimShape);
     return row === undefined ? null : claimedFromRow(row);
   }
-  const task = await CLAIM_SQLITE_TASK.takeFirst(tx, args, claimShape);
-  if (task === undefined) return null;
-  const row = await CLAIM_SQLITE_JOB.takeFirst(tx, [task.id, now, task.job_id]);
-  if (row === undefined) {
+  const inserted = await CLAIM_SQLITE_TASK.execute(tx, args, claimShape);
+  if (Number(inserted.numAffectedRows ?? 0n) === 0) return null;
+  const taskId = Number(inserted.insertId);
+  if ((await CLAIM_SQLITE_JOB.affected(tx, [taskId, now])) === 0) {
     // Under the write lock nothing can take the job between the two statements; never leave a task without its job.
-    await tx.deleteFrom('action_task').where('id', '=', task.id).execute();
+    await tx.deleteFrom('action_task').where('id', '=', taskId).execute();
     return null;
   }
-  return claimedFromRow(row);
+  const row = await CLAIMED_SQLITE.takeFirst(tx, [taskId]);
+  if (row === undefined) throw new Error(`claimed task ${taskId} is not there`);
+  return claimedFromValues(valuesOf(row));
 }
 
 // The claim's statements take these arguments first, then claimableArgs'.
@@ -349,7 +359,11 @@ const CLAIM_POSTGRES = compiledStatement((db, arg, shape) => {
  * SQLite's claim, first statement: the task, from the picked job; its shape
  * is L or N, then claimableShape. A write, so it takes the database's write
  * lock before it reads (as lockRunnerForClaim's would), and with L nothing is
- * inserted when the runner is gone.
+ * inserted when the runner is gone. SQLite's claim statements return nothing
+ * (the task's id is the connection's last insert id): a RETURNING clause
+ * runs as a trigger program of its own per row, and on the job's update it
+ * cost more than the update itself; CLAIMED_SQLITE then reads what the claim
+ * needs in one select.
  */
 const CLAIM_SQLITE_TASK = compiledStatement((db, arg, shape) => {
   const now = arg<number>(1);
@@ -362,42 +376,85 @@ const CLAIM_SQLITE_TASK = compiledStatement((db, arg, shape) => {
     .select('id')
     .orderBy('id')
     .limit(1);
-  return sql<{ id: number; job_id: number }>`
+  return sql`
     insert into action_task (job_id, attempt, runner_id, status, started, repo_id, owner_id, commit_sha,
       is_fork_pull_request, token_hash, token_last_eight, runner_request_key, runner_request_key_expires,
       created, updated)
     select id, max(attempt, 1), ${arg<number>(0)}, ${ActionStatus.running}, ${now}, repo_id, owner_id, commit_sha,
       is_fork_pull_request, ${arg<string>(2)}, ${arg<string>(3)}, ${arg<string>(4)}, ${arg<number>(5)}, ${now}, ${now}
-    from action_run_job where id = (${pick})
-    returning id, job_id`;
+    from action_run_job where id = (${pick})`;
 });
 
-/** The claimed job's repository's owner, in SQLite's RETURNING clause. */
-const REPO_OWNER_SQLITE = '(select repo.owner_id from repository as repo where repo.id = action_run_job.repo_id)';
-
-/** SQLite's claim, second statement: the job, if still waiting and unassigned (0 task id, 1 now, 2 job id). */
+/** SQLite's claim, second statement: the task's job, if still waiting and unassigned (0 task id, 1 now). */
 const CLAIM_SQLITE_JOB = compiledStatement((_db, arg) => {
   const now = arg<number>(1);
-  return sql<ClaimedRow>`
+  return sql`
     update action_run_job
     set task_id = ${arg<number>(0)}, status = ${ActionStatus.running}, attempt = max(attempt, 1), started = ${now}, updated = ${now}
-    where id = ${arg<number>(2)} and task_id = 0 and status = ${ActionStatus.waiting}
-    returning *,
-      (select r.status from action_run as r where r.id = action_run_job.run_id) as run_status,
-      (select r.job_concurrency from action_run as r where r.id = action_run_job.run_id) as run_job_concurrency,
-      (select repo.owner_id from repository as repo where repo.id = action_run_job.repo_id) as repo_owner_id,
-      (select repo.owner_name from repository as repo where repo.id = action_run_job.repo_id) as repo_owner_name,
-      (select repo.name from repository as repo where repo.id = action_run_job.repo_id) as repo_name,
-      (select u.name from "user" as u
-        where u.id = (select r.trigger_user_id from action_run as r where r.id = action_run_job.run_id))
-        as trigger_user_name,
-      exists (select 1 from webhook as w where w.is_active = 1
-        and ((w.owner_id = 0 and w.repo_id = action_run_job.repo_id)
-          or (w.owner_id = (select r.owner_id from action_run as r where r.id = action_run_job.run_id)
-            and w.repo_id = 0))) as any_active_hook,
-      ${scopedValuesJson('secret', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as secrets_json,
-      ${scopedValuesJson('action_variable', 'action_run_job.repo_id', REPO_OWNER_SQLITE)} as variables_json`;
+    where id = (select t.job_id from action_task as t where t.id = ${arg<number>(0)})
+      and task_id = 0 and status = ${ActionStatus.waiting}`;
 });
+
+/** Where CLAIMED_SQLITE's values start: the job's, the run's (all null when it is gone), then the rest. */
+const CLAIMED_RUN_AT = JOB_COLUMNS.length;
+const CLAIMED_REST_AT = CLAIMED_RUN_AT + RUN_COLUMNS.length;
+
+/**
+ * SQLite's claim, third statement (0 task id): the claimed job and its run,
+ * what the task payload needs of the repository, the trigger user, the
+ * secrets and variables, and whether any webhook could want the job's event,
+ * as arrays of values (array-rows.ts): 60 columns, cheaper read so than as an
+ * object.
+ */
+const CLAIMED_SQLITE = compiledArrayStatement((_db, arg) => {
+  // Every name distinct (the run's prefixed), so that rows read as objects keep every column (valuesOf).
+  const columns = (alias: string, names: readonly string[], prefix: string) =>
+    sql.raw(names.map((name) => `${alias}.${name}${prefix === '' ? '' : ` as ${prefix}${name}`}`).join(', '));
+  return sql`
+    select ${columns('j', JOB_COLUMNS, '')}, ${columns('r', RUN_COLUMNS, 'r_')},
+      repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
+      u.name as trigger_user_name,
+      exists (select 1 from webhook as w where w.is_active = 1
+        and ((w.owner_id = 0 and w.repo_id = j.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
+        as any_active_hook,
+      ${scopedValuesJson('secret', 'j.repo_id', 'repo.owner_id')} as secrets_json,
+      ${scopedValuesJson('action_variable', 'j.repo_id', 'repo.owner_id')} as variables_json
+    from action_task as t
+    join action_run_job as j on j.id = t.job_id
+    left join action_run as r on r.id = j.run_id
+    left join repository as repo on repo.id = j.repo_id
+    left join "user" as u on u.id = r.trigger_user_id
+    where t.id = ${arg<number>(0)}`;
+});
+
+/** CLAIMED_SQLITE's row. */
+function claimedFromValues(values: readonly unknown[]): ClaimedJob {
+  const job = jobFromRow(jobRowFromValues(values, 0));
+  const run = values[CLAIMED_RUN_AT] === null ? null : runFromRow(runRowFromValues(values, CLAIMED_RUN_AT));
+  const at = CLAIMED_REST_AT;
+  const repoOwnerId = values[at] as number | null;
+  const repoOwnerName = values[at + 1] as string | null;
+  const repoName = values[at + 2] as string | null;
+  return {
+    taskId: job.taskId,
+    job,
+    // A run that is gone reads as no status, as PostgreSQL's claim reads it: settleClaimed settles (and finds nothing).
+    run: { status: run?.status ?? ActionStatus.unknown, jobConcurrency: run?.jobConcurrency ?? false },
+    lockedRun: run,
+    refs:
+      repoOwnerId === null || repoOwnerName === null || repoName === null
+        ? null
+        : {
+            repoOwnerId,
+            repoOwnerName,
+            repoName,
+            triggerUserName: values[at + 3] as string | null,
+            secrets: storedValues(values[at + 5] as string | null),
+            variables: storedValues(values[at + 6] as string | null),
+          },
+    anyActiveHook: Number(values[at + 4]) === 1,
+  };
+}
 
 export function claimedFromRow(row: ClaimedRow): ClaimedJob {
   // The extra columns ride along into jobFromRow, which reads the job's own: no copy of the row without them.
@@ -414,16 +471,15 @@ export function claimedFromRow(row: ClaimedRow): ClaimedJob {
             repoOwnerName,
             repoName,
             triggerUserName: row.trigger_user_name,
-            secrets: storedValues(row.secrets_json),
-            variables: storedValues(row.variables_json),
+            secrets: null,
+            variables: null,
           },
     anyActiveHook: row.any_active_hook === true || Number(row.any_active_hook) === 1,
   };
 }
 
-/** scopedValuesJson's array as rows (none when the repository is gone); null when the claim did not read them. */
-function storedValues(json: string | null | undefined): StoredScopedValue[] | null {
-  if (json === undefined) return null;
+/** scopedValuesJson's array as rows (none when the repository is gone). */
+function storedValues(json: string | null): StoredScopedValue[] {
   if (json === null) return [];
   const rows = JSON.parse(json) as [number, number, string, string][];
   return rows.map(([ownerId, repoId, name, data]) => ({

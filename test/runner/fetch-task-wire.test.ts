@@ -32,6 +32,15 @@ jobs:
       - run: echo wire
 `;
 
+/** The same job with a step script of 20,000 bytes: its task's answer is over 16 KiB. */
+const BIG_WORKFLOW = `on: workflow_dispatch
+jobs:
+  one:
+    runs-on: wire
+    steps:
+      - run: echo ${'w'.repeat(20_000)}
+`;
+
 interface CallOptions extends RawCallOptions {
   body?: Uint8Array;
 }
@@ -69,7 +78,10 @@ for (const dialect of testDialects()) {
       const work = await createWorkDir(
         remoteUrl(s.url, owner.name, 'wire', { user: owner.name, password: owner.token }),
       );
-      await work.commit({ '.forgejo/workflows/wire.yml': WORKFLOW }, 'wire');
+      await work.commit(
+        { '.forgejo/workflows/wire.yml': WORKFLOW, '.forgejo/workflows/big.yml': BIG_WORKFLOW },
+        'wire',
+      );
       assert.equal((await work.push('main')).code, 0);
       await work.remove();
       registrationToken = await s.server.deps.services.runners.registrationToken({
@@ -141,22 +153,46 @@ for (const dialect of testDialects()) {
       assert.equal((JSON.parse(plain.body.toString('utf8')) as { code: string }).code, 'invalid_argument');
     });
 
-    test('a task is gzip-compressed for a runner that accepts gzip, identity for one that does not', async () => {
-      for (const acceptGzip of [true, false]) {
-        await dispatchWorkflow({
-          client: owner.client,
-          path: { owner: owner.name, repo: 'wire', workflowfilename: 'wire.yml' },
-          body: { ref: 'main' },
-          throwOnError: true,
-        });
-        const answer = await call(s.url, runner, {
-          headers: acceptGzip ? { 'accept-encoding': 'gzip' } : {},
-        });
-        const task = decode(answer).task;
-        assert.ok(task !== undefined, 'the dispatched job is handed out');
-        assert.equal(answer.headers['content-encoding'], acceptGzip ? 'gzip' : undefined);
-        assert.ok(answer.body.length >= 1024, 'the answer is large enough to be compressed');
+    test('a task of 16 KiB or more is gzip-compressed for a runner that accepts gzip; a smaller one goes plain; each decodes to the same task either way', async () => {
+      const seen = new Map<string, unknown>();
+      for (const file of ['wire.yml', 'big.yml']) {
+        for (const acceptGzip of [true, false]) {
+          for (const chunked of [false, true]) {
+            await dispatchWorkflow({
+              client: owner.client,
+              path: { owner: owner.name, repo: 'wire', workflowfilename: file },
+              body: { ref: 'main' },
+              throwOnError: true,
+            });
+            const answer = await call(s.url, runner, {
+              chunked,
+              headers: acceptGzip ? { 'accept-encoding': 'gzip' } : {},
+            });
+            const task = decode(answer).task;
+            assert.ok(task !== undefined, 'the dispatched job is handed out');
+            const big = file === 'big.yml';
+            assert.equal(answer.body.length >= 16 * 1024, big, `${file}: the answer's size`);
+            const encoding = answer.headers['content-encoding'];
+            assert.equal(encoding, big && acceptGzip ? 'gzip' : undefined, `${file}, gzip ${acceptGzip}`);
+            if (encoding === 'gzip') assert.ok(answer.raw.length < answer.body.length / 4, 'compressed');
+            else assert.deepEqual(answer.raw, answer.body);
+            // What differs between two tasks of the same job: their ids, tokens and runs.
+            const context = { ...task.context };
+            for (const key of ['token', 'run_id', 'run_number', 'gitea_runtime_token', 'forgejo_runtime_token'])
+              delete context[key];
+            seen.set(`${file} ${acceptGzip} ${chunked}`, {
+              workflowPayload: new TextDecoder().decode(task.workflowPayload),
+              context,
+              vars: task.vars,
+              needs: task.needs,
+              secretNames: Object.keys(task.secrets).sort(),
+            });
+          }
+        }
+        const first = seen.get(`${file} true false`);
+        for (const [key, value] of seen) if (key.startsWith(file)) assert.deepEqual(value, first, key);
       }
+      assert.match((seen.get('big.yml true false') as { workflowPayload: string }).workflowPayload, /echo w{20000}/);
     });
 
     test('calls are counted and timed under their route in /metrics, whichever way they were sent', async () => {

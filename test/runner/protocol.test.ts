@@ -181,7 +181,8 @@ for (const dialect of testDialects()) {
           '.forgejo/workflows/build.yml': BUILD,
           '.forgejo/workflows/gpu.yml': singleJob('gpu'),
           '.forgejo/workflows/race.yml': singleJob('race'),
-          '.forgejo/workflows/zip.yml': singleJob('zip'),
+          // A task whose answer is over 16 KiB, as JSON and as protobuf.
+          '.forgejo/workflows/zip.yml': `${singleJob('zip')}      - run: echo ${'z'.repeat(20_000)}\n`,
           '.forgejo/workflows/key.yml': singleJob('keyed'),
           '.forgejo/workflows/eph.yml': twoJobs('eph'),
           '.forgejo/workflows/single.yml': twoJobs('single'),
@@ -592,7 +593,7 @@ for (const dialect of testDialects()) {
       assert.equal((await client.runner.fetchTask({ tasksVersion: 0n }, { timeoutMs: 1200 })).task, undefined);
     });
 
-    test('answers of 1 KiB and more are gzip-compressed for clients that accept it', async () => {
+    test('answers of 16 KiB and more are gzip-compressed for clients that accept it', async () => {
       await dispatch('zip.yml');
       const client = await registerRunner(s.url, repoToken, { labels: ['zip'] });
       const res = await fetch(`${s.url}/api/actions/runner.v1.RunnerService/FetchTask`, {
@@ -608,10 +609,11 @@ for (const dialect of testDialects()) {
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-encoding'), 'gzip');
       const body = (await res.json()) as {
-        task?: { id: string; context: { repository: string } };
+        task?: { id: string; context: { repository: string }; workflowPayload: string };
         tasksVersion: string;
       };
       assert.equal(body.task?.context.repository, 'alice/app');
+      assert.match(Buffer.from(body.task?.workflowPayload ?? '', 'base64').toString('utf8'), /echo z{20000}/);
       const small = await fetch(`${s.url}/api/actions/ping.v1.PingService/Ping`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip' },

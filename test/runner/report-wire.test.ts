@@ -133,7 +133,7 @@ for (const dialect of testDialects()) {
       await fs.rm(logFile, { force: true });
     });
 
-    test('UpdateTask: the same answer either way, while running, with outputs (gzipped from 1 KiB), and finished', async () => {
+    test('UpdateTask: the same answer either way, while running, with outputs (gzipped from 16 KiB), and finished', async () => {
       const id = await claimTask();
       const running = updateTaskBody({
         state: { id, startedAt: timestampFromMs(1_700_000_000_000), steps: [{ id: 0n, logIndex: 0n, logLength: 0n }] },
@@ -146,9 +146,12 @@ for (const dialect of testDialects()) {
       assert.equal(answer.state?.id, id);
       assert.equal(answer.state?.result, Result.UNSPECIFIED);
 
-      // Enough output keys that the answer (the keys taken) passes 1 KiB.
+      // Enough output keys, long ones, that the answer (the keys taken) passes 16 KiB.
       const outputs = Object.fromEntries(
-        Array.from({ length: 60 }, (_, i) => [`output_number_${String(i).padStart(3, '0')}`, `value ${i}`]),
+        Array.from({ length: 70 }, (_, i) => [
+          `output_number_${String(i).padStart(3, '0')}_${'k'.repeat(230)}`,
+          `value ${i}`,
+        ]),
       );
       const withOutputs = updateTaskBody({ state: { id }, outputs });
       for (const acceptGzip of [true, false]) {
@@ -156,7 +159,7 @@ for (const dialect of testDialects()) {
         const [a, b] = await bothWays(s.url, UPDATE_TASK, runner, withOutputs, headers);
         assertSameAnswer(a, b, `outputs, gzip ${acceptGzip}`);
         assert.equal(a.headers['content-encoding'], acceptGzip ? 'gzip' : undefined);
-        assert.ok(a.body.length >= 1024, 'the answer is large enough to be compressed');
+        assert.ok(a.body.length >= 16 * 1024, 'the answer is large enough to be compressed');
         assert.deepEqual(fromBinary(UpdateTaskResponseSchema, a.body).sentOutputs.sort(), Object.keys(outputs).sort());
         if (acceptGzip) assert.deepEqual(a.raw, b.raw, 'the same gzip bytes');
       }

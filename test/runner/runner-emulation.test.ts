@@ -26,7 +26,12 @@ import type { TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
 
-/** Two jobs: `build` sets outputs, `deploy` needs them (ids and labels per runner). */
+/**
+ * Two jobs: `build` sets outputs, `deploy` needs them (ids and labels per
+ * runner). Build's script carries a 20,000-byte comment, so its task's answer
+ * is over 16 KiB: the runners read it gzip-compressed (deploy's, a few KiB,
+ * comes plain).
+ */
 function pipeline(label: string): string {
   return `on: workflow_dispatch
 jobs:
@@ -38,6 +43,7 @@ jobs:
     steps:
       - name: Compile
         run: |
+          # ${'c'.repeat(20_000)}
           echo compiling
           echo linking
       - id: pack
@@ -233,7 +239,7 @@ for (const dialect of testDialects()) {
       assert.ok(fetches.every((c) => c.timeoutMs === 5000));
       assert.ok(
         fetches.some((c) => c.encoding === 'gzip'),
-        'a task (over 1 KiB) comes gzip-compressed',
+        'a task over 16 KiB (build) comes gzip-compressed',
       );
       assert.equal(new Set(runner.calls.map((c) => new URL(c.url).port)).size, 2, 'both processes served the runner');
       assert.deepEqual(

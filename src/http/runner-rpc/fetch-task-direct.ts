@@ -4,7 +4,7 @@
 // per-call cost of the generic path (web Headers, abort controllers and their
 // DOMExceptions, async iterables, protocol negotiation) was most of Gantry's
 // idle CPU. This path serves exactly that shape of call and answers as the
-// Connect handler does (status, content type, gzip from 1 KiB on when the
+// Connect handler does (status, content type, gzip from 16 KiB on when the
 // runner accepts it, errors as Connect JSON, a body over the method's limit
 // refused unread past it); anything else — JSON or compressed bodies, other
 // protocol versions, an unusable deadline, a caller the credentials do not
@@ -28,14 +28,12 @@ import type { EndSignal } from '../../services/actions/tasks-version-watch.ts';
 import { REQUEST_KEY_HEADER, TOKEN_HEADER, UUID_HEADER } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { fetchTask, usableRequestKey } from './fetch-task.ts';
-import { gzipAnswers } from './gzip-answers.ts';
+import { COMPRESS_MIN_BYTES, gzipAnswers } from './gzip-answers.ts';
 import { encodeFetchTaskResponse } from './task-encoding.ts';
 import { BodyLimitError, bounded, readAll } from './request-body.ts';
 
 /** Where the Connect plugin mounts FetchTask (under the /api/actions prefix). */
 export const FETCH_TASK_PATH = `/api/actions/${RunnerService.typeName}/${RunnerService.method.fetchTask.name}`;
-/** Answers from this size on are gzip-compressed for a runner that accepts gzip (routes.ts: compressMinBytes). */
-const COMPRESS_MIN_BYTES = 1024;
 
 /**
  * The signal of a call whose runner may hang up, for the version watch (its
@@ -202,7 +200,7 @@ function errorAnswer(error: unknown, logOf: () => FastifyBaseLogger): FetchTaskA
 
 /**
  * The answer to a plain binary FetchTask whose runner is known, as the
- * Connect handler gives it: the task (or none) gzipped from 1 KiB on when the
+ * Connect handler gives it: the task (or none) gzipped from 16 KiB on when the
  * runner accepts gzip, or the Connect error (an undecodable body is
  * invalid_argument); `body` is the error itself when the body could not be
  * read (BodyLimitError past its limit).

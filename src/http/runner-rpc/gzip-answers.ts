@@ -1,15 +1,30 @@
 // How runner RPC answers are gzip-compressed, on the Connect path (routes.ts)
-// and the direct FetchTask path (fetch-task-direct.ts) alike: an answer of a
-// few KiB (a task) synchronously, since the asynchronous path costs a zlib
-// stream and a thread-pool round trip per answer, more than compressing it;
-// larger answers through the thread pool, so the event loop is never held long.
-// Those small answers are compressed at zlib's fastest level: a task's answer
-// (about 5 KiB, mostly its context as protobuf) comes out 5 % larger than at
-// the default level for about half the CPU, and on a busy fleet every
-// claimed job pays it.
+// and the direct paths (fetch-task-direct.ts, report-front.ts) alike.
+//
+// From COMPRESS_MIN_BYTES on only. Forgejo compresses from 1 KiB
+// (connect.WithCompressMinBytes(1024)), which takes in every task a runner
+// is given: its answer is a few KiB (mostly the context as protobuf), and
+// gzipping it cost about 27 µs of the server's one event loop per claimed
+// job, 5-10 % of what a job costs a SQLite server in all (issue 18's runner
+// bench). Sent plain, such an answer is a few KiB more on the wire, which a
+// runner's network carries for far less than that CPU; and the Connect
+// protocol lets a server answer uncompressed whatever the client accepts, so
+// every client reads it (forgejo-runner and act_runner decode either). A
+// larger answer (a big event payload, many secrets, many outputs) is still
+// compressed.
+//
+// An answer of up to 64 KiB is compressed synchronously, since the
+// asynchronous path costs a zlib stream and a thread-pool round trip per
+// answer, more than compressing it; larger answers through the thread pool,
+// so the event loop is never held long. Those are compressed at zlib's
+// fastest level: a task's answer comes out 5 % larger than at the default
+// level for about half the CPU.
 import { constants, gzipSync } from 'node:zlib';
 import { compressionGzip } from '@connectrpc/connect-node';
 import type { Compression } from '@connectrpc/connect/protocol';
+
+/** Answers from this size on are gzip-compressed for a runner that accepts gzip (routes.ts: compressMinBytes). */
+export const COMPRESS_MIN_BYTES = 16 * 1024;
 
 /** Answers up to this size are gzipped at once rather than through the thread pool. */
 const SYNC_GZIP_MAX_BYTES = 64 * 1024;

@@ -14,7 +14,7 @@
 //     …"), a NUL in a stored string is refused (nul-strings.ts);
 //   - UpdateTask through update-task.ts, UpdateLog through
 //     update-log-stream.ts (the rows stored as the streamed path stores them);
-//   - answers gzip-compressed from 1 KiB on when the runner accepts gzip;
+//   - answers gzip-compressed from 16 KiB on when the runner accepts gzip;
 //   - what Fastify's hooks do: X-Request-Id, the body's transfer deadline,
 //     the metrics by route and, when info lines are on, the request line
 //     request-log.ts writes ("request completed").
@@ -47,7 +47,7 @@ import { toConnectError } from './errors.ts';
 import { acceptsGzip } from './fetch-task-direct.ts';
 import type { BodyReadOptions, NextListener } from './fetch-task-front.ts';
 import { readBody, sendFrontAnswer } from './fetch-task-front.ts';
-import { gzipAnswers } from './gzip-answers.ts';
+import { COMPRESS_MIN_BYTES, gzipAnswers } from './gzip-answers.ts';
 import { fieldWithNul } from './nul-strings.ts';
 import { updateLogFromStream } from './update-log-stream.ts';
 import { updateTask } from './update-task.ts';
@@ -57,8 +57,6 @@ export const UPDATE_TASK_PATH = `${SERVICE_PATH}${RunnerService.method.updateTas
 export const UPDATE_LOG_PATH = `${SERVICE_PATH}${RunnerService.method.updateLog.name}`;
 /** An UpdateLog body up to this size is read whole here; a larger one is streamed into the log by the Connect route. */
 const FRONT_LOG_MAX_BYTES = 1024 * 1024;
-/** Answers from this size on are gzip-compressed for a runner that accepts gzip (routes.ts: compressMinBytes). */
-const COMPRESS_MIN_BYTES = 1024;
 
 type ReportMethod = 'UpdateTask' | 'UpdateLog';
 

@@ -2,9 +2,9 @@
 // routers/api/actions/{ping,runner}): binary and JSON codecs; compression as
 // a connect-go handler does it: gzip is the only encoding accepted or sent
 // (connect-go registers gzip alone by default, handler.go newHandlerConfig),
-// answers gzip-compressed from 1 KiB on (Forgejo's
-// connect.WithCompressMinBytes(1024)) when the runner accepts gzip, identity
-// otherwise, whatever else its Accept-Encoding lists. Runner authentication
+// answers gzip-compressed from COMPRESS_MIN_BYTES on (Forgejo's
+// connect.WithCompressMinBytes(1024) is lower: gzip-answers.ts says why)
+// when the runner accepts gzip, identity otherwise, whatever else its Accept-Encoding lists. Runner authentication
 // and each method's body limit come before the body is read
 // (request-gate.ts). Handlers only translate between protocol messages and
 // the services.
@@ -22,7 +22,7 @@ import { REQUEST_KEY_HEADER, runnerOf } from './auth.ts';
 import { toConnectError } from './errors.ts';
 import { fetchTask, maxWaitOf, usableRequestKey } from './fetch-task.ts';
 import { fetchTaskDirect } from './fetch-task-direct.ts';
-import { gzipAnswers } from './gzip-answers.ts';
+import { COMPRESS_MIN_BYTES, gzipAnswers } from './gzip-answers.ts';
 import { refuseNulStrings } from './nul-strings.ts';
 import { gateRequests } from './request-gate.ts';
 import { bufferedLimitOf, streamedLogLimit } from './request-limits.ts';
@@ -152,7 +152,7 @@ export async function runnerRpcRoutes(
   };
   await app.register(fastifyConnectPlugin, {
     acceptCompression: [gzipAnswers],
-    compressMinBytes: 1024,
+    compressMinBytes: COMPRESS_MIN_BYTES,
     // The first interceptor is the outermost: every failure is mapped once.
     interceptors: [mapErrors, refuseNulStrings],
     routes: (router: ConnectRouter) => {

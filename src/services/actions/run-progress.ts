@@ -91,7 +91,9 @@ export class RunProgress {
    * (findRunSharedForClaim), and records the jobs' change. Any other run
    * takes the whole of settle: one with job groups takes the group lock
    * before its row (the lock order of lockRun), which a shared lock taken
-   * here first would break.
+   * here first would break. On SQLite the claim read the whole run already,
+   * under the write lock it holds until its commit (`locked`): nothing can
+   * have changed it since, so it is not read again.
    */
   async settleClaimed(
     tx: Tx,
@@ -100,12 +102,14 @@ export class RunProgress {
     claimed: readonly ActionRunJob[],
     /** The claim's statement found no active webhook of the run's repository or owner (events.ts). */
     noActiveHooks = false,
+    /** The run as the claim read it under SQLite's write lock (null: gone); undefined: not read (PostgreSQL). */
+    locked?: ActionRun | null,
   ): Promise<ActionRun | null> {
     const ids = claimed.map((job) => job.id);
     // `seen` is the claim statement's unlocked look: a run that must move takes
     // settle's exclusive lock at once (not a shared one that two claims would both try to upgrade).
     if (seen.jobConcurrency || !claimOnlyRecords(seen)) return (await this.settle(tx, runId, ids)) ?? null;
-    const run = await findRunSharedForClaim(tx, runId);
+    const run = locked !== undefined ? locked : await findRunSharedForClaim(tx, runId);
     if (run === null) return null;
     if (!claimOnlyRecords(run)) {
       // Moved between the look and the lock (its last running job ended, so it shows waiting): the

@@ -612,6 +612,7 @@ export class RunnerProtocolService {
       claimed.job.runId,
       [claimed.job],
       !claimed.anyActiveHook,
+      claimed.lockedRun,
     );
     return { claimed, token, run };
   }

@@ -19,7 +19,7 @@ import type { ScopeColumns } from '../modules/scope.ts';
 import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
-import { claimableArgs, claimableQuery, claimableShape, claimedFromRow } from './task-claims.ts';
+import { CLAIMED_FROM_JOB, claimableArgs, claimableQuery, claimableShape, claimedFromRow } from './task-claims.ts';
 import type { ClaimedJob, ClaimedRow, NewTaskToken, StoredScopedValue } from './task-claims.ts';
 
 /** A runner of a group and the token of the task it would get. */
@@ -105,15 +105,7 @@ const CLAIM_GROUP = compiledStatement((db, arg, shape) => {
         job.owner_id, job.commit_sha, job.is_fork_pull_request, pair.hash, pair.last_eight, '', 0, ${now}, ${now}
       from job join pair on pair.job_id = job.id
     )
-    select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency,
-      repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
-      u.name as trigger_user_name,
-      exists (select 1 from webhook as w where w.is_active = 1
-        and ((w.owner_id = 0 and w.repo_id = job.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
-        as any_active_hook
-    from job join action_run as r on r.id = job.run_id
-    left join repository as repo on repo.id = job.repo_id
-    left join "user" as u on u.id = r.trigger_user_id
+    ${CLAIMED_FROM_JOB}
     order by job.id`;
 });
 

@@ -310,6 +310,25 @@ export async function claimNextJob(
   return claimedFromValues(valuesOf(row));
 }
 
+/**
+ * The last part of PostgreSQL's claim statements (ClaimedRow): the rows of
+ * their `job` CTE (the jobs the statement marked running, RETURNING j.*)
+ * with their run's status, what the task payload needs of the repository
+ * and the trigger user, and whether an active webhook of the repository or
+ * its owner could want the job's event. A claim of one and a group's claim
+ * (group-claims.ts) end with it, so both read rows claimedFromRow maps.
+ */
+export const CLAIMED_FROM_JOB = sql`
+  select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency,
+    repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
+    u.name as trigger_user_name,
+    exists (select 1 from webhook as w where w.is_active = 1
+      and ((w.owner_id = 0 and w.repo_id = job.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
+      as any_active_hook
+  from job join action_run as r on r.id = job.run_id
+  left join repository as repo on repo.id = job.repo_id
+  left join "user" as u on u.id = r.trigger_user_id`;
+
 // The claim's statements take these arguments first, then claimableArgs'.
 // 0 runner id, 1 now, 2 token hash, 3 its last eight, 4 request key, 5 its expiry.
 const CLAIM_FIRST = 6;
@@ -344,15 +363,7 @@ const CLAIM_POSTGRES = compiledStatement((db, arg, shape) => {
         is_fork_pull_request, ${arg<string>(2)}, ${arg<string>(3)}, ${arg<string>(4)}, ${arg<number>(5)}, ${now}, ${now}
       from job
     )
-    select job.*, r.status as run_status, r.job_concurrency as run_job_concurrency,
-      repo.owner_id as repo_owner_id, repo.owner_name as repo_owner_name, repo.name as repo_name,
-      u.name as trigger_user_name,
-      exists (select 1 from webhook as w where w.is_active = 1
-        and ((w.owner_id = 0 and w.repo_id = job.repo_id) or (w.owner_id = r.owner_id and w.repo_id = 0)))
-        as any_active_hook
-    from job join action_run as r on r.id = job.run_id
-    left join repository as repo on repo.id = job.repo_id
-    left join "user" as u on u.id = r.trigger_user_id`;
+    ${CLAIMED_FROM_JOB}`;
 });
 
 /**

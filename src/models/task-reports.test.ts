@@ -136,6 +136,17 @@ if (testDialects().includes('postgres')) {
       return { result: await done, commit: async () => (release(), committed) };
     };
 
+    /** Holds the claim's run locked, as a cancel does, with its job already cancelled inside that transaction. */
+    const cancelUnderRunLock = (claim: ClaimedJob) =>
+      holdOpen(async (tx) => {
+        await findRunForUpdate(tx, claim.job.runId);
+        await tx
+          .updateTable('action_run_job')
+          .set({ status: ActionStatus.cancelled, stopped: NOW })
+          .where('id', '=', claim.job.id)
+          .execute();
+      });
+
     const alone = (claim: ClaimedJob & { runnerId: number }, status: ActionStatusValue = ActionStatus.success) =>
       finishReportAlone(scratch.handle.db, claim.taskId, claim.runnerId, status, NOW + 1);
 
@@ -228,14 +239,7 @@ if (testDialects().includes('postgres')) {
 
     test('one statement leaves a job cancelled while it waited for the lock to the transaction', async () => {
       const [claim] = await claimedRun(2);
-      const held = await holdOpen(async (tx) => {
-        await findRunForUpdate(tx, claim!.job.runId);
-        await tx
-          .updateTable('action_run_job')
-          .set({ status: ActionStatus.cancelled, stopped: NOW })
-          .where('id', '=', claim!.job.id)
-          .execute();
-      });
+      const held = await cancelUnderRunLock(claim!);
       const waiting = alone(claim!);
       await sleep(200);
       await held.commit();
@@ -270,14 +274,7 @@ if (testDialects().includes('postgres')) {
     test('a job cancelled while its report waited for the lock cancels the task and is left alone', async () => {
       const [claim] = await claimedRun(1);
       const db = scratch.handle.db;
-      const held = await holdOpen(async (tx) => {
-        await findRunForUpdate(tx, claim!.job.runId);
-        await tx
-          .updateTable('action_run_job')
-          .set({ status: ActionStatus.cancelled, stopped: NOW })
-          .where('id', '=', claim!.job.id)
-          .execute();
-      });
+      const held = await cancelUnderRunLock(claim!);
       const waiting = db.transaction().execute((tx) => finish(claim!, tx));
       await sleep(200);
       await held.commit();

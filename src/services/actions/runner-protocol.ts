@@ -405,7 +405,7 @@ export class RunnerProtocolService {
    * tasks table for a retry that cannot be one. A retry that does arrive
    * before this process has read the moved version is still answered: once
    * the version moves, the claim looks the key up under the runner's lock
-   * (claimBatch) and recovers the tasks claimed under it.
+   * (claimBatch, or its claim group) and recovers the tasks claimed under it.
    */
   private nothingSinceAtMost(runner: Runner, version: number | undefined): boolean {
     const memo = this.nothingFor.get(runner.id);

@@ -131,6 +131,7 @@ const CLAIM_GROUP = compiledStatement((db, arg, fullShape) => {
     .skipLocked();
   // A key with a running task claimed under it (its runner's row locked by
   // lockRunnersForClaim before this statement's snapshot): that runner gets no job.
+  // A runner deleted meanwhile gets nothing either way, as a claim of one.
   const keyedRunners = keyed
     ? sql`
     given as (
@@ -140,7 +141,7 @@ const CLAIM_GROUP = compiledStatement((db, arg, fullShape) => {
     ),
     key_claimed as (
       select g.id from given as g
-      where g.key <> '' and exists (select 1 from action_task as t
+      where g.key <> '' and g.id in (select id from locked) and exists (select 1 from action_task as t
         where t.runner_id = g.id and t.runner_request_key = g.key
           and t.runner_request_key_expires > ${now} and t.status = ${ActionStatus.running})
     ),

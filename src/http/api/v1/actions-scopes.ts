@@ -24,25 +24,20 @@ export interface ActionsScopeRoutes {
   /** The full chain: the method's scope check (read for GET, else write), then `access`. */
   guards: Guard[];
   /**
-   * The chain of the GET of one variable when not `guards`: the same checks
-   * with a lookup that reads the variable too (the handler then finds it on
-   * the request).
+   * The chain of the GET of one variable, when not `guards`: the same chain
+   * whose repository lookup reads the variable too (the handler then finds
+   * it on the request).
    */
   getVariableGuards?: Guard[];
   /** The scope the request stands in, from what the guards loaded. */
   scopeOf(req: FastifyRequest): Scope;
 }
 
-function routeScope(
-  g: Guards,
-  scope: Omit<ActionsScopeRoutes, 'guards' | 'getVariableGuards'>,
-  getVariableAccess?: Guard[],
-): ActionsScopeRoutes {
-  return {
-    ...scope,
-    guards: [g.scopes(scope.category), ...scope.access],
-    ...(getVariableAccess ? { getVariableGuards: [g.scopes(scope.category), ...getVariableAccess] } : {}),
-  };
+function routeScope(g: Guards, scope: Omit<ActionsScopeRoutes, 'guards' | 'getVariableGuards'>): ActionsScopeRoutes {
+  const guards = [g.scopes(scope.category), ...scope.access];
+  if (!guards.includes(g.repoAssignment)) return { ...scope, guards };
+  const readingVariable = (guard: Guard) => (guard === g.repoAssignment ? g.repoAssignmentReadingVariable : guard);
+  return { ...scope, guards, getVariableGuards: guards.map(readingVariable) };
 }
 
 export function actionsRouteScopes(g: Guards): Record<'user' | 'org' | 'repo', ActionsScopeRoutes> {
@@ -63,22 +58,18 @@ export function actionsRouteScopes(g: Guards): Record<'user' | 'org' | 'repo', A
       access: [g.orgAssignment, g.publicOnly, g.reqToken, g.reqOrgOwnership],
       scopeOf: (req) => orgScope(requireOrg(req)),
     }),
-    repo: routeScope(
-      g,
-      {
-        prefix: '/repos/:owner/:repo/actions',
-        params: {
-          owner: Type.String({ description: 'owner of the repository' }),
-          repo: Type.String({ description: 'name of the repository' }),
-        },
-        tag: 'repository',
-        category: 'repository',
-        // reqOwner: repository owner level (a collaborator with admin rights is not
-        // enough), and 404 when the Actions unit is disabled.
-        access: [g.repoAssignment, g.publicOnly, g.reqToken, g.reqOwner('actions')],
-        scopeOf: (req) => repoScope(requireRepo(req).repo),
+    repo: routeScope(g, {
+      prefix: '/repos/:owner/:repo/actions',
+      params: {
+        owner: Type.String({ description: 'owner of the repository' }),
+        repo: Type.String({ description: 'name of the repository' }),
       },
-      [g.repoAssignmentReadingVariable, g.publicOnly, g.reqToken, g.reqOwner('actions')],
-    ),
+      tag: 'repository',
+      category: 'repository',
+      // reqOwner: repository owner level (a collaborator with admin rights is not
+      // enough), and 404 when the Actions unit is disabled.
+      access: [g.repoAssignment, g.publicOnly, g.reqToken, g.reqOwner('actions')],
+      scopeOf: (req) => repoScope(requireRepo(req).repo),
+    }),
   };
 }

@@ -79,6 +79,28 @@ for (const dialect of testDialects()) {
       }
     });
 
+    test('a unit that throws before it writes fails alone: the others run once and stay', async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const runs = new Map<number, number>();
+      const unit = (ownerId: number, fail: boolean) =>
+        writes.run(async (tx) => {
+          runs.set(ownerId, (runs.get(ownerId) ?? 0) + 1);
+          if (fail) throw new Error(`unit ${ownerId} refuses`);
+          await insertVersion(tx, ownerId);
+          return ownerId;
+        });
+      const outcomes = await Promise.allSettled([unit(401, false), unit(402, true), unit(403, false)]);
+      assert.deepEqual(
+        outcomes.map((outcome) => outcome.status),
+        ['fulfilled', 'rejected', 'fulfilled'],
+      );
+      assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /unit 402 refuses/);
+      const owners = await versionOwners(other.db);
+      assert.ok(owners.includes(401) && owners.includes(403) && !owners.includes(402));
+      if (dialect === 'sqlite')
+        assert.deepEqual([...runs.values()], [1, 1, 1], 'nothing to undo: the group did not run again');
+    });
+
     test('a unit alone that throws leaves nothing, and the next one runs', async () => {
       const writes = new GroupedWrites(scratch.handle.db);
       await assert.rejects(

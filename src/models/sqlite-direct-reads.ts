@@ -47,3 +47,8 @@ export function readDirectly<Row>(db: Queryable, sql: string, parameters: readon
   if (!statement.reader || !statement.readonly) return null;
   return { rows: statement.all(parameters as unknown[]) as Row[] };
 }
+
+/** The SQLite connection behind `db` (the database itself, not a transaction), if it is one. */
+export function directConnectionOf(db: Queryable): DirectConnection | undefined {
+  return connections.get(db);
+}

@@ -10,9 +10,28 @@ import type { ScratchDatabase } from '../../test/support/scratch-database.ts';
 import { testDialects } from '../../test/support/server.ts';
 import { openDatabase } from './database.ts';
 import type { DatabaseHandle, Queryable } from './database.ts';
+import { compiledStatement } from './compiled-statements.ts';
 import { GroupedWrites } from './grouped-writes.ts';
 
 const NOW = 1_800_000_000;
+const INSERT_VERSION = compiledStatement((db, arg) =>
+  db.insertInto('action_tasks_version').values({
+    owner_id: arg<number>(0),
+    repo_id: 0,
+    version: 1,
+    created: arg<number>(1),
+    updated: arg<number>(1),
+  }),
+);
+const TOUCH_VERSION = compiledStatement((db, arg) =>
+  db
+    .updateTable('action_tasks_version')
+    .set({ updated: arg<number>(1) })
+    .where('owner_id', '=', arg<number>(0)),
+);
+const VERSION_OF = compiledStatement((db, arg) =>
+  db.selectFrom('action_tasks_version').select(['owner_id', 'updated']).where('owner_id', '=', arg<number>(0)),
+);
 
 async function insertVersion(db: Queryable, ownerId: number): Promise<void> {
   await db
@@ -99,6 +118,28 @@ for (const dialect of testDialects()) {
       assert.ok(owners.includes(401) && owners.includes(403) && !owners.includes(402));
       if (dialect === 'sqlite')
         assert.deepEqual([...runs.values()], [1, 1, 1], 'nothing to undo: the group did not run again');
+    });
+
+    test("compiled statements in a group answer as the driver does, and see the group's own writes", async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const unit = (ownerId: number) =>
+        writes.run(async (tx) => {
+          const inserted = await INSERT_VERSION.execute(tx, [ownerId, NOW]);
+          const updated = await TOUCH_VERSION.execute(tx, [ownerId, NOW + 1]);
+          const read = await VERSION_OF.execute(tx, [ownerId]);
+          return { inserted, updated, rows: read.rows };
+        });
+      const [first, second] = await Promise.all([unit(501), unit(502)]);
+      for (const [ownerId, result] of [
+        [501, first],
+        [502, second],
+      ] as const) {
+        assert.equal(result?.inserted.numAffectedRows, 1n);
+        if (dialect === 'sqlite') assert.equal(typeof result?.inserted.insertId, 'bigint');
+        assert.equal(result?.updated.numAffectedRows, 1n);
+        assert.deepEqual(result?.rows, [{ owner_id: ownerId, updated: NOW + 1 }]);
+      }
+      assert.ok((await versionOwners(other.db)).includes(502));
     });
 
     test('a unit alone that throws leaves nothing, and the next one runs', async () => {

@@ -43,7 +43,8 @@ import { sql } from 'kysely';
 import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Db, Queryable, Tx } from './database.ts';
-import { directConnectionOf } from './sqlite-direct-reads.ts';
+import { beginGroup, directConnectionOf, endGroup } from './sqlite-direct-reads.ts';
+import type { DirectConnection } from './sqlite-direct-reads.ts';
 
 const SAVEPOINT = compiledStatement(() => sql`savepoint grouped_write`);
 const RELEASE = compiledStatement(() => sql`release savepoint grouped_write`);
@@ -129,18 +130,36 @@ export class GroupedWrites {
     const changes = this.changesCounter();
     if (changes !== null) {
       try {
-        return await this.db.transaction().execute((tx) => runGroup(tx, group, changes));
+        return await this.transaction(group, changes);
       } catch (error) {
         if (!(error instanceof UndoAlone)) throw error;
       }
     }
-    return this.db.transaction().execute((tx) => runGroup(tx, group, null));
+    return this.transaction(group, null);
+  }
+
+  /** runGroup in a transaction; its compiled statements run on the connection at once (sqlite-direct-reads.ts). */
+  private transaction(group: readonly Unit[], changes: (() => number) | null): Promise<Outcome[]> {
+    const connection = this.connection();
+    return this.db.transaction().execute(async (tx) => {
+      if (connection !== undefined) beginGroup(tx, connection);
+      try {
+        return await runGroup(tx, group, changes);
+      } finally {
+        endGroup(tx);
+        lockedGroups.delete(tx);
+      }
+    });
+  }
+
+  private connection(): DirectConnection | undefined {
+    return directConnectionOf(this.db);
   }
 
   /** Reads total_changes() on the connection (null when it is not a SQLite connection of database.ts). */
   private changesCounter(): (() => number) | null {
     if (this.changes === undefined) {
-      const connection = directConnectionOf(this.db);
+      const connection = this.connection();
       const statement = connection?.sqlite.prepare('select total_changes()').pluck();
       this.changes =
         connection === undefined || statement === undefined

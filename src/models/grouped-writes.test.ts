@@ -142,6 +142,25 @@ for (const dialect of testDialects()) {
       assert.ok((await versionOwners(other.db)).includes(502));
     });
 
+    test("a group's callers get a turn of the event loop before the next group starts", async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const seen: string[] = [];
+      // More units than one group takes (64): the last ones form a second group.
+      const units = Array.from({ length: 70 }, (_, i) =>
+        writes.run(async (tx) => {
+          if (i === 69) seen.push('second group ran');
+          await insertVersion(tx, 600 + i);
+          return i;
+        }),
+      );
+      // The first unit's caller does what a claim's does before answering: waits a turn.
+      const firstAnswered = units[0]?.then(
+        () => new Promise<void>((resolve) => setImmediate(() => (seen.push('first answered'), resolve()))),
+      );
+      await Promise.all([...units, firstAnswered]);
+      if (dialect === 'sqlite') assert.deepEqual(seen, ['first answered', 'second group ran']);
+    });
+
     test('a unit alone that throws leaves nothing, and the next one runs', async () => {
       const writes = new GroupedWrites(scratch.handle.db);
       await assert.rejects(

@@ -10,6 +10,7 @@ import type { ActionRun, ActionRunJob, JobStatusCount } from './action-runs.ts';
 import { compiledStatement } from './compiled-statements.ts';
 import type { ArgSlot } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
+import { holdsWriteLock } from './grouped-writes.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 import type { Queryable, Tx } from './database.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
@@ -198,7 +199,8 @@ function seenTaskQuery(db: Queryable, id: number) {
  * locks rows as it goes: nothing to do.
  */
 export async function takeWriteLock(tx: Tx): Promise<void> {
-  if (isPostgres(tx)) return;
+  // A group of grouped writes took it with its first statement.
+  if (isPostgres(tx) || holdsWriteLock(tx)) return;
   await WRITE_LOCK.execute(tx, []);
 }
 

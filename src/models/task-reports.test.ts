@@ -9,6 +9,11 @@
 // nothing else is due, and writes nothing otherwise: not when the run would
 // end (also when the leg that ends it waited for the lock of the one before),
 // nor for a webhook, a commit status, a dependant or another runner's task.
+// Several final reports in one statement (finishReportsAlone) each get what
+// they would alone: a run's legs finish together while the run keeps its
+// status (all but the last when the last ends it), a run with a job cancelled
+// meanwhile leaves its legs to transactions without holding back another
+// run's, and a run cancelled meanwhile answers its legs cancelled.
 // SQLite writers hold the database's lock from their start: nothing to race
 // there.
 import { after, before, describe, test } from 'node:test';
@@ -293,15 +298,16 @@ if (testDialects().includes('postgres')) {
 
     test('one statement for several reports leaves the reports of a run with a job cancelled meanwhile to transactions', async () => {
       const [cancelled, sibling, third] = await claimedRun(3);
+      const [elsewhere] = await claimedRun(2);
       const held = await cancelUnderRunLock(cancelled!);
-      const waiting = together([sibling!, cancelled!]);
+      const waiting = together([sibling!, elsewhere!, cancelled!]);
       await sleep(200);
       await held.commit();
       const done = await waiting;
-      assert.deepEqual(finishedOf(done), [false, false]);
+      assert.deepEqual(finishedOf(done), [false, true, false], "another run's leg still finishes");
       assert.deepEqual(
         done.map((result) => result.doneAs),
-        [null, null],
+        [null, null, null],
       );
       assert.equal((await statusOf(cancelled!)).task, ActionStatus.running, 'the task is left to the transaction');
       assert.deepEqual(await statusOf(sibling!), {
@@ -310,6 +316,52 @@ if (testDialects().includes('postgres')) {
         run: ActionStatus.running,
       });
       assert.equal((await statusOf(third!)).job, ActionStatus.running);
+    });
+
+    test('one statement for several reports: the legs of a run cancelled while they waited for its lock answer cancelled', async () => {
+      const legs = await claimedRun(3);
+      const db = scratch.handle.db;
+      // As the cancel API leaves a run: its tasks, jobs and the run cancelled in one transaction.
+      const held = await holdOpen(async (tx) => {
+        await findRunForUpdate(tx, legs[0]!.job.runId);
+        await tx
+          .updateTable('action_run_job')
+          .set({ status: ActionStatus.cancelled, stopped: NOW })
+          .where('run_id', '=', legs[0]!.job.runId)
+          .execute();
+        await tx
+          .updateTable('action_task')
+          .set({ status: ActionStatus.cancelled, stopped: NOW })
+          .where(
+            'id',
+            'in',
+            legs.map((leg) => leg.taskId),
+          )
+          .execute();
+        await tx
+          .updateTable('action_run')
+          .set({ status: ActionStatus.cancelled, stopped: NOW })
+          .where('id', '=', legs[0]!.job.runId)
+          .execute();
+      });
+      const waiting = together([legs[0]!, legs[1]!]);
+      await sleep(200);
+      await held.commit();
+      const done = await waiting;
+      assert.deepEqual(finishedOf(done), [false, false]);
+      assert.deepEqual(
+        done.map((result) => result.doneAs),
+        [ActionStatus.cancelled, ActionStatus.cancelled],
+      );
+      const jobs = await db
+        .selectFrom('action_run_job')
+        .select('status')
+        .where('run_id', '=', legs[0]!.job.runId)
+        .execute();
+      assert.deepEqual(
+        jobs.map((job) => job.status),
+        [ActionStatus.cancelled, ActionStatus.cancelled, ActionStatus.cancelled],
+      );
     });
 
     test('one statement for several reports applies each report its own steps and closes the rest', async () => {

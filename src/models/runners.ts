@@ -151,9 +151,23 @@ export async function touchRunnersActive(db: Queryable, ids: readonly number[], 
   return rows.map((row) => Number(row.id));
 }
 
-/** Liveness of many runners in one statement: `online` now, for each of `ids` not already marked later. */
+/**
+ * Liveness of many runners in one statement: `online` now, for each of `ids`
+ * not already marked later. On PostgreSQL the rows are locked in id order,
+ * as a claim group locks its runners (group-claims.ts): locked in the plan's
+ * order, this write could hold one runner's row while waiting for another a
+ * group holds, and the group wait for the first, a deadlock PostgreSQL only
+ * breaks after its deadlock_timeout (1 s of every claim of the group).
+ */
 export async function touchRunnersOnline(db: Queryable, ids: readonly number[], now: number): Promise<void> {
   if (ids.length === 0) return;
+  if (isPostgres(db)) {
+    await sql`update action_runner as r set last_online = ${now}
+      from (select id from action_runner where id = any(${[...ids]}::bigint[]) and last_online < ${now}
+            order by id for update) as l
+      where r.id = l.id`.execute(db);
+    return;
+  }
   await db
     .updateTable('action_runner')
     .set({ last_online: now })

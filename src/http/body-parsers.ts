@@ -91,9 +91,12 @@ export function queryParameterWithNul(query: unknown): string | null {
 
 /** A path parameter with U+0000 cannot name anything stored: it is simply not found. */
 export function hasNulParam(params: unknown): boolean {
-  return (
-    typeof params === 'object' &&
-    params !== null &&
-    Object.values(params).some((v) => typeof v === 'string' && v.includes('\u0000'))
-  );
+  if (typeof params !== 'object' || params === null) return false;
+  // A loop, not Object.values(…).some(…): this runs on every API request.
+  const values = params as Record<string, unknown>;
+  for (const key in values) {
+    const value = values[key];
+    if (typeof value === 'string' && value.includes('\u0000')) return true;
+  }
+  return false;
 }

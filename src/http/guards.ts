@@ -7,7 +7,8 @@ import { AccessMode } from '../modules/access-mode.ts';
 import { parseIdParam } from '../modules/pagination.ts';
 import { scopeAllows } from '../modules/scopes.ts';
 import type { ScopeCategory, ScopeLevel } from '../modules/scopes.ts';
-import type { RepoUnit } from '../models/repos.ts';
+import type { RepoUnit, Repository } from '../models/repos.ts';
+import type { User } from '../models/users.ts';
 import type { Services } from '../services/index.ts';
 import { hasRepoAccess, unitAccessMode } from '../services/permissions.ts';
 import { actorOf } from './request-context.ts';
@@ -143,11 +144,33 @@ export function createGuards(services: Services) {
    * restricted user) as a missing owner.
    */
   const repoAssignment: Guard = async (req) => {
+    // Owner and repository in one query.
+    await assignRepository(req, await repos.findWithOwner(param(req, 'owner'), param(req, 'repo')));
+  };
+
+  /**
+   * repoAssignment for the GET of one repository variable: the same query
+   * also reads the variable {variablename}, kept on the repository context
+   * for the handler, so the request makes one read instead of two. The same
+   * checks decide; the later guards run before the handler sees it.
+   */
+  const repoAssignmentReadingVariable: Guard = async (req) => {
+    const found = await repos.findWithOwnerAndVariable(
+      param(req, 'owner'),
+      param(req, 'repo'),
+      param(req, 'variablename'),
+    );
+    await assignRepository(req, found);
+    if (req.repoContext && found) req.repoContext.variable = found.variable;
+  };
+
+  async function assignRepository(
+    req: FastifyRequest,
+    found: { owner: User; repo: Repository | null } | null,
+  ): Promise<void> {
     const ownerName = param(req, 'owner');
     // Built only when thrown: an error captures a stack, and this guard runs on every repository route.
     const ownerMissing = () => AppError.notFound([`user does not exist [uid: 0, name: ${ownerName}]`], 'GetUserByName');
-    // Owner and repository in one query.
-    const found = await repos.findWithOwner(ownerName, param(req, 'repo'));
     if (!found) throw ownerMissing();
     const { owner, repo } = found;
     const actor = actorOf(req);
@@ -157,7 +180,7 @@ export function createGuards(services: Services) {
       throw AppError.notFound();
     }
     req.repoContext = { repo, owner, mode: permission.mode, permission };
-  };
+  }
 
   /** checkTokenPublicOnly: a public-only token reaches public targets only. */
   const publicOnly: Guard = async (req) => {
@@ -235,6 +258,7 @@ export function createGuards(services: Services) {
     userAssignment,
     reqSelfOrAdmin,
     repoAssignment,
+    repoAssignmentReadingVariable,
     publicOnly,
     reqOrgOwnership,
     teamAssignmentAsOwner,

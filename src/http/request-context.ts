@@ -5,6 +5,7 @@ import { ANONYMOUS } from '../services/authentication.ts';
 import type { Actor, RepoPermission } from '../services/permissions.ts';
 import type { Repository } from '../models/repos.ts';
 import type { Team } from '../models/orgs.ts';
+import type { ScopedValue } from '../models/scoped-values.ts';
 import type { User } from '../models/users.ts';
 
 export interface RepoContext {
@@ -14,6 +15,11 @@ export interface RepoContext {
   mode: number;
   /** The doer's permission, unit by unit (guards of unit routes read it). */
   permission: RepoPermission;
+  /**
+   * The repository's variable {variablename}, read with the repository by
+   * the guard of the GET of one variable (null: none); undefined elsewhere.
+   */
+  variable?: ScopedValue | null;
 }
 
 declare module 'fastify' {

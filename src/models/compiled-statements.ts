@@ -12,7 +12,8 @@
 // the slots, through the Queryable it is given: a transaction's connection,
 // its savepoints and the SQLite connection's mutex work as for any other
 // query; on SQLite a read outside any transaction runs on the connection at
-// once (sqlite-direct-reads.ts). Values the builder writes in itself (constants) are kept as
+// once, and so does every statement of a group of grouped writes
+// (sqlite-direct-reads.ts). Values the builder writes in itself (constants) are kept as
 // compiled. The builder must use nothing of a call but its slots and its
 // shape: whatever else it read would be frozen into the SQL of every later
 // call of that shape.
@@ -23,7 +24,7 @@ import { PostgresAdapter } from 'kysely';
 import type { CompiledQuery, QueryResult, RootOperationNode } from 'kysely';
 import { ARRAY_ROWS_MARK } from './array-rows.ts';
 import type { Queryable } from './database.ts';
-import { readDirectly } from './sqlite-direct-reads.ts';
+import { readDirectly, runInGroup } from './sqlite-direct-reads.ts';
 
 const MAX_SHAPES = 64;
 
@@ -78,7 +79,7 @@ export class CompiledStatement<Row> {
       else return Promise.reject(new Error(`statement argument ${slot} missing (${args.length} given)`));
     }
     try {
-      const direct = readDirectly<Row>(db, compiled.sql, parameters);
+      const direct = runInGroup<Row>(db, compiled.sql, parameters) ?? readDirectly<Row>(db, compiled.sql, parameters);
       if (direct !== null) return Promise.resolve(direct);
     } catch (error) {
       return Promise.reject(error as Error);

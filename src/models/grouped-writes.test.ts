@@ -10,9 +10,28 @@ import type { ScratchDatabase } from '../../test/support/scratch-database.ts';
 import { testDialects } from '../../test/support/server.ts';
 import { openDatabase } from './database.ts';
 import type { DatabaseHandle, Queryable } from './database.ts';
+import { compiledStatement } from './compiled-statements.ts';
 import { GroupedWrites } from './grouped-writes.ts';
 
 const NOW = 1_800_000_000;
+const INSERT_VERSION = compiledStatement((db, arg) =>
+  db.insertInto('action_tasks_version').values({
+    owner_id: arg<number>(0),
+    repo_id: 0,
+    version: 1,
+    created: arg<number>(1),
+    updated: arg<number>(1),
+  }),
+);
+const TOUCH_VERSION = compiledStatement((db, arg) =>
+  db
+    .updateTable('action_tasks_version')
+    .set({ updated: arg<number>(1) })
+    .where('owner_id', '=', arg<number>(0)),
+);
+const VERSION_OF = compiledStatement((db, arg) =>
+  db.selectFrom('action_tasks_version').select(['owner_id', 'updated']).where('owner_id', '=', arg<number>(0)),
+);
 
 async function insertVersion(db: Queryable, ownerId: number): Promise<void> {
   await db
@@ -77,6 +96,69 @@ for (const dialect of testDialects()) {
         assert.ok(seen.includes(ownerId), `unit ${ownerId} settled before another connection could see its row`);
         assert.ok(!seen.includes(102) && !seen.includes(104) && !seen.includes(105));
       }
+    });
+
+    test('a unit that throws before it writes fails alone: the others run once and stay', async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const runs = new Map<number, number>();
+      const unit = (ownerId: number, fail: boolean) =>
+        writes.run(async (tx) => {
+          runs.set(ownerId, (runs.get(ownerId) ?? 0) + 1);
+          if (fail) throw new Error(`unit ${ownerId} refuses`);
+          await insertVersion(tx, ownerId);
+          return ownerId;
+        });
+      const outcomes = await Promise.allSettled([unit(401, false), unit(402, true), unit(403, false)]);
+      assert.deepEqual(
+        outcomes.map((outcome) => outcome.status),
+        ['fulfilled', 'rejected', 'fulfilled'],
+      );
+      assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /unit 402 refuses/);
+      const owners = await versionOwners(other.db);
+      assert.ok(owners.includes(401) && owners.includes(403) && !owners.includes(402));
+      if (dialect === 'sqlite')
+        assert.deepEqual([...runs.values()], [1, 1, 1], 'nothing to undo: the group did not run again');
+    });
+
+    test("compiled statements in a group answer as the driver does, and see the group's own writes", async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const unit = (ownerId: number) =>
+        writes.run(async (tx) => {
+          const inserted = await INSERT_VERSION.execute(tx, [ownerId, NOW]);
+          const updated = await TOUCH_VERSION.execute(tx, [ownerId, NOW + 1]);
+          const read = await VERSION_OF.execute(tx, [ownerId]);
+          return { inserted, updated, rows: read.rows };
+        });
+      const [first, second] = await Promise.all([unit(501), unit(502)]);
+      for (const [ownerId, result] of [
+        [501, first],
+        [502, second],
+      ] as const) {
+        assert.equal(result?.inserted.numAffectedRows, 1n);
+        if (dialect === 'sqlite') assert.equal(typeof result?.inserted.insertId, 'bigint');
+        assert.equal(result?.updated.numAffectedRows, 1n);
+        assert.deepEqual(result?.rows, [{ owner_id: ownerId, updated: NOW + 1 }]);
+      }
+      assert.ok((await versionOwners(other.db)).includes(502));
+    });
+
+    test("a group's callers get a turn of the event loop before the next group starts", async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const seen: string[] = [];
+      // More units than one group takes (64): the last ones form a second group.
+      const units = Array.from({ length: 70 }, (_, i) =>
+        writes.run(async (tx) => {
+          if (i === 69) seen.push('second group ran');
+          await insertVersion(tx, 600 + i);
+          return i;
+        }),
+      );
+      // The first unit's caller does what a claim's does before answering: waits a turn.
+      const firstAnswered = units[0]?.then(
+        () => new Promise<void>((resolve) => setImmediate(() => (seen.push('first answered'), resolve()))),
+      );
+      await Promise.all([...units, firstAnswered]);
+      if (dialect === 'sqlite') assert.deepEqual(seen, ['first answered', 'second group ran']);
     });
 
     test('a unit alone that throws leaves nothing, and the next one runs', async () => {

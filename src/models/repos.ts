@@ -3,6 +3,8 @@ import type { Selectable, Updateable } from 'kysely';
 import { columnsOf, valuesOf } from './array-rows.ts';
 import { compiledArrayStatement } from './compiled-statements.ts';
 import type { Queryable } from './database.ts';
+import { SCOPED_VALUE_COLUMNS, scopedValueFromRow, scopedValueRowFromValues } from './scoped-values.ts';
+import type { ScopedValue } from './scoped-values.ts';
 import type { RepositoryTable } from './tables.ts';
 import { USER_COLUMNS, cannotBeStoredName, findAccountByName, userFromRow, userRowFromValues } from './users.ts';
 import type { User } from './users.ts';
@@ -199,6 +201,62 @@ export async function findOwnerAndRepository(
   return {
     owner: userFromRow(userRowFromValues(values, 0)),
     repo: values[repoAt] === null ? null : repoFromRow(repositoryRowFromValues(values, repoAt)),
+  };
+}
+
+/**
+ * OWNER_AND_REPOSITORY with the repository's own Actions variable of a name
+ * (its SCOPED_VALUE_COLUMNS prefixed v_, all null without one) in the same row.
+ * Args: owner, repository lower names, the variable's stored (upper-case) name.
+ */
+const OWNER_REPOSITORY_AND_VARIABLE = compiledArrayStatement((db, arg) =>
+  db
+    .selectFrom('user')
+    .leftJoin('repository', (join) =>
+      join.onRef('repository.owner_id', '=', 'user.id').on('repository.lower_name', '=', arg<string>(1)),
+    )
+    .leftJoin('action_variable', (join) =>
+      join
+        .on('action_variable.owner_id', '=', 0)
+        .onRef('action_variable.repo_id', '=', 'repository.id')
+        .on('action_variable.name', '=', arg<string>(2)),
+    )
+    .select(USER_COLUMNS.map((column) => `user.${column}` as const))
+    .select(REPOSITORY_COLUMNS.map((column) => `repository.${column} as r_${column}` as const))
+    .select(SCOPED_VALUE_COLUMNS.map((column) => `action_variable.${column} as v_${column}` as const))
+    .where('user.lower_name', '=', arg<string>(0)),
+);
+
+/**
+ * findOwnerAndRepository and the repository's variable `variableName` (as
+ * stored: upper-case) in one statement, for the API's GET of a repository
+ * variable: one read instead of the guard's and the handler's. `variable`
+ * is null when the repository has no such variable (or there is no
+ * repository); whoever calls this still decides what the caller may see.
+ */
+export async function findOwnerRepositoryAndVariable(
+  db: Queryable,
+  ownerName: string,
+  repoName: string,
+  variableName: string,
+): Promise<{ owner: User; repo: Repository | null; variable: ScopedValue | null } | null> {
+  if (cannotBeStoredName(ownerName) || cannotBeStoredName(repoName)) {
+    const found = await findOwnerAndRepository(db, ownerName, repoName);
+    return found === null ? null : { ...found, variable: null };
+  }
+  const row = await OWNER_REPOSITORY_AND_VARIABLE.takeFirst(db, [
+    ownerName.toLowerCase(),
+    repoName.toLowerCase(),
+    variableName,
+  ]);
+  if (row === undefined) return null;
+  const values = valuesOf(row);
+  const repoAt = USER_COLUMNS.length;
+  const variableAt = repoAt + REPOSITORY_COLUMNS.length;
+  return {
+    owner: userFromRow(userRowFromValues(values, 0)),
+    repo: values[repoAt] === null ? null : repoFromRow(repositoryRowFromValues(values, repoAt)),
+    variable: values[variableAt] === null ? null : scopedValueFromRow(scopedValueRowFromValues(values, variableAt)),
   };
 }
 

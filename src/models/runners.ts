@@ -2,6 +2,7 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { ScopeColumns } from '../modules/scope.ts';
+import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ActionRunnerTable } from './tables.ts';
 
@@ -119,9 +120,54 @@ export async function touchRunner(db: Queryable, id: number, now: number, active
     .execute();
 }
 
-/** Liveness of many runners in one statement: `online` now, for each of `ids` not already marked later. */
+/**
+ * Liveness of many busy runners in one statement: `online` and `active` now,
+ * for each of `ids` not already marked active now; the ids written. On
+ * PostgreSQL a row another transaction holds (a claim locks its runner's
+ * row) is skipped rather than waited for, and the rows are locked in id
+ * order: a claim never waits behind this write, nor this write behind it.
+ */
+export async function touchRunnersActive(db: Queryable, ids: readonly number[], now: number): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const rows = isPostgres(db)
+    ? (
+        await sql<{ id: number }>`update action_runner as r
+          set last_online = greatest(r.last_online, ${now}), last_active = ${now}
+          from (select id from action_runner where id = any(${[...ids]}::bigint[]) and last_active < ${now}
+                order by id for update skip locked) as l
+          where r.id = l.id
+          returning r.id`.execute(db)
+      ).rows
+    : await db
+        .updateTable('action_runner')
+        .set({
+          last_online: sql<number>`max(last_online, ${now})`,
+          last_active: now,
+        })
+        .where('id', 'in', ids)
+        .where('last_active', '<', now)
+        .returning('id')
+        .execute();
+  return rows.map((row) => Number(row.id));
+}
+
+/**
+ * Liveness of many runners in one statement: `online` now, for each of `ids`
+ * not already marked later. On PostgreSQL the rows are locked in id order,
+ * as a claim group locks its runners (group-claims.ts): locked in the plan's
+ * order, this write could hold one runner's row while waiting for another a
+ * group holds, and the group wait for the first, a deadlock PostgreSQL only
+ * breaks after its deadlock_timeout (1 s of every claim of the group).
+ */
 export async function touchRunnersOnline(db: Queryable, ids: readonly number[], now: number): Promise<void> {
   if (ids.length === 0) return;
+  if (isPostgres(db)) {
+    await sql`update action_runner as r set last_online = ${now}
+      from (select id from action_runner where id = any(${[...ids]}::bigint[]) and last_online < ${now}
+            order by id for update) as l
+      where r.id = l.id`.execute(db);
+    return;
+  }
   await db
     .updateTable('action_runner')
     .set({ last_online: now })

@@ -15,8 +15,13 @@
 // the driver a few microtasks later. While a transaction is open (some other
 // caller is between its BEGIN and its COMMIT), the read takes the driver's
 // path and waits for the mutex as before, so it never sees uncommitted rows.
-// Statements that write, and everything run inside a transaction, always take
-// the driver's path. Nothing is cached or kept: no cost of a crash.
+// Statements that write, and everything run inside a transaction, take the
+// driver's path, except in a transaction of grouped writes (grouped-writes.ts):
+// that one holds the connection (the driver's mutex) from its BEGIN to its
+// COMMIT and runs its units one at a time, so its compiled statements, reads
+// and writes, run on the connection at once too (runInGroup), as the driver
+// would run them a few promises later, in the same order. Nothing is cached
+// or kept: no cost of a crash.
 import type BetterSqlite3 from 'better-sqlite3';
 import type { QueryResult } from 'kysely';
 import type { Queryable } from './database.ts';
@@ -46,4 +51,35 @@ export function readDirectly<Row>(db: Queryable, sql: string, parameters: readon
   const statement = connection.prepare(sql);
   if (!statement.reader || !statement.readonly) return null;
   return { rows: statement.all(parameters as unknown[]) as Row[] };
+}
+
+/** The SQLite connection behind `db` (the database itself, not a transaction), if it is one. */
+export function directConnectionOf(db: Queryable): DirectConnection | undefined {
+  return connections.get(db);
+}
+
+/** The transactions of grouped writes now running, and their connection. */
+const groups = new WeakMap<object, DirectConnection>();
+
+/** From now until endGroup, `tx`'s compiled statements run on `connection` at once (grouped-writes.ts). */
+export function beginGroup(tx: Queryable, connection: DirectConnection): void {
+  groups.set(tx, connection);
+}
+
+export function endGroup(tx: Queryable): void {
+  groups.delete(tx);
+}
+
+/**
+ * The result of `sql` run at once in a group's transaction, as Kysely's
+ * SQLite driver returns it, or null when `db` is not one. Errors are thrown
+ * as the driver would reject.
+ */
+export function runInGroup<Row>(db: Queryable, sql: string, parameters: readonly unknown[]): QueryResult<Row> | null {
+  const connection = groups.get(db);
+  if (connection === undefined) return null;
+  const statement = connection.prepare(sql);
+  if (statement.reader) return { rows: statement.all(parameters as unknown[]) as Row[] };
+  const { changes, lastInsertRowid } = statement.run(parameters as unknown[]);
+  return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
 }

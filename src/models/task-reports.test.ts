@@ -9,6 +9,11 @@
 // nothing else is due, and writes nothing otherwise: not when the run would
 // end (also when the leg that ends it waited for the lock of the one before),
 // nor for a webhook, a commit status, a dependant or another runner's task.
+// Several final reports in one statement (finishReportsAlone) each get what
+// they would alone: a run's legs finish together while the run keeps its
+// status (all but the last when the last ends it), a run with a job cancelled
+// meanwhile leaves its legs to transactions without holding back another
+// run's, and a run cancelled meanwhile answers its legs cancelled.
 // SQLite writers hold the database's lock from their start: nothing to race
 // there.
 import { after, before, describe, test } from 'node:test';
@@ -24,10 +29,10 @@ import type { ActionStatusValue } from '../modules/actions-status.ts';
 import { findRunForUpdate, insertRunWithJobs } from './action-runs.ts';
 import { insertRunner } from './runners.ts';
 import type { Tx } from './database.ts';
-import { claimNextJob } from './task-claims.ts';
+import { claimNextJob, insertTaskSteps } from './task-claims.ts';
 import type { ClaimedJob } from './task-claims.ts';
-import { finishReportAlone, finishReportLockingRun } from './task-reports.ts';
-import type { FinishedLockingRun } from './task-reports.ts';
+import { finishReportAlone, finishReportLockingRun, finishReportsAlone } from './task-reports.ts';
+import type { FinishedAlone, FinishedLockingRun } from './task-reports.ts';
 
 const NOW = 1_800_000_000;
 const OWNER = 21;
@@ -171,6 +176,224 @@ if (testDialects().includes('postgres')) {
     };
 
     const running = { task: ActionStatus.running, job: ActionStatus.running, run: ActionStatus.running };
+
+    const together = (
+      claims: Array<ClaimedJob & { runnerId: number }>,
+      status: ActionStatusValue = ActionStatus.success,
+    ) =>
+      finishReportsAlone(
+        scratch.handle.db,
+        claims.map((claim) => ({ taskId: claim.taskId, runnerId: claim.runnerId, status, steps: [] })),
+        NOW + 1,
+      );
+
+    const finishedOf = (results: FinishedAlone[]) => results.map((result) => result.finished);
+
+    test('one statement for several reports: the legs of two runs that leave them running finish together; the last legs are left to transactions', async () => {
+      const four = await claimedRun(4);
+      const two = await claimedRun(2);
+      const first = await together([four[0]!, four[1]!, two[0]!, four[2]!]);
+      assert.deepEqual(finishedOf(first), [true, true, true, true]);
+      assert.deepEqual(
+        first.map((result) => result.seen?.task.id),
+        [four[0]!.taskId, four[1]!.taskId, two[0]!.taskId, four[2]!.taskId],
+        'each report gets its own task, in order',
+      );
+      for (const claim of [four[0]!, four[1]!, four[2]!, two[0]!])
+        assert.deepEqual(await statusOf(claim), {
+          task: ActionStatus.success,
+          job: ActionStatus.success,
+          run: ActionStatus.running,
+        });
+      // Both runs would end: nothing is written, each report takes the transaction.
+      const last = await together([two[1]!, four[3]!]);
+      assert.deepEqual(finishedOf(last), [false, false]);
+      assert.deepEqual(
+        last.map((result) => [result.doneAs, result.seen?.job?.id]),
+        [
+          [null, two[1]!.job.id],
+          [null, four[3]!.job.id],
+        ],
+      );
+      assert.deepEqual(await statusOf(two[1]!), running);
+      assert.deepEqual(await statusOf(four[3]!), running);
+    });
+
+    test('one statement for several reports: of the two last legs of a run the first finishes, the last is left to a transaction; a task done already is answered as it is', async () => {
+      const three = await claimedRun(3);
+      const [done] = await together([three[0]!]);
+      assert.equal(done?.finished, true);
+      const again = await together([three[1]!, three[0]!, three[2]!], ActionStatus.failure);
+      assert.deepEqual(finishedOf(again), [true, false, false]);
+      assert.deepEqual(
+        again.map((result) => result.doneAs),
+        [null, ActionStatus.success, null],
+      );
+      assert.deepEqual(await statusOf(three[1]!), {
+        task: ActionStatus.failure,
+        job: ActionStatus.failure,
+        run: ActionStatus.running,
+      });
+      assert.deepEqual(await statusOf(three[2]!), running);
+    });
+
+    test("one statement for several reports: another runner's task, a webhook, an unknown task finish nothing; the others finish", async () => {
+      const db = scratch.handle.db;
+      const plain = await claimedRun(3);
+      const hooked = await claimedRun(3);
+      await db
+        .insertInto('webhook')
+        .values({
+          repo_id: hooked[0]!.job.repoId,
+          type: 'forgejo',
+          url: 'http://127.0.0.1:1/hook',
+          content_type: 'json',
+          events: '[]',
+          is_active: 1,
+          created: NOW,
+          updated: NOW,
+        })
+        .execute();
+      const results = await finishReportsAlone(
+        db,
+        [
+          { taskId: plain[0]!.taskId, runnerId: plain[0]!.runnerId + 1000, status: ActionStatus.success, steps: [] },
+          { taskId: hooked[0]!.taskId, runnerId: hooked[0]!.runnerId, status: ActionStatus.success, steps: [] },
+          { taskId: 999_999_999, runnerId: plain[0]!.runnerId, status: ActionStatus.success, steps: [] },
+          { taskId: plain[1]!.taskId, runnerId: plain[1]!.runnerId, status: ActionStatus.failure, steps: [] },
+        ],
+        NOW + 1,
+      );
+      assert.deepEqual(finishedOf(results), [false, false, false, true]);
+      assert.equal(results[0]?.seen?.task.runnerId, plain[0]!.runnerId, "the other runner's task is seen as it is");
+      assert.equal(results[2]?.seen, null);
+      assert.deepEqual(await statusOf(plain[0]!), running);
+      assert.deepEqual(await statusOf(hooked[0]!), running);
+      assert.deepEqual(await statusOf(plain[1]!), {
+        task: ActionStatus.failure,
+        job: ActionStatus.failure,
+        run: ActionStatus.running,
+      });
+    });
+
+    test("one statement for several reports waits for the run's lock and counts the run as its holder left it", async () => {
+      const [first, second, third] = await claimedRun(3);
+      const other = await claimedRun(2);
+      const held = await holdOpen((tx) => finish(first!, tx));
+      let settled = false;
+      const waiting = together([other[0]!, second!, third!]).then((done) => ((settled = true), done));
+      await sleep(200);
+      assert.equal(settled, false, "the statement waits for the run's lock");
+      await held.commit();
+      const done = await waiting;
+      assert.deepEqual(
+        finishedOf(done),
+        [true, true, false],
+        'the run would end with its last leg: left to a transaction',
+      );
+      assert.equal((await statusOf(second!)).job, ActionStatus.success);
+      assert.deepEqual(await statusOf(third!), running);
+      assert.equal((await statusOf(other[0]!)).job, ActionStatus.success);
+    });
+
+    test('one statement for several reports leaves the reports of a run with a job cancelled meanwhile to transactions', async () => {
+      const [cancelled, sibling, third] = await claimedRun(3);
+      const [elsewhere] = await claimedRun(2);
+      const held = await cancelUnderRunLock(cancelled!);
+      const waiting = together([sibling!, elsewhere!, cancelled!]);
+      await sleep(200);
+      await held.commit();
+      const done = await waiting;
+      assert.deepEqual(finishedOf(done), [false, true, false], "another run's leg still finishes");
+      assert.deepEqual(
+        done.map((result) => result.doneAs),
+        [null, null, null],
+      );
+      assert.equal((await statusOf(cancelled!)).task, ActionStatus.running, 'the task is left to the transaction');
+      assert.deepEqual(await statusOf(sibling!), {
+        task: ActionStatus.running,
+        job: ActionStatus.running,
+        run: ActionStatus.running,
+      });
+      assert.equal((await statusOf(third!)).job, ActionStatus.running);
+    });
+
+    test('one statement for several reports: the legs of a run cancelled while they waited for its lock answer cancelled', async () => {
+      const legs = await claimedRun(3);
+      const db = scratch.handle.db;
+      // As the cancel API leaves a run: its tasks, jobs and the run cancelled in one transaction.
+      const held = await holdOpen(async (tx) => {
+        await findRunForUpdate(tx, legs[0]!.job.runId);
+        await tx
+          .updateTable('action_run_job')
+          .set({ status: ActionStatus.cancelled, stopped: NOW })
+          .where('run_id', '=', legs[0]!.job.runId)
+          .execute();
+        await tx
+          .updateTable('action_task')
+          .set({ status: ActionStatus.cancelled, stopped: NOW })
+          .where(
+            'id',
+            'in',
+            legs.map((leg) => leg.taskId),
+          )
+          .execute();
+        await tx
+          .updateTable('action_run')
+          .set({ status: ActionStatus.cancelled, stopped: NOW })
+          .where('id', '=', legs[0]!.job.runId)
+          .execute();
+      });
+      const waiting = together([legs[0]!, legs[1]!]);
+      await sleep(200);
+      await held.commit();
+      const done = await waiting;
+      assert.deepEqual(finishedOf(done), [false, false]);
+      assert.deepEqual(
+        done.map((result) => result.doneAs),
+        [ActionStatus.cancelled, ActionStatus.cancelled],
+      );
+      const jobs = await db
+        .selectFrom('action_run_job')
+        .select('status')
+        .where('run_id', '=', legs[0]!.job.runId)
+        .execute();
+      assert.deepEqual(
+        jobs.map((job) => job.status),
+        [ActionStatus.cancelled, ActionStatus.cancelled, ActionStatus.cancelled],
+      );
+    });
+
+    test('one statement for several reports applies each report its own steps and closes the rest', async () => {
+      const db = scratch.handle.db;
+      const legs = await claimedRun(3);
+      const stepsOf = (taskId: number) =>
+        db
+          .selectFrom('action_task_step')
+          .select(['step_index', 'status', 'log_index', 'log_length'])
+          .where('task_id', '=', taskId)
+          .orderBy('step_index')
+          .execute();
+      for (const leg of legs) await insertTaskSteps(db, leg.taskId, leg.job.repoId, ['one', 'two', 'three'], NOW);
+      const results = await finishReportsAlone(
+        db,
+        [
+          {
+            taskId: legs[0]!.taskId,
+            runnerId: legs[0]!.runnerId,
+            status: ActionStatus.failure,
+            steps: [{ index: 0, result: ActionStatus.success, started: true, logIndex: 3, logLength: 7 }],
+          },
+          { taskId: legs[1]!.taskId, runnerId: legs[1]!.runnerId, status: ActionStatus.success, steps: [] },
+        ],
+        NOW + 1,
+      );
+      assert.deepEqual(finishedOf(results), [true, true]);
+      const first = await stepsOf(legs[0]!.taskId);
+      assert.deepEqual(first[0], { step_index: 0, status: ActionStatus.success, log_index: 3, log_length: 7 });
+      for (const step of first.slice(1)) assert.equal(step.status, ActionStatus.failure, 'the rest closed');
+      for (const step of await stepsOf(legs[1]!.taskId)) assert.equal(step.status, ActionStatus.success);
+    });
 
     test('one statement: a leg that leaves its run running is finished alone; the last leg is left to a transaction', async () => {
       const [first, second] = await claimedRun(2);

@@ -10,6 +10,7 @@ import type { ActionRun, ActionRunJob, JobStatusCount } from './action-runs.ts';
 import { compiledStatement } from './compiled-statements.ts';
 import type { ArgSlot } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
+import { holdsWriteLock } from './grouped-writes.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
 import type { Queryable, Tx } from './database.ts';
 import type { ActionStatusValue } from '../modules/actions-status.ts';
@@ -198,7 +199,8 @@ function seenTaskQuery(db: Queryable, id: number) {
  * locks rows as it goes: nothing to do.
  */
 export async function takeWriteLock(tx: Tx): Promise<void> {
-  if (isPostgres(tx)) return;
+  // A group of grouped writes took it with its first statement.
+  if (isPostgres(tx) || holdsWriteLock(tx)) return;
   await WRITE_LOCK.execute(tx, []);
 }
 
@@ -642,6 +644,213 @@ export async function finishReportAlone(
     finished: Number(finished) > 0,
     doneAs,
   };
+}
+
+/** A final report finishReportsAlone takes: as finishReportAlone's arguments. */
+export interface AloneReport {
+  taskId: number;
+  runnerId: number;
+  status: ActionStatusValue;
+  /** The steps the report names, each at most once (as finishReportAlone's). */
+  steps: readonly ReportedStep[];
+}
+
+/**
+ * finishReportAlone for several final reports at once (PostgreSQL), in one
+ * autocommitted statement: each report gets what finishReportAlone would
+ * have answered it, in order. The statement looks up every task unlocked,
+ * locks the runs that may finish alone in id order (the order claim groups
+ * settle runs in, so two groups never wait for each other's), then the
+ * reported tasks and their jobs, counts each run's jobs once as committed
+ * once its lock is held, and decides per run: the reports of one run
+ * finish together when every one of them would finish alone (its task and
+ * job still its own and unfinished) and the run's jobs, with all of theirs
+ * finished, would still aggregate to the run's status with none blocked by
+ * its needs; failing that, all but the last of them (in the order given)
+ * when those would (the last leg of a matrix ends its run: it alone takes
+ * the transaction); otherwise none of that run's is written and each takes
+ * the transaction (a report whose task is done already answers as it is
+ * and does not hold the others back). Each report is written whole or not at
+ * all: one statement. Each task at most once per call.
+ */
+export async function finishReportsAlone(
+  db: Queryable,
+  reports: readonly AloneReport[],
+  now: number,
+): Promise<FinishedAlone[]> {
+  const stepOf = reports.flatMap((report) => report.steps.map((step) => ({ taskId: report.taskId, step })));
+  const { rows } = await FINISH_GROUP_ALONE.execute(db, [
+    reports.map((report) => report.taskId),
+    reports.map((report) => report.runnerId),
+    reports.map((report) => report.status),
+    now,
+    stepOf.map(({ taskId }) => taskId),
+    ...stepArrays(stepOf.map(({ step }) => step)),
+  ]);
+  return (rows as GroupAloneRow[]).map(({ task_finished: finished, done_as: doneAs, ord: _ord, ...row }) => ({
+    seen: row.id === undefined || row.id === null ? null : seenFromRow(row as SeenRow),
+    finished: finished === true,
+    doneAs,
+  }));
+}
+
+type GroupAloneRow = Partial<SeenRow> & {
+  ord: number | string;
+  task_finished: boolean;
+  done_as: ActionStatusValue | null;
+};
+
+/**
+ * finishReportsAlone's statement. Arguments: 0 the task ids, 1 their
+ * reporting runners, 2 the reported statuses (arrays of one length, a
+ * report each), 3 now, 4 to 9 every report's steps: the task each belongs
+ * to, then reportedStepsCte's five arrays. Each lock waits for what an
+ * InitPlan (an uncorrelated sub-select, evaluated whole before the scan
+ * it filters reads a row) has locked before it: every run (`array(select
+ * id from locked)`) before any task or job, and every task and job
+ * before the runs are counted; runs, tasks and jobs each in id order.
+ */
+/** The two ways a run's reports may finish together: 0 all of them, 1 all but the last (which ends the run). */
+const VARIANTS = sql`(values (0), (1)) as v(v)`;
+
+const FINISH_GROUP_ALONE = compiledStatement((_db, arg) => {
+  const now = arg<number>(3);
+  const blocked = LITERAL_STATUS.blocked;
+  const candidates = sql`select c.id from look as c where c.runner_id = c.reporter and c.status not in (${done})`;
+  return sql<GroupAloneRow>`
+    with input as materialized (
+      select * from unnest(${arg<number[]>(0)}::bigint[], ${arg<number[]>(1)}::bigint[], ${arg<number[]>(2)}::int[])
+        with ordinality as i(task_id, reporter, reported, ord)
+    ),
+    look as materialized (
+      select i.ord, i.reporter, i.reported, t.id, t.job_id, t.runner_id, t.status, t.started, t.stopped,
+        t.repo_id, t.owner_id, t.log_filename, t.log_in_storage, t.log_length, t.log_size, t.updated,
+        j.id as j_id, j.run_id as j_run_id, j.task_id as j_task_id, j.status as j_status, j.repo_id as j_repo_id,
+        r.job_concurrency as r_job_concurrency,
+        (select coalesce(json_agg(o.output_key order by o.id), '[]') from action_task_output as o
+         where o.task_id = t.id) as output_keys
+      from input as i join action_task as t on t.id = i.task_id
+        left join action_run_job as j on j.id = t.job_id
+        left join action_run as r on r.id = j.run_id
+    ),
+    locked as (
+      select * from action_run as l
+      where l.id in (select c.j_run_id from look as c where c.runner_id = c.reporter and c.status not in (${done}))
+        and l.job_concurrency = 0 and l.event <> 'push'
+        and not exists (select 1 from webhook as w where w.is_active = 1
+          and ((w.owner_id = 0 and w.repo_id = l.repo_id) or (w.owner_id = l.owner_id and w.repo_id = 0)))
+      order by l.id
+      for update
+    ),
+    cand as materialized (
+      select c.ord, c.id as task_id, c.job_id, c.j_run_id as run_id, c.reported from look as c
+      where c.id in (${candidates}) and c.j_run_id = any(array(select id from locked))
+    ),
+    task_now as (
+      select id, status from action_task where id = any(array(select task_id from cand)) order by id for update
+    ),
+    job_now as (
+      select id, task_id, status, concurrency_held from action_run_job
+      where id = any(array(select job_id from cand)) order by id for update
+    ),
+    current as materialized (
+      select c.ord, c.task_id, c.run_id, c.reported, t.status as task_status,
+        j.id as job_id, j.task_id as job_task_id, j.status as job_status, j.concurrency_held
+      from cand as c left join task_now as t on t.id = c.task_id left join job_now as j on j.id = c.job_id
+    ),
+    ok as materialized (
+      select c.*, c.ord = max(c.ord) over (partition by c.run_id) as last from current as c
+      where c.task_status not in (${done}) and c.job_task_id = c.task_id and c.job_status not in (${done})
+    ),
+    counted as (
+      select l.id as run_id, action_run_job_counts_now(l.id, 0) as counts from locked as l
+      where l.id = any(array(select run_id from ok))
+    ),
+    tally as (
+      select x.run_id, x.v, x.status, x.held from (
+        select c.run_id, v.v, (e ->> 0)::int as status, (e ->> 1)::int as held, (e ->> 2)::bigint as n
+        from counted as c cross join json_array_elements(c.counts) as e cross join ${VARIANTS}
+        union all select o.run_id, v.v, o.job_status, o.concurrency_held, -1 from ok as o cross join ${VARIANTS}
+          where v.v = 0 or not o.last
+        union all select o.run_id, v.v, o.reported, 0, 1 from ok as o cross join ${VARIANTS}
+          where v.v = 0 or not o.last
+      ) as x
+      group by x.run_id, x.v, x.status, x.held having sum(x.n) > 0
+    ),
+    shown as (
+      select t.run_id, t.v,
+        case when t.status = ${blocked} and t.held = 1 then ${LITERAL_STATUS.waiting} else t.status end as status,
+        t.status = ${blocked} and t.held = 0 as needs_wait
+      from tally as t
+    ),
+    fits as (
+      select l.id, v.v from locked as l cross join ${VARIANTS}
+      where l.id in (select run_id from ok)
+        and (v.v = 0 or exists (select 1 from ok where ok.run_id = l.id and not ok.last))
+        and not exists (select 1 from current as c where c.run_id = l.id
+          and c.ord not in (select ord from ok) and coalesce(c.task_status not in (${done}), true))
+        and not exists (select 1 from shown as s where s.run_id = l.id and s.v = v.v and s.needs_wait)
+        and l.status = (select ${AGGREGATE_STATUS} from shown where shown.run_id = l.id and shown.v = v.v)
+    ),
+    alone as (select id, min(v) as v from fits group by id),
+    fin as materialized (
+      select ok.* from ok join alone as a on a.id = ok.run_id where a.v = 0 or not ok.last
+    ),
+    task as (
+      update action_task as t
+      set status = f.reported, stopped = ${now}, updated = ${now},
+          started = case when t.started = 0 then ${now} else t.started end
+      from fin as f
+      where t.id = f.task_id and t.status not in (${done})
+      returning t.id, t.status
+    ),
+    steps as (${groupStepsCte(arg, now, 4)}),
+    job as (
+      update action_run_job as j set status = f.reported, stopped = ${now}, updated = ${now}
+      from fin as f
+      where j.id = f.job_id and j.task_id = f.task_id and j.status not in (${done})
+        and f.task_id in (select id from task)
+      returning j.id
+    )
+    select look.*, i.ord, exists (select 1 from task where task.id = i.task_id) as task_finished,
+      case when not exists (select 1 from task where task.id = i.task_id) then coalesce(
+        (select c.task_status from current as c where c.ord = i.ord and c.task_status in (${done})),
+        case when look.status in (${done}) then look.status end) end as done_as
+    from input as i left join look on look.ord = i.ord
+    order by i.ord`;
+});
+
+/**
+ * reportedStepsCte for the tasks the `task` CTE finished, each with its
+ * own reported steps, closing every step still unfinished after them with
+ * its task's status. Arguments from slot `from`: the task each step belongs
+ * to, then reportedStepsCte's five arrays.
+ */
+function groupStepsCte(arg: ArgSlot, now: number, from: number): RawBuilder<unknown> {
+  const steps = sql`unnest(${arg<number[]>(from)}::bigint[], ${arg<number[]>(from + 1)}::bigint[],
+      ${arg<number[]>(from + 2)}::int[], ${arg<boolean[]>(from + 3)}::boolean[],
+      ${arg<number[]>(from + 4)}::bigint[], ${arg<number[]>(from + 5)}::bigint[])
+    as r(task_id, step_index, result, started, log_index, log_length)`;
+  const finished = sql`st.status in (${done})`;
+  return sql`update action_task_step as s
+      set status = x.status, started = x.started, stopped = x.stopped,
+          log_index = x.log_index, log_length = x.log_length,
+          updated = case when s.status not in (${done})
+            or (x.status, x.started, x.stopped, x.log_index, x.log_length)
+              is distinct from (s.status, s.started, s.stopped, s.log_index, s.log_length)
+            then ${now} else s.updated end
+      from (
+        select st.id,
+          case when ${finished} then st.status when r.result <> 0 then r.result else tk.status end as status,
+          case when ${finished} or st.started <> 0 then st.started else ${now} end as started,
+          case when not ${finished} then ${now} else st.stopped end as stopped,
+          coalesce(r.log_index, st.log_index) as log_index,
+          coalesce(r.log_length, st.log_length) as log_length
+        from action_task_step as st join task as tk on tk.id = st.task_id
+          left join ${steps} on r.task_id = st.task_id and r.step_index = st.step_index
+        where r.step_index is not null or not ${finished}
+      ) as x
+      where s.id = x.id`;
 }
 
 /**

@@ -17,10 +17,13 @@ function decodedName(raw: string): string {
   }
 }
 
+const SLASH = 0x2f;
 const USER_INFO = /^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i;
 
 /** `url` (a request target) with the values of credential parameters and any user info replaced. */
 export function redactQueryCredentials(target: string): string {
+  // Most targets are a path without a query: nothing to look for (USER_INFO needs a scheme first).
+  if (target.charCodeAt(0) === SLASH && !target.includes('?')) return target;
   const url = target.replace(USER_INFO, `$1${REDACTED}@`);
   const start = url.indexOf('?');
   if (start < 0) return url;

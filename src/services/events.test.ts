@@ -1,7 +1,8 @@
 // Domain events through grouped write transactions (grouped-writes.ts), as a
 // subscriber sees them: the after-commit work of each unit runs once the
-// group has committed, and a unit rolled back to its savepoint drops its own
-// events, not the others'.
+// group has committed, once even when the group ran again (a unit failed
+// after it wrote), and a unit rolled back drops its own events, not the
+// others'.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openScratchDatabase } from '../../test/support/scratch-database.ts';
@@ -47,9 +48,11 @@ for (const dialect of testDialects()) {
       const events = new DomainEvents();
       // What another connection saw when each unit's after-commit work ran.
       const afterCommit = new Map<number, number[]>();
+      const handled: number[] = [];
       events.afterCommit(async (event) => {
-        if (event.type === 'actions.jobs.superseded')
-          afterCommit.set(event.jobIds[0] ?? 0, await versionOwners(other.db));
+        if (event.type !== 'actions.jobs.superseded') return;
+        handled.push(event.jobIds[0] ?? 0);
+        afterCommit.set(event.jobIds[0] ?? 0, await versionOwners(other.db));
       });
       const unit = (ownerId: number, fail: boolean) =>
         events.groupedTransaction(writes, async (tx) => {
@@ -64,6 +67,7 @@ for (const dialect of testDialects()) {
         ['fulfilled', 'rejected', 'fulfilled'],
       );
       assert.deepEqual([...afterCommit.keys()].sort(), [301, 303], 'the rolled-back unit ran no after-commit work');
+      assert.deepEqual(handled.sort(), [301, 303], 'each event reached the handlers once');
       for (const [ownerId, seen] of afterCommit)
         assert.ok(seen.includes(ownerId), `unit ${ownerId}'s after-commit work ran before its commit`);
       assert.ok(!(await versionOwners(other.db)).includes(302));

@@ -109,11 +109,16 @@ export class DomainEvents {
    * reach the after-commit handlers once the group committed, and are dropped
    * with the unit when it is rolled back to its savepoint (its promise then
    * rejects) or the group fails. The units of a group run one at a time, so
-   * the shared transaction records into one unit's list at a time.
+   * the shared transaction records into one unit's list at a time. A unit
+   * that runs again (its group was rolled back and run again) starts its
+   * list anew.
    */
   async groupedTransaction<T>(writes: GroupedWrites, work: (tx: Tx) => Promise<T>): Promise<T> {
     const recorded: DomainEvent[] = [];
-    const result = await writes.run((tx) => this.recording(tx, recorded, work));
+    const result = await writes.run((tx) => {
+      recorded.length = 0;
+      return this.recording(tx, recorded, work);
+    });
     await this.afterCommitOf(recorded);
     return result;
   }

@@ -26,13 +26,16 @@ import {
   findRepository,
   findRepositoryById,
   findOwnerAndRepository,
+  findOwnerRepositoryAndVariable,
   listRecentRepositories,
   insertRepository,
   updateRepository,
   upsertCollaborator,
 } from '../models/repos.ts';
 import type { RepoUnit, Repository, RepositoryChanges } from '../models/repos.ts';
+import type { ScopedValue } from '../models/scoped-values.ts';
 import type { User } from '../models/users.ts';
+import { normalizeName } from '../modules/actions-names.ts';
 import type { DomainEvents, PushedRef } from './events.ts';
 import type { GitRepositories } from './git-repositories.ts';
 
@@ -94,6 +97,19 @@ export class RepoService {
   /** The account named `ownerName` and its repository `name` (null when it has none), or null when no such account. */
   async findWithOwner(ownerName: string, name: string): Promise<{ owner: User; repo: Repository | null } | null> {
     return findOwnerAndRepository(this.db, ownerName, name);
+  }
+
+  /**
+   * findWithOwner and the repository's own Actions variable named
+   * `variableName` (any case), read in the same statement: the API's GET of a
+   * repository variable (guards.ts). `variable` is null when there is none.
+   */
+  async findWithOwnerAndVariable(
+    ownerName: string,
+    name: string,
+    variableName: string,
+  ): Promise<{ owner: User; repo: Repository | null; variable: ScopedValue | null } | null> {
+    return findOwnerRepositoryAndVariable(this.db, ownerName, name, normalizeName(variableName));
   }
 
   /** The `limit` most recently updated repositories of the instance; callers filter by permission. */

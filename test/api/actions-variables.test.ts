@@ -259,6 +259,20 @@ for (const dialect of testDialects()) {
       assert.equal((await repoDelete({ client: alice.client, path: { owner: 'acme', repo: 'svc' } })).status, 204);
     });
 
+    test("a repository's GET answers its own variable only: not its owner's nor another repository's of that name", async () => {
+      const other = await createCurrentUserRepo({ client: alice.client, body: { name: 'other' } });
+      assert.equal(other.status, 201);
+      assert.equal((await repoApi('alice', 'other').createVariable(alice.client, 'ONLY_THERE', 'other')).status, 204);
+      assert.equal((await scope('user').api.createVariable(alice.client, 'ONLY_THERE', 'user')).status, 204);
+      const res = await s.api('GET', `${scope('repo').api.base}/variables/only_there`, { token: alice.token });
+      assert.equal(res.status, 404);
+      assert.deepEqual(res.json, errorBody(s.rootUrl, 'variable not found'));
+      const there = await s.api('GET', '/repos/alice/other/actions/variables/only_There', { token: alice.token });
+      assert.deepEqual(there.json, { owner_id: 0, repo_id: other.data!.id!, name: 'ONLY_THERE', data: 'other' });
+      assert.equal((await scope('user').api.deleteVariable(alice.client, 'ONLY_THERE')).status, 204);
+      assert.equal((await repoDelete({ client: alice.client, path: { owner: 'alice', repo: 'other' } })).status, 204);
+    });
+
     test('concurrent POSTs of one name: one 204, the others 409, one row', async () => {
       const { api, key } = scope('org');
       const statuses = await Promise.all(

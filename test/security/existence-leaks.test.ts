@@ -37,6 +37,8 @@ const REPO_ROUTES: Route[] = [
   { method: 'GET', path: '/repos/{}/actions/tasks' },
   { method: 'GET', path: '/repos/{}/actions/secrets' },
   { method: 'GET', path: '/repos/{}/actions/variables' },
+  // The hidden repositories hold this variable: its guard reads it with the repository.
+  { method: 'GET', path: '/repos/{}/actions/variables/PROBE' },
   { method: 'GET', path: '/repos/{}/actions/runners' },
 ];
 
@@ -100,6 +102,14 @@ for (const dialect of testDialects()) {
           .status,
         201,
       );
+      for (const repo of ['privco/app', 'limco/app', 'olivia/secret', 'paula/tool']) {
+        const who = repo.startsWith('paula/') ? paula : olivia;
+        const res = await s.api('POST', `/repos/${repo}/actions/variables/PROBE`, {
+          token: who.token,
+          body: { value: 'probe' },
+        });
+        assert.equal(res.status, 204, `${repo}: ${res.text}`);
+      }
     });
     after(async () => {
       await s.stop();
@@ -180,6 +190,7 @@ for (const dialect of testDialects()) {
       await expectAnswer('/orgs/limco/actions/secrets', nina, 403, 'Must be an organization owner');
       await expectAnswer('/repos/pubco/app/actions/secrets', null, 401, 'token is required');
       await expectAnswer('/repos/pubco/app/actions/secrets', nina, 403, 'user should be the owner of the repo');
+      await expectAnswer('/repos/limco/app/actions/variables/PROBE', nina, 403, 'user should be the owner of the repo');
       await expectAnswer(
         '/users/olivia/tokens',
         nina,
@@ -192,6 +203,7 @@ for (const dialect of testDialects()) {
           '/orgs/privco/actions/secrets',
           '/repos/privco/app',
           '/repos/privco/app/actions/secrets',
+          '/repos/privco/app/actions/variables/probe',
           '/repos/olivia/secret',
         ]) {
           assert.equal((await s.api('GET', path, { token: who.token })).status, 200, `${who.name} ${path}`);

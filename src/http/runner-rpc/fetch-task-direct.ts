@@ -23,11 +23,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FetchTaskRequest } from '../../gen/runner/v1/messages_pb.ts';
 import { RunnerService } from '../../gen/runner/v1/services_pb.ts';
 import type { Runner } from '../../models/runners.ts';
-import type { RunnerProtocolService } from '../../services/actions/runner-protocol.ts';
+import type { FetchTasksResult, RunnerProtocolService } from '../../services/actions/runner-protocol.ts';
 import type { EndSignal } from '../../services/actions/tasks-version-watch.ts';
 import { REQUEST_KEY_HEADER, TOKEN_HEADER, UUID_HEADER } from './auth.ts';
 import { toConnectError } from './errors.ts';
-import { fetchTask, usableRequestKey } from './fetch-task.ts';
+import { fetchTaskResponseOf, fetchTasksRequestOf, usableRequestKey } from './fetch-task.ts';
 import { COMPRESS_MIN_BYTES, gzipAnswers } from './gzip-answers.ts';
 import { encodeFetchTaskResponse } from './task-encoding.ts';
 import { BodyLimitError, bounded, readAll } from './request-body.ts';
@@ -198,6 +198,32 @@ function errorAnswer(error: unknown, logOf: () => FastifyBaseLogger): FetchTaskA
   };
 }
 
+/** The FetchTaskRequest in a body, or the Connect error (invalid_argument) that answers it. */
+export function decodeFetchTask(body: Uint8Array | ConnectError): FetchTaskRequest | ConnectError {
+  if (body instanceof ConnectError) return body;
+  try {
+    return fromBinary(FetchTaskRequestSchema, body);
+  } catch (error) {
+    return undecodable(error);
+  }
+}
+
+/** The answer to what the service found: no task in the bytes shared per version, tasks encoded (and maybe gzipped). */
+async function answerOf(result: FetchTasksResult, call: PlainCall): Promise<FetchTaskAnswer> {
+  const answer = fetchTaskResponseOf(result);
+  if (answer.task === undefined && answer.additionalTasks.length === 0)
+    return { status: 200, contentType: 'application/proto', gzip: false, body: noTaskBody(answer.tasksVersion) };
+  let bytes = encodeFetchTaskResponse(answer);
+  const gzip = bytes.byteLength >= COMPRESS_MIN_BYTES && acceptsGzip(call.acceptEncoding);
+  if (gzip) bytes = await gzipAnswers.compress(bytes);
+  return {
+    status: 200,
+    contentType: 'application/proto',
+    gzip,
+    body: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+  };
+}
+
 /**
  * The answer to a plain binary FetchTask whose runner is known, as the
  * Connect handler gives it: the task (or none) gzipped from 16 KiB on when the
@@ -208,40 +234,57 @@ function errorAnswer(error: unknown, logOf: () => FastifyBaseLogger): FetchTaskA
 export async function fetchTaskAnswer(
   protocol: RunnerProtocolService,
   runner: Runner,
-  body: Uint8Array | ConnectError,
+  body: Uint8Array | ConnectError | FetchTaskRequest,
   call: PlainCall,
   /** Aborted when the runner hangs up. */
   signal: EndSignal,
   /** The request's logger, where a failure that is Gantry's fault is logged (asked for only then). */
   logOf: () => FastifyBaseLogger,
 ): Promise<FetchTaskAnswer> {
-  if (body instanceof ConnectError) return errorAnswer(body, logOf);
-  let input: FetchTaskRequest;
+  const input = body instanceof Uint8Array ? decodeFetchTask(body) : body;
+  if (input instanceof ConnectError) return errorAnswer(input, logOf);
   try {
-    input = fromBinary(FetchTaskRequestSchema, body);
-  } catch (error) {
-    return errorAnswer(undecodable(error), logOf);
-  }
-  try {
-    const answer = await fetchTask(protocol, runner, input, {
+    const request = fetchTasksRequestOf(input, {
       timeoutMs: call.timeoutMs,
       requestKey: call.requestKey,
       signal,
     });
-    if (answer.task === undefined && answer.additionalTasks.length === 0)
-      return { status: 200, contentType: 'application/proto', gzip: false, body: noTaskBody(answer.tasksVersion) };
-    let bytes = encodeFetchTaskResponse(answer);
-    const gzip = bytes.byteLength >= COMPRESS_MIN_BYTES && acceptsGzip(call.acceptEncoding);
-    if (gzip) bytes = await gzipAnswers.compress(bytes);
-    return {
-      status: 200,
-      contentType: 'application/proto',
-      gzip,
-      body: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-    };
+    return await answerOf(await protocol.fetchTasks(runner, request), call);
   } catch (error) {
     return errorAnswer(error, logOf);
   }
+}
+
+/**
+ * fetchTaskAnswer for a call the service holds without a suspended call
+ * (RunnerProtocolService.holdIdle, an idle runner's poll): `send` gets the
+ * answer once, and never throws back. False, with nothing done, when the call
+ * is not such a call: the caller then calls fetchTaskAnswer.
+ */
+export function holdFetchTask(
+  protocol: RunnerProtocolService,
+  runner: Runner,
+  input: FetchTaskRequest,
+  call: PlainCall,
+  signal: EndSignal,
+  logOf: () => FastifyBaseLogger,
+  send: (answer: FetchTaskAnswer) => void,
+): boolean {
+  const request = fetchTasksRequestOf(input, { timeoutMs: call.timeoutMs, requestKey: call.requestKey, signal });
+  return protocol.holdIdle(runner, request, {
+    answer(result) {
+      if (result.tasks.length === 0) return send(noTaskAnswerOf(result.tasksVersion));
+      answerOf(result, call).then(send, (error: unknown) => send(errorAnswer(error, logOf)));
+    },
+    fail(error) {
+      send(errorAnswer(error, logOf));
+    },
+  });
+}
+
+/** The answer with no task at `tasksVersion`, without building a response message. */
+function noTaskAnswerOf(tasksVersion: number): FetchTaskAnswer {
+  return { status: 200, contentType: 'application/proto', gzip: false, body: noTaskBody(BigInt(tasksVersion)) };
 }
 
 /**

@@ -21,15 +21,17 @@
 // rate-limit.ts's hook) and any call once the server is closing (Fastify
 // answers 503).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ConnectError } from '@connectrpc/connect';
+import { ConnectError } from '@connectrpc/connect';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RunnerProtocolService } from '../../services/actions/runner-protocol.ts';
 import { requestIdOf, REQUEST_ID_HEADER } from '../request-id.ts';
 import type { FetchTaskAnswer, PlainCall } from './fetch-task-direct.ts';
 import {
   ClientGone,
+  decodeFetchTask,
   FETCH_TASK_PATH,
   fetchTaskAnswer,
+  holdFetchTask,
   plainCall,
   plainCallRunner,
   undecodable,
@@ -153,17 +155,46 @@ async function serve(
   const body = await readBody(req, length, options);
   if (body === null) return; // The connection is gone.
   const gone = new ClientGone();
-  res.once('close', () => {
+  // 'close' comes once: `on` keeps no once-wrapper for the seconds a poll is held.
+  res.on('close', () => {
     if (!res.writableFinished) gone.abort();
   });
-  const answer = await fetchTaskAnswer(options.protocol, runner, body, call, gone, () =>
-    options.logger.child({ reqId: requestId }),
-  );
-  if (res.destroyed) return;
-  const { observe } = options;
-  if (observe !== null)
-    res.once('finish', () => observe('POST', FETCH_TASK_PATH, answer.status, (performance.now() - started) / 1000));
-  sendFrontAnswer(res, requestId, answer);
+  const logOf = (): FastifyBaseLogger => options.logger.child({ reqId: requestId });
+  const send = (answer: FetchTaskAnswer): void => {
+    if (res.destroyed) return;
+    const { observe } = options;
+    if (observe !== null)
+      res.on('finish', () => observe('POST', FETCH_TASK_PATH, answer.status, (performance.now() - started) / 1000));
+    sendFrontAnswer(res, requestId, answer);
+  };
+  const input = decodeFetchTask(body);
+  // An idle runner's poll: held with no suspended call, answered by `send` (this function returns now).
+  if (
+    !(input instanceof ConnectError) &&
+    holdFetchTask(options.protocol, runner, input, call, gone, logOf, safely(send, res, options.logger))
+  )
+    return;
+  send(await fetchTaskAnswer(options.protocol, runner, input, call, gone, logOf));
+}
+
+/**
+ * `send` for an answer that comes from the version watch's timer or tick: a
+ * failure is logged and the response destroyed, as serve's own failures
+ * are, and never thrown back into the watch.
+ */
+function safely(
+  send: (answer: FetchTaskAnswer) => void,
+  res: ServerResponse,
+  logger: FastifyBaseLogger,
+): (answer: FetchTaskAnswer) => void {
+  return (answer) => {
+    try {
+      send(answer);
+    } catch (error) {
+      logger.error({ err: error, rpc: 'FetchTask' }, 'runner RPC failed');
+      if (!res.headersSent) res.destroy();
+    }
+  };
 }
 
 /**

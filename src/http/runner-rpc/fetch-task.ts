@@ -3,7 +3,11 @@
 // that serves most of an idle fleet's calls (fetch-task-direct.ts).
 import type { FetchTaskRequest, FetchTaskResponse } from '../../gen/runner/v1/messages_pb.ts';
 import type { Runner } from '../../models/runners.ts';
-import type { RunnerProtocolService } from '../../services/actions/runner-protocol.ts';
+import type {
+  FetchTasksRequest,
+  FetchTasksResult,
+  RunnerProtocolService,
+} from '../../services/actions/runner-protocol.ts';
 import type { EndSignal } from '../../services/actions/tasks-version-watch.ts';
 import { toNumber, toProtoTask } from './mapping.ts';
 
@@ -35,19 +39,30 @@ export interface FetchTaskCall {
   signal: EndSignal;
 }
 
+/** The service's request for a FetchTask call. */
+export function fetchTasksRequestOf(req: FetchTaskRequest, call: FetchTaskCall): FetchTasksRequest {
+  return {
+    tasksVersion: toNumber(req.tasksVersion),
+    ...(req.taskCapacity !== undefined ? { capacity: toNumber(req.taskCapacity) } : {}),
+    requestKey: call.requestKey,
+    signal: call.signal,
+    maxWaitMs: maxWaitOf(call.timeoutMs),
+  };
+}
+
+/** FetchTask's answer to what the service found. */
+export function fetchTaskResponseOf(
+  result: FetchTasksResult,
+): Pick<FetchTaskResponse, 'task' | 'additionalTasks' | 'tasksVersion'> {
+  const [first, ...rest] = result.tasks.map(toProtoTask);
+  return { task: first, additionalTasks: rest, tasksVersion: BigInt(result.tasksVersion) };
+}
+
 export async function fetchTask(
   protocol: RunnerProtocolService,
   runner: Runner,
   req: FetchTaskRequest,
   call: FetchTaskCall,
 ): Promise<Pick<FetchTaskResponse, 'task' | 'additionalTasks' | 'tasksVersion'>> {
-  const result = await protocol.fetchTasks(runner, {
-    tasksVersion: toNumber(req.tasksVersion),
-    ...(req.taskCapacity !== undefined ? { capacity: toNumber(req.taskCapacity) } : {}),
-    requestKey: call.requestKey,
-    signal: call.signal,
-    maxWaitMs: maxWaitOf(call.timeoutMs),
-  });
-  const [first, ...rest] = result.tasks.map(toProtoTask);
-  return { task: first, additionalTasks: rest, tasksVersion: BigInt(result.tasksVersion) };
+  return fetchTaskResponseOf(await protocol.fetchTasks(runner, fetchTasksRequestOf(req, call)));
 }

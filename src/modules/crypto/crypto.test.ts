@@ -12,6 +12,12 @@ test('tokens: 40 hex, hashed, compared', () => {
   assert.equal(digestsEqual(hashToken(token), hashToken(generateTokenString())), false);
 });
 
+test('tokens: every one fresh, across refills of the random pool', () => {
+  const tokens = Array.from({ length: 1000 }, () => generateTokenString());
+  assert.ok(tokens.every(looksLikeAccessToken));
+  assert.equal(new Set(tokens).size, tokens.length);
+});
+
 test('secret cipher: AES-GCM round trip bound to its place and key', () => {
   const cipher = new SecretCipher('k'.repeat(32));
   const sealed = cipher.encrypt('dàtä\n', 'repo:1:TOKEN');

@@ -116,6 +116,12 @@ export interface FetchTasksResult {
   tasksVersion: number;
 }
 
+/** Where holdIdle sends a held call's answer (or its error), once. */
+export interface HeldFetch {
+  answer(result: FetchTasksResult): void;
+  fail(error: unknown): void;
+}
+
 /** Forgejo answers a request key that another call is still serving with this (the runner retries). */
 export class RequestKeyBusyError extends Error {
   constructor() {
@@ -318,51 +324,116 @@ export class RunnerProtocolService {
       // it first, unless nothing can have been claimed for the runner since its
       // last search (nothingSinceAtMost). forgejo-runner sends a new key with
       // every FetchTask, so a read of its own per call was a statement per job.
-      let keyChecked = key === null || this.nothingSinceAtMost(runner, this.watch.recent(scope));
-      let latest = this.watch.recent(scope) ?? (await this.watch.current(scope, this.clock.nowSec()));
-      const capacity = Math.min(Math.max(Math.trunc(request.capacity ?? 1), 1), MAX_TASKS_PER_FETCH);
+      const keyChecked = key === null || this.nothingSinceAtMost(runner, this.watch.recent(scope));
+      const latest = this.watch.recent(scope) ?? (await this.watch.current(scope, this.clock.nowSec()));
       // Real time, not the injectable clock: this bounds how long a request is held.
       const deadline = Date.now() + this.holdMs(request);
-      // The newest version this call has searched (at first what the runner saw).
-      let searched = request.tasksVersion;
-      let woken = false;
       if (request.tasksVersion === latest && key === null) {
         // Nothing changed since the runner last looked, so there is nothing to
         // search for yet: hold the request until a job appears or the bound
         // passes (Forgejo answers at once and the runner polls again later).
         const next = await this.watch.waitForChange(scope, latest, deadline - Date.now(), request.signal);
         if (next === null) return { tasks: [], tasksVersion: latest };
-        latest = next;
-        woken = true;
+        return await this.searchFrom(runner, request, key, deadline, next, request.tasksVersion, true, keyChecked);
       }
-      for (;;) {
-        // Woken too close to the runner's deadline for a claim to be sure to
-        // reach it: answer at once with the version searched last, so the
-        // runner's next call (with a whole deadline) searches the new one.
-        if (woken && request.maxWaitMs !== undefined && deadline - Date.now() < LATE_CLAIM_MS)
-          return { tasks: [], tasksVersion: searched };
-        const nothing = this.nothingClaimable(runner, latest);
-        if (nothing === true || (nothing !== false && (await nothing))) {
-          if (!keyChecked && key !== null) {
-            keyChecked = true;
-            const recovered = await this.recover(runner, key);
-            if (recovered.length > 0) return { tasks: recovered, tasksVersion: 0 };
-          }
-        } else {
-          keyChecked = true;
-          const claimed = await this.claimTasks(runner, capacity, request, key, latest);
-          if (claimed.tasks.length > 0) return { tasks: claimed.tasks, tasksVersion: claimed.recovered ? 0 : latest };
-        }
-        searched = latest;
-        woken = true;
-        const remaining = deadline - Date.now();
-        if (remaining <= 0 || request.signal?.aborted) return { tasks: [], tasksVersion: latest };
-        const next = await this.watch.waitForChange(scope, latest, remaining, request.signal);
-        if (next === null) return { tasks: [], tasksVersion: latest };
-        latest = next;
-      }
+      return await this.searchFrom(runner, request, key, deadline, latest, request.tasksVersion, false, keyChecked);
     } finally {
       if (inFlight !== null) this.keysInFlight.delete(inFlight);
+    }
+  }
+
+  /**
+   * fetchTasks for a call it would only hold, without a promise or a
+   * suspended async call while it waits: the runner's tasks version is the
+   * scope's newest this process read (and no request key), or the runner's
+   * last claim at that version found nothing and may not yet be checked again
+   * (and its request key, if any, is not in use and cannot be a retry). Then
+   * `held` hears the answer, or the error, once: what fetchTasks would answer
+   * the same call. An idle fleet's calls are nearly all such calls, held
+   * seconds each. False, with nothing done, for any other call: the caller
+   * then calls fetchTasks.
+   */
+  holdIdle(runner: Runner, request: FetchTasksRequest, held: HeldFetch): boolean {
+    const scope = scopeOf(runner);
+    const latest = this.watch.recent(scope);
+    if (latest === undefined || request.signal?.aborted) return false;
+    const key = request.requestKey ? request.requestKey : null;
+    const inFlight = key === null ? null : `${runner.id}:${key}`;
+    if (inFlight !== null && (this.keysInFlight.has(inFlight) || !this.nothingSinceAtMost(runner, latest)))
+      return false;
+    // fetchTasks's first wait (the runner has seen this version), or its first search finding nothing without a read.
+    const unchanged = request.tasksVersion === latest && key === null;
+    if (!unchanged && this.nothingClaimable(runner, latest) !== true) return false;
+    const deadline = Date.now() + this.holdMs(request);
+    const remaining = deadline - Date.now();
+    if (!unchanged && remaining <= 0) return false;
+    if (inFlight !== null) this.keysInFlight.add(inFlight);
+    const searched = unchanged ? request.tasksVersion : latest;
+    this.watch.hold(scope, latest, remaining, request.signal, (next) => {
+      if (next === null) {
+        if (inFlight !== null) this.keysInFlight.delete(inFlight);
+        held.answer({ tasks: [], tasksVersion: latest });
+        return;
+      }
+      // On after the watch has settled every waiter of this tick, as an awaited wait goes on.
+      queueMicrotask(() => {
+        this.searchFrom(runner, request, key, deadline, next, searched, true, true)
+          .finally(() => {
+            if (inFlight !== null) this.keysInFlight.delete(inFlight);
+          })
+          .then(
+            (result) => held.answer(result),
+            (error: unknown) => held.fail(error),
+          );
+      });
+    });
+    return true;
+  }
+
+  /**
+   * fetchTasks from the scope's version `latest` on: claims what is
+   * claimable, and while nothing is, waits for the next version until the
+   * deadline. `searched`: the newest version already searched (at first the
+   * runner's own); `woken`: the call waited already.
+   */
+  private async searchFrom(
+    runner: Runner,
+    request: FetchTasksRequest,
+    key: string | null,
+    deadline: number,
+    latest: number,
+    searched: number,
+    woken: boolean,
+    /** The request key was looked up already, or nothing can have been claimed under it (fetchTasks). */
+    keyChecked: boolean,
+  ): Promise<FetchTasksResult> {
+    const scope = scopeOf(runner);
+    const capacity = Math.min(Math.max(Math.trunc(request.capacity ?? 1), 1), MAX_TASKS_PER_FETCH);
+    for (;;) {
+      // Woken too close to the runner's deadline for a claim to be sure to
+      // reach it: answer at once with the version searched last, so the
+      // runner's next call (with a whole deadline) searches the new one.
+      if (woken && request.maxWaitMs !== undefined && deadline - Date.now() < LATE_CLAIM_MS)
+        return { tasks: [], tasksVersion: searched };
+      const nothing = this.nothingClaimable(runner, latest);
+      if (nothing === true || (nothing !== false && (await nothing))) {
+        if (!keyChecked && key !== null) {
+          keyChecked = true;
+          const recovered = await this.recover(runner, key);
+          if (recovered.length > 0) return { tasks: recovered, tasksVersion: 0 };
+        }
+      } else {
+        keyChecked = true;
+        const claimed = await this.claimTasks(runner, capacity, request, key, latest);
+        if (claimed.tasks.length > 0) return { tasks: claimed.tasks, tasksVersion: claimed.recovered ? 0 : latest };
+      }
+      searched = latest;
+      woken = true;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || request.signal?.aborted) return { tasks: [], tasksVersion: latest };
+      const next = await this.watch.waitForChange(scope, latest, remaining, request.signal);
+      if (next === null) return { tasks: [], tasksVersion: latest };
+      latest = next;
     }
   }
 

@@ -19,7 +19,6 @@ import {
   deleteEphemeralRunner,
   findReportedTask,
   findReportedTaskWithJob,
-  finishReportAlone,
   finishReportLockingRun,
   finishTaskAndJob,
   insertTaskOutputs,
@@ -32,6 +31,7 @@ import {
 } from '../../models/task-reports.ts';
 import type { FinishedTask, ReportedTask, ReportedTaskJob, SeenTask, TaskJobRef } from '../../models/task-reports.ts';
 import type { ActionRun } from '../../models/action-runs.ts';
+import { ReportGroups } from './report-groups.ts';
 import type { RunProgress } from './run-progress.ts';
 import { plainLogName, TaskLogStore } from './task-logs.ts';
 import type { LogRow, ReadLogOptions } from './task-logs.ts';
@@ -160,6 +160,8 @@ function imposedStatus(task: ReportedTask, job: TaskJobRef | null): ActionStatus
 export class TaskReportService {
   readonly logs: TaskLogStore;
   private readonly writes: GroupedWrites;
+  /** PostgreSQL: the final reports that arrive together, finished in one statement (report-groups.ts). */
+  private readonly reportGroups: ReportGroups;
 
   constructor(
     private readonly db: Db,
@@ -173,6 +175,7 @@ export class TaskReportService {
   ) {
     this.logs = new TaskLogStore(path.join(dataDir, 'actions_log'), logMaxBytes);
     this.writes = writes;
+    this.reportGroups = new ReportGroups(db, () => clock.nowSec());
   }
 
   /**
@@ -330,7 +333,8 @@ export class TaskReportService {
       if (beat.touched) return { answer: { result: asResult(task.status), sentOutputs: beat.seen.outputKeys } };
       return { seen: beat.seen };
     }
-    const alone = await finishReportAlone(this.db, taskId, runner.id, result, now, reportedSteps);
+    // With the final reports that arrive meanwhile, in one statement (report-groups.ts).
+    const alone = await this.reportGroups.finish({ taskId, runnerId: runner.id, status: result, steps: reportedSteps });
     if (alone.seen === null) return { seen: null };
     const sentOutputs = alone.seen.outputKeys;
     this.owned(runner, alone.seen.task);

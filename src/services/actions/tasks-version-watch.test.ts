@@ -117,5 +117,20 @@ for (const dialect of testDialects()) {
       assert.equal(await held, null);
       assert.equal(listener, null);
     });
+
+    test('a held call (hold) hears its end once through its callback: the new version, or null at once when its caller hung up', async () => {
+      const seen = await tasksVersion(scratch.handle.db, REPO, NOW);
+      const ends: (number | null)[] = [];
+      watch.hold(REPO, seen, LONG_MS, undefined, (version) => ends.push(version));
+      await sleep(TICK_MS * 3);
+      assert.equal(ends.length, 0, 'held while the version stands');
+      const bumped = await bumpTasksVersion(scratch.handle.db, REPO, NOW);
+      await sleep(TICK_MS * 10);
+      assert.deepEqual([...ends], [bumped]);
+      const gone = new AbortController();
+      gone.abort();
+      watch.hold(REPO, bumped, LONG_MS, gone.signal, (version) => ends.push(version));
+      assert.deepEqual(ends, [bumped, null], 'ended before hold returned');
+    });
   });
 }

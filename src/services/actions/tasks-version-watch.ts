@@ -35,6 +35,9 @@ export interface EndSignal {
  */
 const RELEASE_MS = 10;
 
+/** How a wait ends: the new version, or null (the bound passed, the caller hung up, waits were interrupted). */
+export type WaitEnd = (version: number | null) => void;
+
 /** One waiting call. Itself the abort listener, so a wait allocates no closure for it. */
 class Waiter {
   /** Set once settled; the deadline heap drops settled waiters when their bound comes. */
@@ -45,7 +48,7 @@ class Waiter {
     readonly seen: number,
     /** performance.now() by which the wait ends with null. */
     readonly deadline: number,
-    public resolve: ((version: number | null) => void) | null,
+    public resolve: WaitEnd | null,
     public signal: EndSignal | undefined,
   ) {}
 
@@ -102,25 +105,34 @@ export class TasksVersionWatch {
 
   /** The new version, or null when `ms` passed (up to RELEASE_MS less), the signal aborted or waits were interrupted. */
   waitForChange(scope: ScopeColumns, seen: number, ms: number, signal?: EndSignal): Promise<number | null> {
-    return new Promise((resolve) => {
-      if (signal?.aborted) return resolve(null);
-      const key = scopeKey(scope);
-      let group = this.scopes.get(key);
-      if (group === undefined) {
-        group = { key, scope, all: new Set(), fresh: [], checked: null };
-        this.scopes.set(key, group);
-      }
-      const waiter = new Waiter(this, group, seen, performance.now() + ms, resolve, signal);
-      signal?.addEventListener('abort', waiter);
-      group.all.add(waiter);
-      group.fresh.push(waiter);
-      this.waiting += 1;
-      this.pushDeadline(waiter);
-      if (this.timer === null) {
-        this.timer = setInterval(() => void this.check(), this.intervalMs);
-        this.timer.unref();
-      }
-    });
+    return new Promise((resolve) => this.hold(scope, seen, ms, signal, resolve));
+  }
+
+  /**
+   * waitForChange with a callback: `end` hears the new version or null once
+   * (at once when the signal has aborted already). A held poll is then one
+   * Waiter and the caller's callback, with no promise and no suspended
+   * async call kept for the seconds it waits (what V8 copies out of its
+   * young generation, then marks and compacts, for each of thousands).
+   */
+  hold(scope: ScopeColumns, seen: number, ms: number, signal: EndSignal | undefined, end: WaitEnd): void {
+    if (signal?.aborted) return end(null);
+    const key = scopeKey(scope);
+    let group = this.scopes.get(key);
+    if (group === undefined) {
+      group = { key, scope, all: new Set(), fresh: [], checked: null };
+      this.scopes.set(key, group);
+    }
+    const waiter = new Waiter(this, group, seen, performance.now() + ms, end, signal);
+    signal?.addEventListener('abort', waiter);
+    group.all.add(waiter);
+    group.fresh.push(waiter);
+    this.waiting += 1;
+    this.pushDeadline(waiter);
+    if (this.timer === null) {
+      this.timer = setInterval(() => void this.check(), this.intervalMs);
+      this.timer.unref();
+    }
   }
 
   /** Ends a wait with `version` (null: no change); a settled waiter is left as it is. */

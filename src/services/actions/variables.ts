@@ -56,7 +56,11 @@ export class VariableService {
   }
 
   async get(scope: Scope, name: string): Promise<ScopedValue> {
-    const variable = await findScopedValue(this.db, 'action_variable', scope, normalizeName(name));
+    return this.found(await findScopedValue(this.db, 'action_variable', scope, normalizeName(name)));
+  }
+
+  /** What get answers from its read, made already (the repository guard reads it with the repository). */
+  found(variable: ScopedValue | null): ScopedValue {
     if (!variable) throw AppError.notFoundMessage(NOT_FOUND);
     return variable;
   }

@@ -23,12 +23,21 @@ export interface ActionsScopeRoutes {
   access: Guard[];
   /** The full chain: the method's scope check (read for GET, else write), then `access`. */
   guards: Guard[];
+  /**
+   * The chain of the GET of one variable, when not `guards`: the same chain
+   * whose repository lookup reads the variable too (the handler then finds
+   * it on the request).
+   */
+  getVariableGuards?: Guard[];
   /** The scope the request stands in, from what the guards loaded. */
   scopeOf(req: FastifyRequest): Scope;
 }
 
-function routeScope(g: Guards, scope: Omit<ActionsScopeRoutes, 'guards'>): ActionsScopeRoutes {
-  return { ...scope, guards: [g.scopes(scope.category), ...scope.access] };
+function routeScope(g: Guards, scope: Omit<ActionsScopeRoutes, 'guards' | 'getVariableGuards'>): ActionsScopeRoutes {
+  const guards = [g.scopes(scope.category), ...scope.access];
+  if (!guards.includes(g.repoAssignment)) return { ...scope, guards };
+  const readingVariable = (guard: Guard) => (guard === g.repoAssignment ? g.repoAssignmentReadingVariable : guard);
+  return { ...scope, guards, getVariableGuards: guards.map(readingVariable) };
 }
 
 export function actionsRouteScopes(g: Guards): Record<'user' | 'org' | 'repo', ActionsScopeRoutes> {

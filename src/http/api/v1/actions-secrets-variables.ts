@@ -204,9 +204,14 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
           params: variableParams,
           response: { 200: ActionVariable, ...errorResponses(401, 403, 404) },
         },
-        preValidation: guards,
+        preValidation: scope.getVariableGuards ?? guards,
       },
-      async (req) => toApiVariable(await services.variables.get(scope.scopeOf(req), req.params.variablename)),
+      // Answered without a promise when the guards read the variable already.
+      (req) => {
+        const read = req.repoContext?.variable;
+        if (read !== undefined) return toApiVariable(services.variables.found(read));
+        return services.variables.get(scope.scopeOf(req), req.params.variablename).then(toApiVariable);
+      },
     );
 
     app.post(

@@ -30,10 +30,11 @@ export interface WireCallOptions {
   /** Aborting ends the call at once (its outcome: dropped). */
   signal?: AbortSignal;
   /**
-   * Sends a fresh x-runner-request-key with the FetchTask, as forgejo-runner
-   * releases of 2026 do with every fetch (a retry of a lost answer repeats it).
+   * Sends a fresh x-runner-request-key with the FetchTask (true), or this
+   * one (a string), as forgejo-runner releases of 2026 do with every fetch (a
+   * retry of a lost answer repeats it).
    */
-  requestKey?: boolean;
+  requestKey?: boolean | string;
 }
 
 export interface WireRunner {
@@ -258,7 +259,12 @@ export function wireRunner(serverUrl: string, runner: { uuid: string; token: str
       const headers = headersOf(options.timeoutMs);
       const answer = await call(
         `${SERVICE}FetchTask`,
-        options.requestKey ? { ...headers, 'x-runner-request-key': randomUUID() } : headers,
+        options.requestKey
+          ? {
+              ...headers,
+              'x-runner-request-key': typeof options.requestKey === 'string' ? options.requestKey : randomUUID(),
+            }
+          : headers,
         FETCH_TASK_BODY,
         options,
       );

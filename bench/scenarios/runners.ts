@@ -41,7 +41,10 @@
 // default); its figures carry no target, the targets being set for the
 // default;
 // GANTRY_BENCH_RUNNERS_PARTS=throughput (or latency, idle, comma-separated)
-// runs only those parts.
+// runs only those parts; GANTRY_BENCH_REQUEST_KEYS=1: every FetchTask sends a
+// request key, as forgejo-runner releases of 2026 do, a fresh one once a call
+// is answered and the same one again after a call that got no answer.
+import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -78,6 +81,8 @@ const HOLD_MS = 4_500;
 const MIN_IDLE_WINDOW_SEC = 10;
 const REGISTER_CHUNK = 50;
 const TASK_WAIT_MS = 15_000;
+/** GANTRY_BENCH_REQUEST_KEYS=1: FetchTasks send request keys (see the header). */
+const REQUEST_KEYS = process.env.GANTRY_BENCH_REQUEST_KEYS?.trim() === '1';
 
 /** The swarm's reports per job: the final UpdateTask alone, or forgejo-runner's whole sequence. */
 function reportsPerJob(): 'final' | 'forgejo' {
@@ -155,12 +160,15 @@ async function pollLoop(
   /** The call's deadline, as a runner sends its fetch_timeout (none: the server's own bound). */
   timeoutMs?: number,
 ): Promise<void> {
+  // The key of the call in flight: a call that got no answer is asked again with it.
+  let requestKey = REQUEST_KEYS ? randomUUID() : undefined;
   while (!signal.aborted) {
     try {
       const started = performance.now();
-      const outcome = await runner.fetchTask({ signal, timeoutMs });
+      const outcome = await runner.fetchTask({ signal, timeoutMs, requestKey });
       if (signal.aborted) return;
       if (outcome.kind === 'dropped') throw new Error('the server closed the connection under a FetchTask');
+      if (outcome.kind === 'answered' && requestKey !== undefined) requestKey = randomUUID();
       stats.polls += 1;
       // A runner whose fetch ran out of time asks again, as forgejo-runner does
       // (on a loaded machine the answer can miss the deadline's margin).

@@ -1,18 +1,28 @@
 // Claims of several runners made by one statement (PostgreSQL): the runners
-// of a group see the same waiting jobs (one scope, one label set) and need no
-// lock of their own before the claim (no request key, not ephemeral), so the
-// N oldest claimable jobs are picked FOR UPDATE SKIP LOCKED and paired with
-// the N runners, oldest job to the runner that asked first. Each runner gets
-// one job or none, and a job one runner at most, by the same conditional
-// UPDATE of the job row (task_id = 0 AND status = waiting) as a claim of
-// one (task-claims.ts). The runners' rows are locked first, in id order, as a
+// of a group see the same waiting jobs (one scope, one label set), so the N
+// oldest claimable jobs are picked FOR UPDATE SKIP LOCKED and paired with the
+// N runners, oldest job to the runner that asked first. Each runner gets one
+// job or none, and a job one runner at most, by the same conditional UPDATE
+// of the job row (task_id = 0 AND status = waiting) as a claim of one
+// (task-claims.ts). The runners' rows are locked first, in id order, as a
 // claim of one locks its runner inside its statement: nothing is claimed for
 // a runner deleted meanwhile, and two groups sharing a runner cannot
 // deadlock on their rows.
 //
-// Cost of a crash: none beyond the transaction's; the statement is part of
+// A runner that sent a request key gets no job when a task claimed under
+// that key is still running (the retry of a FetchTask whose answer got lost:
+// it is answered with that task, as a claim of one is, runner-protocol.ts).
+// That check must see every claim committed under the runner's row lock, so
+// its group takes the lock in a statement of its own first
+// (lockRunnersForClaim): the claim statement, run after it, reads with a
+// snapshot taken once the lock is held, whereas a lock taken inside the
+// claim statement would leave its reads at the snapshot from before its wait.
+// The task claimed for a key records it, in the same statement.
+//
+// Cost of a crash: none beyond the transaction's; the statements are part of
 // the claim's transaction, and nothing is claimed until it commits.
-// Forgejo: models/actions/task.go (CreateTaskForRunner), once per runner.
+// Forgejo: models/actions/task.go (CreateTaskForRunner), once per runner;
+// services/actions/task.go (a request key's tasks, GetTasksByRunnerRequestKey).
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
@@ -26,6 +36,15 @@ import type { ClaimedJob, ClaimedRow, NewTaskToken, StoredScopedValue } from './
 export interface GroupClaimant {
   runnerId: number;
   token: NewTaskToken;
+  /** The x-runner-request-key it sent ('' for none). */
+  requestKey?: string;
+}
+
+/** What a group's claim statement did: the claims made, and the runners whose request key has a task already. */
+export interface GroupClaims {
+  claimed: GroupClaimed[];
+  /** Runners whose request key has a running task (claimed earlier, by any process): nothing claimed for them. */
+  claimedUnderKey: Set<number>;
 }
 
 /** A claim of a group: ClaimedJob, and the runner it went to. */
@@ -34,12 +53,31 @@ export interface GroupClaimed extends ClaimedJob {
 }
 
 /**
+ * Locks the rows of `runnerIds` in id order, inside the caller's
+ * transaction, before a group's claim with request keys: the claim
+ * statement then sees every task another transaction claimed under those
+ * rows' locks (a retry of the same key served by another process).
+ * PostgreSQL only.
+ */
+export async function lockRunnersForClaim(tx: Queryable, runnerIds: readonly number[]): Promise<void> {
+  if (!isPostgres(tx)) throw new Error('lockRunnersForClaim is for PostgreSQL');
+  await LOCK_RUNNERS.execute(tx, [[...runnerIds]]);
+}
+
+const LOCK_RUNNERS = compiledStatement(
+  (_db, arg) => sql`select id from action_runner where id = any(${arg<number[]>(0)}::bigint[]) order by id for update`,
+);
+
+/**
  * Claims up to one job for each of `claimants` (distinct runners of `scope`
  * with `labels`), in one statement, inside the caller's transaction: the
  * oldest claimable jobs, the first to the first claimant. Returns the claims
  * made, in job id order; a claimant without one is left without (fewer jobs
- * than runners, or its row is gone). PostgreSQL only: SQLite claims under its
- * write lock one runner at a time (claimNextJob).
+ * than runners, its row is gone, or its request key has a running task:
+ * claimedUnderKey). With request keys, lockRunnersForClaim must have locked
+ * the claimants' rows first in the transaction (see the header); each key
+ * is kept on its task until `keyExpires`. PostgreSQL only: SQLite claims
+ * under its write lock one runner at a time (claimNextJob).
  */
 export async function claimJobsForRunners(
   tx: Queryable,
@@ -47,24 +85,43 @@ export async function claimJobsForRunners(
   labels: readonly string[],
   claimants: readonly GroupClaimant[],
   now: number,
-): Promise<GroupClaimed[]> {
+  keyExpires = 0,
+): Promise<GroupClaims> {
   if (!isPostgres(tx)) throw new Error('claimJobsForRunners is for PostgreSQL');
-  if (claimants.length === 0) return [];
+  if (claimants.length === 0) return { claimed: [], claimedUnderKey: new Set() };
+  const keyed = claimants.some((c) => (c.requestKey ?? '') !== '');
   const args = claimableArgs(tx, scope, labels, undefined, [
     claimants.map((c) => c.runnerId),
     claimants.map((c) => c.token.hash),
     claimants.map((c) => c.token.lastEight),
     now,
+    keyed ? claimants.map((c) => c.requestKey ?? '') : [],
+    keyExpires,
   ]);
-  const { rows } = await CLAIM_GROUP.execute(tx, args, claimableShape(scope, labels, undefined));
-  return rows.map((row) => ({ ...claimedFromRow(row), runnerId: Number(row.claim_runner_id) }));
+  const { rows } = await CLAIM_GROUP.execute(
+    tx,
+    args,
+    `${keyed ? 'K' : 'N'}${claimableShape(scope, labels, undefined)}`,
+  );
+  const claimed: GroupClaimed[] = [];
+  const claimedUnderKey = new Set<number>();
+  for (const row of rows) {
+    if (row.key_claimed_runner_id !== null && row.key_claimed_runner_id !== undefined)
+      claimedUnderKey.add(Number(row.key_claimed_runner_id));
+    else claimed.push({ ...claimedFromRow(row), runnerId: Number(row.claim_runner_id) });
+  }
+  return { claimed, claimedUnderKey };
 }
 
-// 0 runner ids, 1 token hashes, 2 their last eights (arrays, one entry per
-// claimant, in the claimants' order), 3 now; then claimableArgs'.
-const GROUP_FIRST = 4;
+// 0 runner ids, 1 token hashes, 2 their last eights, 4 request keys ('' for
+// none; arrays, one entry per claimant, in the claimants' order; keys only in
+// a K shape), 3 now, 5 the keys' expiry; then claimableArgs'.
+const GROUP_FIRST = 6;
 
-const CLAIM_GROUP = compiledStatement((db, arg, shape) => {
+/** The group's claim; its shape is K (request keys) or N, then claimableShape. */
+const CLAIM_GROUP = compiledStatement((db, arg, fullShape) => {
+  const keyed = fullShape[0] === 'K';
+  const shape = fullShape.slice(1);
   const now = arg<number>(3);
   const pick = claimableQuery(db, arg, shape, GROUP_FIRST)
     .select('id')
@@ -72,20 +129,52 @@ const CLAIM_GROUP = compiledStatement((db, arg, shape) => {
     .limit(sql<number>`(select count(*) from runner)`)
     .forUpdate()
     .skipLocked();
-  return sql<ClaimedRow & { claim_runner_id: number | string }>`
-    with locked as (
-      select id from action_runner where id = any(${arg<number[]>(0)}::bigint[]) order by id for update
+  // A key with a running task claimed under it (its runner's row locked by
+  // lockRunnersForClaim before this statement's snapshot): that runner gets no job.
+  // A runner deleted meanwhile gets nothing either way, as a claim of one.
+  const keyedRunners = keyed
+    ? sql`
+    given as (
+      select w.id, w.hash, w.last_eight, w.key, w.ord
+      from unnest(${arg<number[]>(0)}::bigint[], ${arg<string[]>(1)}::text[], ${arg<string[]>(2)}::text[],
+        ${arg<string[]>(4)}::text[]) with ordinality as w(id, hash, last_eight, key, ord)
+    ),
+    key_claimed as (
+      select g.id from given as g
+      where g.key <> '' and g.id in (select id from locked) and exists (select 1 from action_task as t
+        where t.runner_id = g.id and t.runner_request_key = g.key
+          and t.runner_request_key_expires > ${now} and t.status = ${ActionStatus.running})
     ),
     runner as (
-      select w.id, w.hash, w.last_eight, row_number() over (order by w.ord) as n
+      select g.id, g.hash, g.last_eight, g.key, row_number() over (order by g.ord) as n
+      from given as g
+      where g.id in (select id from locked) and g.id not in (select id from key_claimed)
+    ),`
+    : sql`
+    runner as (
+      select w.id, w.hash, w.last_eight, '' as key, row_number() over (order by w.ord) as n
       from unnest(${arg<number[]>(0)}::bigint[], ${arg<string[]>(1)}::text[], ${arg<string[]>(2)}::text[])
         with ordinality as w(id, hash, last_eight, ord)
       where w.id in (select id from locked)
+    ),`;
+  const keyExpires = keyed ? sql`case when pair.key = '' then 0 else ${arg<number>(5)} end` : sql`0`;
+  const claimedRows = sql`${CLAIMED_FROM_JOB}`;
+  // The runners whose key was claimed come back as rows of their own (the claims' columns null).
+  const result = keyed
+    ? sql`select c.*, k.id as key_claimed_runner_id
+    from (${claimedRows}) as c full join key_claimed as k on false
+    order by c.id`
+    : sql`${claimedRows}
+    order by job.id`;
+  return sql<ClaimedRow & { claim_runner_id: number | string; key_claimed_runner_id?: number | string | null }>`
+    with locked as (
+      select id from action_runner where id = any(${arg<number[]>(0)}::bigint[]) order by id for update
     ),
+    ${keyedRunners}
     pick as (${pick}),
     picked as (select id, row_number() over (order by id) as n from pick),
     pair as (
-      select picked.id as job_id, runner.id as runner_id, runner.hash, runner.last_eight,
+      select picked.id as job_id, runner.id as runner_id, runner.hash, runner.last_eight, runner.key,
         nextval(pg_get_serial_sequence('action_task', 'id')) as task_id
       from picked join runner on runner.n = picked.n
     ),
@@ -102,11 +191,11 @@ const CLAIM_GROUP = compiledStatement((db, arg, shape) => {
         is_fork_pull_request, token_hash, token_last_eight, runner_request_key, runner_request_key_expires,
         created, updated)
       select job.task_id, job.id, job.attempt, job.claim_runner_id, ${ActionStatus.running}, ${now}, job.repo_id,
-        job.owner_id, job.commit_sha, job.is_fork_pull_request, pair.hash, pair.last_eight, '', 0, ${now}, ${now}
+        job.owner_id, job.commit_sha, job.is_fork_pull_request, pair.hash, pair.last_eight, pair.key, ${keyExpires},
+        ${now}, ${now}
       from job join pair on pair.job_id = job.id
     )
-    ${CLAIMED_FROM_JOB}
-    order by job.id`;
+    ${result}`;
 });
 
 /** The steps of one claimed task: its id, its repository, its steps' names in order. */

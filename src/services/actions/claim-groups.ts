@@ -1,6 +1,6 @@
 // FetchTasks that arrive together claim together (PostgreSQL). The claims of
-// runners with the same claim key (one scope, one label set; no request key,
-// not ephemeral, one task wanted, no handle) made in one turn of the event
+// runners with the same claim key (one scope, one label set; not ephemeral,
+// one task wanted, no handle) made in one turn of the event
 // loop wait for the end of its current phase (setImmediate), or while two
 // groups of their key are claiming, until one of them is done (under load a
 // group grows instead of queueing for a connection as claims of one); then
@@ -13,11 +13,22 @@
 // takes 6 round trips (begin, claim, steps, run lock, commit, then the
 // values); a group of N pays them once instead of N times, and round trips,
 // each a wake-up of a backend and of Gantry, were what a claim cost on
-// PostgreSQL.
+// PostgreSQL. Runners that send a request key (forgejo-runner sends a fresh
+// one with every FetchTask) claim in groups too: such a group locks its
+// runners' rows in id order in a statement of its own first, then its claim
+// statement leaves out each runner whose key already has a running task
+// (group-claims.ts): that runner is answered with it, as a claim of one is
+// (runner-protocol.ts), and every other claim records its key. That is one
+// round trip more for the group, where each such runner claiming alone
+// took 9 (its key read before the claim, then begin, its row lock, its key
+// again under the lock, claim, steps, run lock, commit, values).
 //
 // Guarantees (the claims of one runner, as claimBatch gives them):
 // - Each runner of a group gets one task or none, and a job goes to one
 //   runner at most (the claim statement's conditional update).
+// - A request key gets one task at most, across processes: the key is
+//   looked up under its runner's row lock, which every claim for that runner
+//   holds until its commit, in the transaction that records the claim.
 // - A runner whose request hung up before its group's transaction ran is
 //   left out of it (nothing claimed for it); one that hangs up later gets its
 //   claim released by FetchTask (runner-protocol.ts), as a claim of its own.
@@ -30,16 +41,22 @@
 import { generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { isRetryableError } from '../../models/database.ts';
 import type { Tx } from '../../models/database.ts';
-import { claimJobsForRunners, insertStepsOfTasks, scopedValuesOfRepositories } from '../../models/group-claims.ts';
+import {
+  claimJobsForRunners,
+  insertStepsOfTasks,
+  lockRunnersForClaim,
+  scopedValuesOfRepositories,
+} from '../../models/group-claims.ts';
 import type { GroupClaimed } from '../../models/group-claims.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db } from '../../models/database.ts';
 import { anyClaimable, outputsOfTasks } from '../../models/task-claims.ts';
 import type { ClaimedJob } from '../../models/task-claims.ts';
-import { listJobsOfRun } from '../../models/action-runs.ts';
+import { findRunById, findRunSharedForClaim, listJobsOfRun } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import type { Runner } from '../../models/runners.ts';
 import type { ScopeColumns } from '../../modules/scope.ts';
+import { claimSettlesWhole } from './run-progress.ts';
 import type { RunProgress } from './run-progress.ts';
 import { neededTaskIds, needsFrom } from './task-payload.ts';
 import type { TaskNeedPayload } from './task-payload.ts';
@@ -57,9 +74,11 @@ export interface Claim {
 /**
  * What a runner's claim in a group came to: its claim; 'none' when nothing
  * in scope fits its labels; 'busy' when what fits is held by other claims
- * (it may come back); 'gone' when it hung up before the group ran.
+ * (it may come back); 'gone' when it hung up before the group ran; 'claimed
+ * under the key' when its request key has a running task already (the
+ * caller answers with it).
  */
-export type GroupOutcome = Claim | 'none' | 'busy' | 'gone';
+export type GroupOutcome = Claim | 'none' | 'busy' | 'gone' | 'claimed under the key';
 
 /** At most this many runners claim in one statement. */
 const MAX_GROUP = 64;
@@ -74,6 +93,8 @@ const MAX_GROUP_ATTEMPTS = 5;
 
 interface Member {
   runner: Runner;
+  /** Its x-runner-request-key, null when it sent none. */
+  requestKey: string | null;
   gone: () => boolean;
   resolve: (outcome: GroupOutcome) => void;
   reject: (error: unknown) => void;
@@ -100,15 +121,18 @@ export class ClaimGroups {
     private readonly now: () => number,
     /** The job's step names (runner-protocol.ts caches them by job). */
     private readonly stepNames: (job: ActionRunJob) => string[],
+    /** How long a request key's tasks can be fetched again (runner-protocol.ts). */
+    private readonly requestKeyTtlSec: number,
   ) {}
 
   /**
    * Claims a job for `runner` together with the others of its claim key
    * that ask in this phase of the event loop; null when the runner is
    * already waiting in the group (a second FetchTask of one runner claims on
-   * its own, after the runner's row lock).
+   * its own, after the runner's row lock). `requestKey` is the runner's
+   * x-runner-request-key (null: none).
    */
-  claim(runner: Runner, key: string, gone: () => boolean): Promise<GroupOutcome> | null {
+  claim(runner: Runner, key: string, requestKey: string | null, gone: () => boolean): Promise<GroupOutcome> | null {
     let group = this.pending.get(key);
     if (group === undefined) {
       group = {
@@ -124,7 +148,7 @@ export class ClaimGroups {
     const joined = group;
     joined.runnerIds.add(runner.id);
     const outcome = new Promise<GroupOutcome>((resolve, reject) => {
-      joined.members.push({ runner, gone, resolve, reject });
+      joined.members.push({ runner, requestKey, gone, resolve, reject });
     });
     if (joined.members.length >= MAX_GROUP) {
       this.pending.delete(key);
@@ -198,44 +222,76 @@ export class ClaimGroups {
   private async claimTogether(tx: Tx, group: Pending, members: readonly Member[]): Promise<GroupOutcome[]> {
     const now = this.now();
     const tokens = members.map(() => generateTokenString());
-    const claimed = await claimJobsForRunners(
+    // Request keys are looked up under their runners' row locks, taken first in a statement of their own.
+    if (members.some((member) => member.requestKey !== null))
+      await lockRunnersForClaim(
+        tx,
+        members.map((member) => member.runner.id),
+      );
+    const { claimed, claimedUnderKey } = await claimJobsForRunners(
       tx,
       group.scope,
       group.labels,
       members.map((member, i) => {
         const token = tokens[i] as string;
-        return { runnerId: member.runner.id, token: { hash: hashToken(token), lastEight: token.slice(-8) } };
+        return {
+          runnerId: member.runner.id,
+          token: { hash: hashToken(token), lastEight: token.slice(-8) },
+          requestKey: member.requestKey ?? '',
+        };
       }),
       now,
+      now + this.requestKeyTtlSec,
     );
     await insertStepsOfTasks(
       tx,
       claimed.map((claim) => ({ taskId: claim.taskId, repoId: claim.job.repoId, names: this.stepNames(claim.job) })),
       now,
     );
-    // Each run settled once for all its claimed jobs, in run id order: the order two groups lock shared runs in.
+    // Each run settled once for all its claimed jobs. Every run's lock is taken first, in run id
+    // order (the order two groups lock shared runs in), with the lock settleClaimed would take,
+    // and only then is any run settled: a settle writes rows other runs share (the run counts),
+    // and a group holding one while it waited for the next run's lock deadlocked with a final
+    // report holding that run and wanting the same row (the report failed).
     const byRun = new Map<number, GroupClaimed[]>();
     for (const claim of claimed) byRun.set(claim.job.runId, [...(byRun.get(claim.job.runId) ?? []), claim]);
+    const runIds = [...byRun.keys()].sort((a, b) => a - b);
+    const locked = new Map<number, ActionRun | null>();
+    for (const runId of runIds) {
+      const first = (byRun.get(runId) as GroupClaimed[])[0] as GroupClaimed;
+      if (claimSettlesWhole(first.run)) {
+        // The job-groups flag never changes: read before the run's row is locked, as settle does.
+        const flagged = await findRunById(tx, runId);
+        locked.set(runId, flagged === null ? null : await this.runProgress.lockRunForSettle(tx, flagged));
+      } else locked.set(runId, await findRunSharedForClaim(tx, runId));
+    }
     const runs = new Map<number, ActionRun | null>();
-    for (const runId of [...byRun.keys()].sort((a, b) => a - b)) {
+    for (const runId of runIds) {
       const claims = byRun.get(runId) as GroupClaimed[];
       const first = claims[0] as GroupClaimed;
-      const run = await this.runProgress.settleClaimed(
-        tx,
-        first.run,
-        runId,
-        claims.map((claim) => claim.job),
-        !first.anyActiveHook,
-      );
-      runs.set(runId, run);
+      const jobs = claims.map((claim) => claim.job);
+      const run = locked.get(runId) ?? null;
+      if (claimSettlesWhole(first.run))
+        runs.set(
+          runId,
+          run === null
+            ? null
+            : ((await this.runProgress.settleLocked(
+                tx,
+                run,
+                jobs.map((job) => job.id),
+              )) ?? null),
+        );
+      else runs.set(runId, await this.runProgress.settleClaimed(tx, first.run, runId, jobs, !first.anyActiveHook, run));
     }
     const byRunner = new Map(claimed.map((claim) => [claim.runnerId, claim]));
     // Runners left without a job: rows other claims hold may still come back (a claim that rolls back).
     const busy =
-      byRunner.size < members.length && (await anyClaimable(tx, group.scope, group.labels))
+      byRunner.size + claimedUnderKey.size < members.length && (await anyClaimable(tx, group.scope, group.labels))
         ? ('busy' as const)
         : ('none' as const);
     return members.map((member, i) => {
+      if (claimedUnderKey.has(member.runner.id)) return 'claimed under the key';
       const claim = byRunner.get(member.runner.id);
       if (claim === undefined) return busy;
       return { claimed: claim, token: tokens[i] as string, run: runs.get(claim.job.runId) ?? null };

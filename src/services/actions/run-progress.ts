@@ -45,6 +45,15 @@ function claimOnlyRecords(run: Pick<ActionRun, 'status'>): boolean {
   return run.status === ActionStatus.running || run.status === ActionStatus.cancelled;
 }
 
+/**
+ * Whether settleClaimed settles the run whole for a claim that saw it so
+ * (under settle's exclusive lock) rather than under the lock claims share:
+ * a caller that locks several runs before settling them takes the same lock.
+ */
+export function claimSettlesWhole(seen: ClaimedRunLook): boolean {
+  return seen.jobConcurrency || !claimOnlyRecords(seen);
+}
+
 /** What unblocking reads of a job: a job held by a group (its run's or its own) waits, it is not blocked by needs. */
 function readiness(job: JobStatusRow): JobStatusRow {
   return job.status === ActionStatus.blocked && (job.concurrencyHeld || job.groupHeld)
@@ -108,7 +117,7 @@ export class RunProgress {
     const ids = claimed.map((job) => job.id);
     // `seen` is the claim statement's unlocked look: a run that must move takes
     // settle's exclusive lock at once (not a shared one that two claims would both try to upgrade).
-    if (seen.jobConcurrency || !claimOnlyRecords(seen)) return (await this.settle(tx, runId, ids)) ?? null;
+    if (claimSettlesWhole(seen)) return (await this.settle(tx, runId, ids)) ?? null;
     const run = locked !== undefined ? locked : await findRunSharedForClaim(tx, runId);
     if (run === null) return null;
     if (!claimOnlyRecords(run)) {

@@ -207,7 +207,8 @@ export class RunnerProtocolService {
    * (runner, request key) pairs a call of this process is serving: a second
    * call with the same key is refused while the first runs, as Forgejo's
    * MutexMap does. Across processes the claim itself is serialised by the
-   * runner's row lock, under which the key is looked up (claimBatch).
+   * runner's row lock, under which the key is looked up (claimBatch, or a
+   * claim group's statement, claim-groups.ts).
    */
   private readonly keysInFlight = new Set<string>();
   /** The runner (cache entry) and token a connection last authenticated with (tokenMatches). */
@@ -239,6 +240,7 @@ export class RunnerProtocolService {
           runProgress,
           () => this.clock.nowSec(),
           (job) => this.stepNames(job),
+          REQUEST_KEY_TTL_SEC,
         )
       : null;
     // The run is recorded inside its (not yet committed) transaction: look as
@@ -315,12 +317,14 @@ export class RunnerProtocolService {
     }
     try {
       const scope = scopeOf(runner);
-      if (key !== null && !this.nothingSinceAtMost(runner, this.watch.recent(scope))) {
-        // A retry of a call whose answer got lost, in this process or another:
-        // the same tasks again (Forgejo answers them with tasks_version 0).
-        const recovered = await this.recover(runner, key);
-        if (recovered.length > 0) return { tasks: recovered, tasksVersion: 0 };
-      }
+      // A retry of a call whose answer got lost, in this process or another,
+      // gets the same tasks again (Forgejo answers them with tasks_version 0).
+      // A claim looks the key up under the runner's row lock (claimBatch, or
+      // its group's statement): only a call that waits without claiming reads
+      // it first, unless nothing can have been claimed for the runner since its
+      // last search (nothingSinceAtMost). forgejo-runner sends a new key with
+      // every FetchTask, so a read of its own per call was a statement per job.
+      const keyChecked = key === null || this.nothingSinceAtMost(runner, this.watch.recent(scope));
       const latest = this.watch.recent(scope) ?? (await this.watch.current(scope, this.clock.nowSec()));
       // Real time, not the injectable clock: this bounds how long a request is held.
       const deadline = Date.now() + this.holdMs(request);
@@ -330,9 +334,9 @@ export class RunnerProtocolService {
         // passes (Forgejo answers at once and the runner polls again later).
         const next = await this.watch.waitForChange(scope, latest, deadline - Date.now(), request.signal);
         if (next === null) return { tasks: [], tasksVersion: latest };
-        return await this.searchFrom(runner, request, key, deadline, next, request.tasksVersion, true);
+        return await this.searchFrom(runner, request, key, deadline, next, request.tasksVersion, true, keyChecked);
       }
-      return await this.searchFrom(runner, request, key, deadline, latest, request.tasksVersion, false);
+      return await this.searchFrom(runner, request, key, deadline, latest, request.tasksVersion, false, keyChecked);
     } finally {
       if (inFlight !== null) this.keysInFlight.delete(inFlight);
     }
@@ -373,7 +377,7 @@ export class RunnerProtocolService {
       }
       // On after the watch has settled every waiter of this tick, as an awaited wait goes on.
       queueMicrotask(() => {
-        this.searchFrom(runner, request, key, deadline, next, searched, true)
+        this.searchFrom(runner, request, key, deadline, next, searched, true, true)
           .finally(() => {
             if (inFlight !== null) this.keysInFlight.delete(inFlight);
           })
@@ -400,6 +404,8 @@ export class RunnerProtocolService {
     latest: number,
     searched: number,
     woken: boolean,
+    /** The request key was looked up already, or nothing can have been claimed under it (fetchTasks). */
+    keyChecked: boolean,
   ): Promise<FetchTasksResult> {
     const scope = scopeOf(runner);
     const capacity = Math.min(Math.max(Math.trunc(request.capacity ?? 1), 1), MAX_TASKS_PER_FETCH);
@@ -410,11 +416,17 @@ export class RunnerProtocolService {
       if (woken && request.maxWaitMs !== undefined && deadline - Date.now() < LATE_CLAIM_MS)
         return { tasks: [], tasksVersion: searched };
       const nothing = this.nothingClaimable(runner, latest);
-      const tasks =
-        nothing === true || (nothing !== false && (await nothing))
-          ? []
-          : await this.claimTasks(runner, capacity, request, key, latest);
-      if (tasks.length > 0) return { tasks, tasksVersion: latest };
+      if (nothing === true || (nothing !== false && (await nothing))) {
+        if (!keyChecked && key !== null) {
+          keyChecked = true;
+          const recovered = await this.recover(runner, key);
+          if (recovered.length > 0) return { tasks: recovered, tasksVersion: 0 };
+        }
+      } else {
+        keyChecked = true;
+        const claimed = await this.claimTasks(runner, capacity, request, key, latest);
+        if (claimed.tasks.length > 0) return { tasks: claimed.tasks, tasksVersion: claimed.recovered ? 0 : latest };
+      }
       searched = latest;
       woken = true;
       const remaining = deadline - Date.now();
@@ -464,7 +476,7 @@ export class RunnerProtocolService {
    * tasks table for a retry that cannot be one. A retry that does arrive
    * before this process has read the moved version is still answered: once
    * the version moves, the claim looks the key up under the runner's lock
-   * (claimBatch) and recovers the tasks claimed under it.
+   * (claimBatch, or its claim group) and recovers the tasks claimed under it.
    */
   private nothingSinceAtMost(runner: Runner, version: number | undefined): boolean {
     const memo = this.nothingFor.get(runner.id);
@@ -512,12 +524,15 @@ export class RunnerProtocolService {
     key: string | null,
     /** The scope's tasks version read before this claim. */
     version: number,
-  ): Promise<TaskPayload[]> {
+  ): Promise<{ tasks: TaskPayload[]; recovered: boolean }> {
     const claims = await this.claim(runner, capacity, request, key);
-    // Another process served this key meanwhile (the runner retried there while we waited for its lock).
-    if (claims === 'claimed under the key' && key !== null) return this.recover(runner, key);
+    // Claimed under this key already: a retry of a call whose answer got lost (or another
+    // process served this key meanwhile, the runner having retried there while we waited for its lock).
+    if (claims === 'claimed under the key' && key !== null)
+      return { tasks: await this.recover(runner, key), recovered: true };
     // Rows in reach are held by other claims: not a "nothing" to remember.
-    if (claims === 'claimed under the key' || claims === 'busy' || claims === 'gone') return [];
+    if (claims === 'claimed under the key' || claims === 'busy' || claims === 'gone')
+      return { tasks: [], recovered: false };
     if (claims.length === 0) {
       // Nothing in scope fits at `version` (read before the claim, so any job
       // that became waiting since has moved the version on). A handle
@@ -526,7 +541,7 @@ export class RunnerProtocolService {
         this.nothingFor.set(runner.id, { version, labels: labelsKey(runner), labelsOf: runner.labels, at: Date.now() });
         if (this.nothingFor.size > 50_000) this.nothingFor.clear();
       }
-      return [];
+      return { tasks: [], recovered: false };
     }
     let tasks: TaskPayload[];
     try {
@@ -548,9 +563,9 @@ export class RunnerProtocolService {
     // main does the same).
     if (await this.clientGone(request, key)) {
       await this.release(claims);
-      return [];
+      return { tasks: [], recovered: false };
     }
-    return tasks;
+    return { tasks, recovered: false };
   }
 
   /**
@@ -567,11 +582,12 @@ export class RunnerProtocolService {
     request: FetchTasksRequest,
     key: string | null,
   ): Promise<Claim[] | 'claimed under the key' | 'busy' | 'gone'> {
-    // Only a runner that needs no lock before its claim (no request key, not
-    // ephemeral), wants one task and names no job claims in a group.
+    // Only a runner that is not ephemeral (one task, ever: looked up under its
+    // lock, alone), wants one task and names no job claims in a group; one
+    // with a request key too (the group looks the key up, claim-groups.ts).
     const grouped =
-      this.groups !== null && key === null && !runner.ephemeral && request.handle === undefined && capacity === 1
-        ? this.groups.claim(runner, `${runner.ownerId}:${runner.repoId}:${labelsKey(runner)}`, () =>
+      this.groups !== null && !runner.ephemeral && request.handle === undefined && capacity === 1
+        ? this.groups.claim(runner, `${runner.ownerId}:${runner.repoId}:${labelsKey(runner)}`, key, () =>
             this.hungUp(request, key),
           )
         : null;

@@ -6,6 +6,7 @@
 // every run as its jobs are, and every runner told what its task became.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { findRepository } from '../../src/models/repos.ts';
 import { findRunnerById } from '../../src/models/runners.ts';
 import type { Runner } from '../../src/models/runners.ts';
@@ -289,5 +290,46 @@ for (const dialect of testDialects()) {
         assert.ok(run.stopped > 0);
       }
     });
+
+    // A claim whose SKIP LOCKED pick met a job just claimed keeps that row
+    // locked to its commit, and may then wait for the run's lock a final
+    // report of that job holds: PostgreSQL fails one of them as a deadlock.
+    // The report is run again, not answered with an error. The deadlocks are
+    // made here by a trigger failing the first two writes of a task's status
+    // (the one-statement finish, then the transaction it falls back to).
+    if (dialect === 'postgres')
+      test('a final report that loses a deadlock is run again: the runner is told its result', async () => {
+        const runId = await dispatch('app');
+        const [held] = await claimAll(1);
+        assert.ok(held, 'a job reached the runner');
+        await sql`create sequence report_deadlocks`.execute(db());
+        await sql`create function report_deadlock() returns trigger language plpgsql as $$
+          begin
+            -- A sequence, not a table: a failed statement does not roll it back.
+            if new.status is distinct from old.status and nextval('report_deadlocks') <= 2 then
+              raise exception 'deadlock detected (made by the test)' using errcode = '40P01';
+            end if;
+            return new;
+          end $$`.execute(db());
+        await sql`create trigger report_deadlock before update on action_task
+          for each row execute function report_deadlock()`.execute(db());
+        try {
+          const answer = await services().taskReports.updateTask(
+            held.runner,
+            { id: held.task.id, result: ActionStatus.success, stoppedAt: Math.floor(Date.now() / 1000), steps: [] },
+            {},
+          );
+          assert.equal(answer.result, ActionStatus.success);
+          const made = await sql<{ n: string }>`select last_value as n from report_deadlocks`.execute(db());
+          assert.equal(Number(made.rows[0]?.n), 3, 'two deadlocks were lost before the write went through');
+        } finally {
+          await sql`drop trigger report_deadlock on action_task`.execute(db());
+          await sql`drop function report_deadlock()`.execute(db());
+          await sql`drop sequence report_deadlocks`.execute(db());
+        }
+        assert.equal(await taskStatus(held.task.id), ActionStatus.success);
+        const job = (await jobsOf(runId)).find((row) => row.task_id === held.task.id);
+        assert.equal(job?.status, ActionStatus.success);
+      });
   });
 }

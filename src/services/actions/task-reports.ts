@@ -8,7 +8,7 @@ import { ActionStatus, isDone } from '../../modules/actions-status.ts';
 import type { ActionStatusValue } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
-import { isPostgres } from '../../models/database.ts';
+import { isPostgres, isRetryableError } from '../../models/database.ts';
 import type { Db, Queryable, Tx } from '../../models/database.ts';
 import { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Runner } from '../../models/runners.ts';
@@ -81,6 +81,15 @@ const MAX_OUTPUT_VALUE_BYTES = 1024 * 1024;
 // Concurrent appends to one task's log (a retried request overlapping the
 // original) lose a conditional update at most a few times in a row.
 const MAX_LOG_ATTEMPTS = 5;
+/**
+ * Attempts of UpdateTask's transaction. On PostgreSQL it can lose a deadlock
+ * through no fault of its own: a claim whose `FOR UPDATE SKIP LOCKED` pick
+ * met this task's job just as another claim committed it keeps that row
+ * locked (the pick rechecks the row, skips it, and holds the lock to its
+ * commit), then waits for the run's lock this report holds while this
+ * report waits for the job. Run again, it finds the claim gone.
+ */
+const MAX_REPORT_ATTEMPTS = 5;
 
 /** A Result the runner may send: unknown (still running) or one of the done statuses, which share their numbers. */
 function isResult(value: number): value is ActionStatusValue {
@@ -218,6 +227,29 @@ export class TaskReportService {
       if ('answer' in alone) return alone.answer;
       seen = alone.seen;
     }
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.reportInTransaction(runner, state, result, steps, accepted, seen);
+      } catch (error) {
+        if (attempt < MAX_REPORT_ATTEMPTS && isRetryableError(error)) {
+          seen = null; // Read again: what the statement saw may have moved.
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** updateTask's transaction (from the task as reportAlone saw it, when it did). */
+  private reportInTransaction(
+    runner: Runner,
+    state: TaskStateReport,
+    result: ActionStatusValue,
+    steps: readonly CheckedStepReport[],
+    accepted: OutputsToStore,
+    seenBefore: SeenTask | null,
+  ): Promise<TaskStateAnswer> {
+    let seen = seenBefore;
     // Committed together with the claims and reports that arrive meanwhile
     // (grouped-writes.ts); its after-commit work runs once the group commits.
     return this.runProgress.groupedTransaction(this.writes, async (tx) => {
@@ -325,7 +357,14 @@ export class TaskReportService {
     }));
     const now = this.clock.nowSec();
     if (result === ActionStatus.unknown) {
-      const beat = await touchReportAlone(this.db, taskId, runner.id, now, reportedSteps);
+      let beat: Awaited<ReturnType<typeof touchReportAlone>>;
+      try {
+        beat = await touchReportAlone(this.db, taskId, runner.id, now, reportedSteps);
+      } catch (error) {
+        // A lost deadlock: the transaction does the work instead (and is run again if it loses too).
+        if (isRetryableError(error)) return { seen: null };
+        throw error;
+      }
       if (beat.seen === null) return { seen: null };
       const { task } = beat.seen;
       this.owned(runner, task);

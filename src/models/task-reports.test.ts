@@ -49,6 +49,22 @@ if (testDialects().includes('postgres')) {
       await scratch?.drop();
     });
 
+    /** An active webhook on the repository: a finish must then write its events too. */
+    const addActiveHook = (repoId: number) =>
+      scratch.handle.db
+        .insertInto('webhook')
+        .values({
+          repo_id: repoId,
+          type: 'forgejo',
+          url: 'http://127.0.0.1:1/hook',
+          content_type: 'json',
+          events: '[]',
+          is_active: 1,
+          created: NOW,
+          updated: NOW,
+        })
+        .execute();
+
     /**
      * A run of `legs` jobs in a repository of its own, every one claimed by a
      * runner of that repository (a dispatched run unless `event` says; with
@@ -241,19 +257,7 @@ if (testDialects().includes('postgres')) {
       const db = scratch.handle.db;
       const plain = await claimedRun(3);
       const hooked = await claimedRun(3);
-      await db
-        .insertInto('webhook')
-        .values({
-          repo_id: hooked[0]!.job.repoId,
-          type: 'forgejo',
-          url: 'http://127.0.0.1:1/hook',
-          content_type: 'json',
-          events: '[]',
-          is_active: 1,
-          created: NOW,
-          updated: NOW,
-        })
-        .execute();
+      await addActiveHook(hooked[0]!.job.repoId);
       const results = await finishReportsAlone(
         db,
         [
@@ -420,19 +424,7 @@ if (testDialects().includes('postgres')) {
     test("one statement writes nothing when the finish must write more: a webhook, a commit status, a dependant, another runner's task", async () => {
       const db = scratch.handle.db;
       const [hooked] = await claimedRun(2);
-      await db
-        .insertInto('webhook')
-        .values({
-          repo_id: hooked!.job.repoId,
-          type: 'forgejo',
-          url: 'http://127.0.0.1:1/hook',
-          content_type: 'json',
-          events: '[]',
-          is_active: 1,
-          created: NOW,
-          updated: NOW,
-        })
-        .execute();
+      await addActiveHook(hooked!.job.repoId);
       assert.equal((await alone(hooked!)).finished, false, 'an active webhook');
       assert.deepEqual(await statusOf(hooked!), running);
       const [pushed] = await claimedRun(2, 'push');

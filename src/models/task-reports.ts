@@ -716,7 +716,8 @@ const VARIANTS = sql`(values (0), (1)) as v(v)`;
 const FINISH_GROUP_ALONE = compiledStatement((_db, arg) => {
   const now = arg<number>(3);
   const blocked = LITERAL_STATUS.blocked;
-  const candidates = sql`select c.id from look as c where c.runner_id = c.reporter and c.status not in (${done})`;
+  /** A looked-up report of a task that is still its runner's and unfinished (a row `c` of look). */
+  const ownUnfinished = sql`c.runner_id = c.reporter and c.status not in (${done})`;
   return sql<GroupAloneRow>`
     with input as materialized (
       select * from unnest(${arg<number[]>(0)}::bigint[], ${arg<number[]>(1)}::bigint[], ${arg<number[]>(2)}::int[])
@@ -735,7 +736,7 @@ const FINISH_GROUP_ALONE = compiledStatement((_db, arg) => {
     ),
     locked as (
       select * from action_run as l
-      where l.id in (select c.j_run_id from look as c where c.runner_id = c.reporter and c.status not in (${done}))
+      where l.id in (select c.j_run_id from look as c where ${ownUnfinished})
         and l.job_concurrency = 0 and l.event <> 'push'
         and not exists (select 1 from webhook as w where w.is_active = 1
           and ((w.owner_id = 0 and w.repo_id = l.repo_id) or (w.owner_id = l.owner_id and w.repo_id = 0)))
@@ -744,7 +745,7 @@ const FINISH_GROUP_ALONE = compiledStatement((_db, arg) => {
     ),
     cand as materialized (
       select c.ord, c.id as task_id, c.job_id, c.j_run_id as run_id, c.reported from look as c
-      where c.id in (${candidates}) and c.j_run_id = any(array(select id from locked))
+      where ${ownUnfinished} and c.j_run_id = any(array(select id from locked))
     ),
     task_now as (
       select id, status from action_task where id = any(array(select task_id from cand)) order by id for update

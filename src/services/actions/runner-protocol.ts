@@ -364,9 +364,9 @@ export class RunnerProtocolService {
     // fetchTasks's first wait (the runner has seen this version), or its first search finding nothing without a read.
     const unchanged = request.tasksVersion === latest && key === null;
     if (!unchanged && this.nothingClaimable(runner, latest) !== true) return false;
-    const deadline = Date.now() + this.holdMs(request);
-    const remaining = deadline - Date.now();
+    const remaining = this.holdMs(request);
     if (!unchanged && remaining <= 0) return false;
+    const deadline = Date.now() + remaining;
     if (inFlight !== null) this.keysInFlight.add(inFlight);
     const searched = unchanged ? request.tasksVersion : latest;
     this.watch.hold(scope, latest, remaining, request.signal, (next) => {

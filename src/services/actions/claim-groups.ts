@@ -52,11 +52,10 @@ import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db } from '../../models/database.ts';
 import { anyClaimable, outputsOfTasks } from '../../models/task-claims.ts';
 import type { ClaimedJob } from '../../models/task-claims.ts';
-import { findRunById, findRunSharedForClaim, listJobsOfRun } from '../../models/action-runs.ts';
+import { listJobsOfRun } from '../../models/action-runs.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import type { Runner } from '../../models/runners.ts';
 import type { ScopeColumns } from '../../modules/scope.ts';
-import { claimSettlesWhole } from './run-progress.ts';
 import type { RunProgress } from './run-progress.ts';
 import { neededTaskIds, needsFrom } from './task-payload.ts';
 import type { TaskNeedPayload } from './task-payload.ts';
@@ -248,41 +247,23 @@ export class ClaimGroups {
       claimed.map((claim) => ({ taskId: claim.taskId, repoId: claim.job.repoId, names: this.stepNames(claim.job) })),
       now,
     );
-    // Each run settled once for all its claimed jobs. Every run's lock is taken first, in run id
-    // order (the order two groups lock shared runs in), with the lock settleClaimed would take,
-    // and only then is any run settled: a settle writes rows other runs share (the run counts),
-    // and a group holding one while it waited for the next run's lock deadlocked with a final
-    // report holding that run and wanting the same row (the report failed).
+    // Each run settled once for all its claimed jobs, every run's lock taken first, in run id
+    // order (the order two groups lock shared runs in): RunProgress.lockForClaim says why.
     const byRun = new Map<number, GroupClaimed[]>();
     for (const claim of claimed) byRun.set(claim.job.runId, [...(byRun.get(claim.job.runId) ?? []), claim]);
     const runIds = [...byRun.keys()].sort((a, b) => a - b);
+    const firstOf = (runId: number) => (byRun.get(runId) as GroupClaimed[])[0] as GroupClaimed;
     const locked = new Map<number, ActionRun | null>();
-    for (const runId of runIds) {
-      const first = (byRun.get(runId) as GroupClaimed[])[0] as GroupClaimed;
-      if (claimSettlesWhole(first.run)) {
-        // The job-groups flag never changes: read before the run's row is locked, as settle does.
-        const flagged = await findRunById(tx, runId);
-        locked.set(runId, flagged === null ? null : await this.runProgress.lockRunForSettle(tx, flagged));
-      } else locked.set(runId, await findRunSharedForClaim(tx, runId));
-    }
+    for (const runId of runIds) locked.set(runId, await this.runProgress.lockForClaim(tx, firstOf(runId).run, runId));
     const runs = new Map<number, ActionRun | null>();
     for (const runId of runIds) {
-      const claims = byRun.get(runId) as GroupClaimed[];
-      const first = claims[0] as GroupClaimed;
-      const jobs = claims.map((claim) => claim.job);
+      const first = firstOf(runId);
+      const jobs = (byRun.get(runId) as GroupClaimed[]).map((claim) => claim.job);
       const run = locked.get(runId) ?? null;
-      if (claimSettlesWhole(first.run))
-        runs.set(
-          runId,
-          run === null
-            ? null
-            : ((await this.runProgress.settleLocked(
-                tx,
-                run,
-                jobs.map((job) => job.id),
-              )) ?? null),
-        );
-      else runs.set(runId, await this.runProgress.settleClaimed(tx, first.run, runId, jobs, !first.anyActiveHook, run));
+      runs.set(
+        runId,
+        await this.runProgress.settleClaimedLocked(tx, first.run, runId, jobs, !first.anyActiveHook, run),
+      );
     }
     const byRunner = new Map(claimed.map((claim) => [claim.runnerId, claim]));
     // Runners left without a job: rows other claims hold may still come back (a claim that rolls back).

@@ -47,10 +47,10 @@ function claimOnlyRecords(run: Pick<ActionRun, 'status'>): boolean {
 
 /**
  * Whether settleClaimed settles the run whole for a claim that saw it so
- * (under settle's exclusive lock) rather than under the lock claims share:
- * a caller that locks several runs before settling them takes the same lock.
+ * (under settle's exclusive lock) rather than under the lock claims share
+ * (lockForClaim takes the one this says).
  */
-export function claimSettlesWhole(seen: ClaimedRunLook): boolean {
+function claimSettlesWhole(seen: ClaimedRunLook): boolean {
   return seen.jobConcurrency || !claimOnlyRecords(seen);
 }
 
@@ -139,6 +139,41 @@ export class RunProgress {
         ...(noActiveHooks ? { noActiveHooks } : {}),
       });
     return run;
+  }
+
+  /**
+   * The lock settleClaimed takes for a claim in run `runId` (`seen`: the run
+   * as the claim statement saw it), taken on its own; the run as locked, null
+   * when it is gone. A claim group takes every run's lock first, in run id
+   * order, then settles each (settleClaimedLocked): a settle writes rows runs
+   * share (the run counts), and a group holding one while it waited for the
+   * next run's lock deadlocked with a final report holding that run.
+   */
+  async lockForClaim(tx: Tx, seen: ClaimedRunLook, runId: number): Promise<ActionRun | null> {
+    if (!claimSettlesWhole(seen)) return findRunSharedForClaim(tx, runId);
+    // The job-groups flag never changes: read before the run's row is locked, as settle does.
+    const flagged = await findRunById(tx, runId);
+    return flagged === null ? null : this.lockRunForSettle(tx, flagged);
+  }
+
+  /** settleClaimed for a run lockForClaim locked (`locked`; null: gone). */
+  async settleClaimedLocked(
+    tx: Tx,
+    seen: ClaimedRunLook,
+    runId: number,
+    claimed: readonly ActionRunJob[],
+    noActiveHooks: boolean,
+    locked: ActionRun | null,
+  ): Promise<ActionRun | null> {
+    if (!claimSettlesWhole(seen)) return this.settleClaimed(tx, seen, runId, claimed, noActiveHooks, locked);
+    if (locked === null) return null;
+    return (
+      (await this.settleLocked(
+        tx,
+        locked,
+        claimed.map((job) => job.id),
+      )) ?? null
+    );
   }
 
   /**

@@ -10,8 +10,8 @@
 // the user Gantry runs as: README's "Embedded runner" says when that is
 // acceptable.
 import path from 'node:path';
+import type { Logger } from 'pino';
 import type { Config } from './config.ts';
-import type { RunningServer } from './main.ts';
 import { connectToInstance, RUNNER_VERSION } from './runner/connection.ts';
 import { describeError, RunnerDaemon } from './runner/daemon.ts';
 import { formatLabel, parseLabelList } from './runner/labels.ts';
@@ -22,8 +22,17 @@ export interface EmbeddedRunner {
   stop(): Promise<void>;
 }
 
+/** What the runner needs of the server that starts it (src/main.ts), and no more. */
+export interface EmbeddedRunnerHost {
+  /** Base URL the server answers on: the runner is its client over HTTP. */
+  url: string;
+  /** Mints an instance-scope registration token, as an administrator would. */
+  instanceRegistrationToken(): Promise<string>;
+  logger: Logger;
+}
+
 /** Registers the embedded runner once (instance scope), then reuses its runner file. */
-async function registration(server: RunningServer, config: Config): Promise<RunnerRegistration> {
+async function registration(server: EmbeddedRunnerHost, config: Config): Promise<RunnerRegistration> {
   const file = path.join(config.dataDir, 'embedded-runner.json');
   const labels = parseLabelList(config.embeddedRunnerLabels);
   try {
@@ -33,7 +42,7 @@ async function registration(server: RunningServer, config: Config): Promise<Runn
   } catch (error) {
     if (!(error instanceof RegistrationFileError)) throw error;
   }
-  const token = await server.deps.services.runners.registrationToken({ ownerId: 0, repoId: 0 });
+  const token = await server.instanceRegistrationToken();
   const res = await connectToInstance(server.url).runner.register({
     name: 'gantry-embedded',
     token,
@@ -53,8 +62,8 @@ async function registration(server: RunningServer, config: Config): Promise<Runn
   return registered;
 }
 
-export async function startEmbeddedRunner(server: RunningServer, config: Config): Promise<EmbeddedRunner> {
-  const logger = server.deps.logger.child({ component: 'embedded-runner' });
+export async function startEmbeddedRunner(server: EmbeddedRunnerHost, config: Config): Promise<EmbeddedRunner> {
+  const logger = server.logger.child({ component: 'embedded-runner' });
   const daemon = new RunnerDaemon({
     registration: await registration(server, config),
     capacity: config.embeddedRunnerCapacity,

@@ -56,7 +56,14 @@ export async function runServerUntilSignal(config: Config): Promise<void> {
   let embedded: EmbeddedRunner | null = null;
   if (config.embeddedRunnerLabels.trim() !== '') {
     try {
-      embedded = await startEmbeddedRunner(server, config);
+      embedded = await startEmbeddedRunner(
+        {
+          url: server.url,
+          instanceRegistrationToken: () => server.deps.services.runners.registrationToken({ ownerId: 0, repoId: 0 }),
+          logger: server.deps.logger,
+        },
+        config,
+      );
     } catch (error) {
       server.deps.logger.error({ err: error }, 'the embedded runner could not start');
     }

@@ -9,7 +9,7 @@ import type { Db, Queryable, Tx } from '../models/database.ts';
 import type { GroupedWrites } from '../models/grouped-writes.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
-import type { PushCommitLogReader } from './push-payloads.ts';
+import type { PushCommitLogReader, PushedRef } from './push-payloads.ts';
 
 export type DomainEvent =
   | { type: 'repository.created'; repo: Repository; owner: User; doer: User }
@@ -59,12 +59,6 @@ export type DomainEvent =
   | { type: 'actions.jobs.superseded'; jobIds: readonly number[] }
   /** A finished run and its rows were deleted; `tasks` names the log files to remove after the commit. */
   | { type: 'actions.run.deleted'; run: ActionRun; tasks: readonly DeletedTaskLog[] };
-
-export interface PushedRef {
-  ref: string;
-  oldOid: string;
-  newOid: string;
-}
 
 export type DomainEventHandler = (tx: Tx, event: DomainEvent) => Promise<void>;
 export type AfterCommitHandler = (event: DomainEvent) => Promise<void>;

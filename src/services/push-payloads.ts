@@ -7,7 +7,6 @@ import type { CommitSummary } from '../modules/git/commit-log.ts';
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
 import { toApiRepo, toApiUser } from './convert.ts';
-import type { PushedRef } from './events.ts';
 
 export const MAX_PAYLOAD_COMMITS = 20;
 
@@ -21,6 +20,13 @@ export function isZeroOid(oid: string): boolean {
 export function shortRef(ref: string): string {
   for (const prefix of ['refs/heads/', 'refs/tags/']) if (ref.startsWith(prefix)) return ref.slice(prefix.length);
   return ref;
+}
+
+/** One ref a `git push` changed; an all-zero oid on one side means created or deleted. */
+export interface PushedRef {
+  ref: string;
+  oldOid: string;
+  newOid: string;
 }
 
 /** The commits of one ref update: at most MAX_PAYLOAD_COMMITS, newest first, and how many there are in all. */

@@ -3,7 +3,7 @@
 import type { Repository } from '../models/repos.ts';
 import type { User } from '../models/users.ts';
 import type { PushTriggers } from './actions/push-triggers.ts';
-import type { PushedRef } from './events.ts';
+import type { PushedRef } from './push-payloads.ts';
 import type { GitRepositories } from './git-repositories.ts';
 import type { RepoService } from './repos.ts';
 

@@ -36,7 +36,8 @@ import type { RepoUnit, Repository, RepositoryChanges } from '../models/repos.ts
 import type { ScopedValue } from '../models/scoped-values.ts';
 import type { User } from '../models/users.ts';
 import { normalizeName } from '../modules/actions-names.ts';
-import type { DomainEvents, PushedRef } from './events.ts';
+import type { DomainEvents } from './events.ts';
+import type { PushedRef } from './push-payloads.ts';
 import type { GitRepositories } from './git-repositories.ts';
 
 export const DEFAULT_BRANCH = 'main';

@@ -53,7 +53,7 @@ import type { NewSchedule, Schedule } from '../../models/schedules.ts';
 import { actionsUser, findAccountById } from '../../models/users.ts';
 import { isWorkflowDisabled, listDisabledWorkflows } from '../../models/workflow-states.ts';
 import type { GitRepositories } from '../git-repositories.ts';
-import type { PushedRef } from '../events.ts';
+import type { PushedRef } from '../push-payloads.ts';
 import { isZeroOid } from '../push-payloads.ts';
 import { TriggerTaken } from './run-creator.ts';
 import type { RunCreator } from './run-creator.ts';

@@ -799,7 +799,6 @@ export async function countRuns(db: Queryable, repoId: number, filter: RunFilter
   return Number(row.n ?? 0);
 }
 
-/** Removes every run, job, task and count of a repository (the repository is being deleted). */
 /**
  * Moves blocked jobs to their new status. Only rows still blocked change, so
  * a concurrent cancel is never overwritten; returns the ids that changed.

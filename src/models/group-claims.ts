@@ -19,18 +19,40 @@
 // claim statement would leave its reads at the snapshot from before its wait.
 // The task claimed for a key records it, in the same statement.
 //
+// A second statement (afterGroupClaim) does the rest of the group's work in
+// the database in one round trip: the steps of every claimed task, the lock
+// claims share on each run (when every run of the group takes that one), and
+// the secrets and variables of the runs' repositories.
+//
 // Cost of a crash: none beyond the transaction's; the statements are part of
 // the claim's transaction, and nothing is claimed until it commits.
 // Forgejo: models/actions/task.go (CreateTaskForRunner), once per runner;
 // services/actions/task.go (a request key's tasks, GetTasksByRunnerRequestKey).
 import { sql } from 'kysely';
+import type { Selectable } from 'kysely';
+import type { ActionRunTable } from './tables.ts';
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
+import { runFromRow } from './action-runs.ts';
+import type { ActionRun } from './action-runs.ts';
 import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
-import { CLAIMED_FROM_JOB, claimableArgs, claimableQuery, claimableShape, claimedFromRow } from './task-claims.ts';
+import {
+  CLAIMED_FROM_JOB,
+  claimableArgs,
+  claimableQuery,
+  claimableShape,
+  claimedFromRow,
+  storedValues,
+} from './task-claims.ts';
 import type { ClaimedJob, ClaimedRow, NewTaskToken, StoredScopedValue } from './task-claims.ts';
+
+/** What a job of a repository sees, as the payload reads it (task-payload.ts): secrets and variables as stored. */
+export interface RepositoryValues {
+  secrets: StoredScopedValue[];
+  variables: StoredScopedValue[];
+}
 
 /** A runner of a group and the token of the task it would get. */
 export interface GroupClaimant {
@@ -205,12 +227,42 @@ export interface TaskStepNames {
   names: readonly string[];
 }
 
+/** A run a group claimed jobs of: its id, its repository and that repository's owner (0 when it is gone: no values). */
+export interface ClaimedRunRef {
+  runId: number;
+  repoId: number;
+  ownerId: number;
+}
+
+/** What a group's second statement read: each run it locked, and each run's repository's values. */
+export interface AfterClaim {
+  /** The runs locked FOR SHARE (absent: not asked to lock; null: gone), as locked. */
+  locked: Map<number, ActionRun | null>;
+  /** The secrets and variables the jobs of each run see, by run id. */
+  values: Map<number, RepositoryValues>;
+}
+
 /**
- * One row per step of each task, all waiting, in one statement whatever the
- * number of tasks and steps (its values as arrays): a group's claims insert
- * their steps together. PostgreSQL only.
+ * A group's second statement, after its claim (PostgreSQL): inserts every
+ * claimed task's steps (all waiting, one row per step), locks FOR SHARE the
+ * runs of `lockRunIds` in run id order, the lock claims share
+ * (RunProgress.lockForClaim: the caller passes them only when every run of
+ * the group takes that one), and reads the secrets and variables the jobs
+ * of each of `runs` see (its repository's owner's and its own, each in id
+ * order, as listScopedValuesForRepository reads them). One round trip where
+ * it took one per run and two more (the steps, then after the commit the
+ * values). The values are read in the claim's transaction, after its claim:
+ * a value changed before the claim is seen by it, as Forgejo's FetchTask
+ * reads them for each task (routers/api/actions/runner/utils.go).
  */
-export async function insertStepsOfTasks(tx: Queryable, tasks: readonly TaskStepNames[], now: number): Promise<void> {
+export async function afterGroupClaim(
+  tx: Queryable,
+  tasks: readonly TaskStepNames[],
+  runs: readonly ClaimedRunRef[],
+  lockRunIds: readonly number[],
+  now: number,
+): Promise<AfterClaim> {
+  if (!isPostgres(tx)) throw new Error('afterGroupClaim is for PostgreSQL');
   const taskIds: number[] = [];
   const names: string[] = [];
   const indexes: number[] = [];
@@ -222,63 +274,57 @@ export async function insertStepsOfTasks(tx: Queryable, tasks: readonly TaskStep
       indexes.push(index);
       repoIds.push(task.repoId);
     });
-  if (names.length === 0) return;
-  await STEPS_OF_TASKS.execute(tx, [taskIds, names, indexes, repoIds, now]);
+  const { rows } = await AFTER_GROUP_CLAIM.execute(tx, [
+    taskIds,
+    names,
+    indexes,
+    repoIds,
+    now,
+    [...lockRunIds].sort((a, b) => a - b),
+    runs.map((run) => run.runId),
+    runs.map((run) => run.repoId),
+    runs.map((run) => run.ownerId),
+  ]);
+  const locked = new Map<number, ActionRun | null>(lockRunIds.map((id) => [id, null]));
+  const values = new Map<number, RepositoryValues>();
+  for (const row of rows) {
+    const runId = Number(row.claimed_run_id);
+    if (row.id !== null) locked.set(runId, runFromRow(row as Selectable<ActionRunTable>));
+    values.set(runId, { secrets: storedValues(row.secrets_json), variables: storedValues(row.variables_json) });
+  }
+  return { locked, values };
 }
 
-const STEPS_OF_TASKS = compiledStatement(
-  (_db, arg) => sql`
-    insert into action_task_step (task_id, name, step_index, repo_id, status, created, updated)
-    select s.task_id, s.name, s.step_index, s.repo_id, ${ActionStatus.waiting}, ${arg<number>(4)}, ${arg<number>(4)}
-    from unnest(${arg<number[]>(0)}::bigint[], ${arg<string[]>(1)}::text[], ${arg<number[]>(2)}::bigint[],
-      ${arg<number[]>(3)}::bigint[]) as s(task_id, name, step_index, repo_id)`,
-);
-
-/** A repository as scopedValuesOfRepositories reads it: its id and its owner's. */
-export interface RepositoryRef {
-  repoId: number;
-  ownerId: number;
-}
-
-/** What a job of a repository sees, as the payload reads it (task-payload.ts): secrets and variables as stored. */
-export interface RepositoryValues {
-  secrets: StoredScopedValue[];
-  variables: StoredScopedValue[];
-}
-
-/**
- * The secrets and variables the jobs of each repository see (its owner's and
- * its own, each in id order, as listScopedValuesForRepository reads them), for
- * several repositories in one statement: a group's payloads read them once.
- */
-export async function scopedValuesOfRepositories(
-  db: Queryable,
-  repos: readonly RepositoryRef[],
-): Promise<(repo: RepositoryRef) => RepositoryValues> {
-  const ownerIds = [...new Set(repos.map((r) => r.ownerId))];
-  const repoIds = [...new Set(repos.map((r) => r.repoId))];
-  const { rows } = await VALUES_OF_REPOSITORIES.execute(db, [ownerIds, repoIds]);
-  const values = rows.map((row) => ({
-    variable: Number(row.kind) === 1,
-    value: { ownerId: Number(row.owner_id), repoId: Number(row.repo_id), name: row.name, data: row.data },
-  }));
-  return (repo) => {
-    const seen: RepositoryValues = { secrets: [], variables: [] };
-    for (const { variable, value } of values) {
-      const owners = value.repoId === 0 && value.ownerId === repo.ownerId;
-      if (!owners && !(value.ownerId === 0 && value.repoId === repo.repoId)) continue;
-      (variable ? seen.variables : seen.secrets).push(value);
+// 0-3 the steps (task ids, names, indexes, repository ids), 4 now, 5 the run
+// ids to lock, 6-8 the runs whose values are read (ids, repository ids,
+// owner ids).
+const AFTER_GROUP_CLAIM = compiledStatement((_db, arg) => {
+  const now = arg<number>(4);
+  const values = (table: 'secret' | 'action_variable') => sql`(
+    select coalesce(json_agg(json_build_array(v.owner_id, v.repo_id, v.name, v.data) order by v.id), '[]')::text
+    from ${sql.table(table)} as v
+    where (v.owner_id = c.owner_id and v.repo_id = 0) or (v.owner_id = 0 and v.repo_id = c.repo_id))`;
+  // The locks are taken by their CTE alone, in id order (LockRows above the sort), and the run
+  // read from it is its newest version, which a lock that waited reads (not the statement's snapshot).
+  return sql<
+    Partial<Selectable<ActionRunTable>> & {
+      claimed_run_id: number | string;
+      secrets_json: string;
+      variables_json: string;
     }
-    return seen;
-  };
-}
-
-const VALUES_OF_REPOSITORIES = compiledStatement((_db, arg) => {
-  const where = sql`(v.owner_id = any(${arg<number[]>(0)}::bigint[]) and v.repo_id = 0)
-    or (v.owner_id = 0 and v.repo_id = any(${arg<number[]>(1)}::bigint[]))`;
-  return sql<{ kind: number; owner_id: number; repo_id: number; name: string; data: string }>`
-    select 0 as kind, v.id, v.owner_id, v.repo_id, v.name, v.data from secret as v where ${where}
-    union all
-    select 1 as kind, v.id, v.owner_id, v.repo_id, v.name, v.data from action_variable as v where ${where}
-    order by kind, id`;
+  >`
+    with steps as (
+      insert into action_task_step (task_id, name, step_index, repo_id, status, created, updated)
+      select s.task_id, s.name, s.step_index, s.repo_id, ${ActionStatus.waiting}, ${now}, ${now}
+      from unnest(${arg<number[]>(0)}::bigint[], ${arg<string[]>(1)}::text[], ${arg<number[]>(2)}::bigint[],
+        ${arg<number[]>(3)}::bigint[]) as s(task_id, name, step_index, repo_id)
+    ),
+    locked as materialized (
+      select r.* from action_run as r where r.id = any(${arg<number[]>(5)}::bigint[]) order by r.id for share
+    )
+    select c.id as claimed_run_id, l.*, ${values('secret')} as secrets_json,
+      ${values('action_variable')} as variables_json
+    from unnest(${arg<number[]>(6)}::bigint[], ${arg<number[]>(7)}::bigint[], ${arg<number[]>(8)}::bigint[])
+      as c(id, repo_id, owner_id)
+    left join locked as l on l.id = c.id`;
 });

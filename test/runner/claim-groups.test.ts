@@ -10,6 +10,7 @@ import { findRepository } from '../../src/models/repos.ts';
 import { findRunnerById } from '../../src/models/runners.ts';
 import type { Runner } from '../../src/models/runners.ts';
 import type { Repository } from '../../src/models/repos.ts';
+import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { repoScope, userScope } from '../../src/modules/scope.ts';
 import type { TaskPayload } from '../../src/services/actions/task-payload.ts';
 import { decodeTask, registerRunner } from '../support/runner-client.ts';
@@ -185,6 +186,48 @@ for (const dialect of testDialects()) {
         .where('status', '!=', 1)
         .execute();
       assert.deepEqual(left, [], 'every job succeeded');
+    });
+
+    test('runners polling at once in a run already running get their steps, secrets and vars; it stays running', async () => {
+      const runId = await dispatch('app', 'hang.yml');
+      const register = async () => {
+        const client = await registerRunner(s.url, userToken, { labels: ['group-hang'] });
+        const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
+        assert.ok(runner);
+        return runner;
+      };
+      const fetch = async (runner: Runner) => {
+        const answer = await services().runnerProtocol.fetchTasks(runner, { tasksVersion: 0, maxWaitMs: 5000 });
+        assert.equal(answer.tasks.length, 1, 'every runner got a task');
+        return answer.tasks[0] as TaskPayload;
+      };
+      const runStatus = async () =>
+        (await db().selectFrom('action_run').select('status').where('id', '=', runId).executeTakeFirstOrThrow()).status;
+      // A claim of its own starts the run: the group then claims from a run that shows running.
+      const starter = await register();
+      const first = await fetch(starter);
+      assert.equal(await runStatus(), ActionStatus.running);
+      const runners = await Promise.all(Array.from({ length: HANG_LEGS - 1 }, register));
+      const tasks = await Promise.all(runners.map(fetch));
+      assert.equal(new Set([first, ...tasks].map((task) => task.id)).size, HANG_LEGS, 'no task handed out twice');
+      for (const task of tasks) {
+        assert.equal(task.secrets.SHARED, 'secret-of-app', 'the repository secret wins');
+        assert.equal(task.secrets.OWNER_ONLY, 'owner-secret');
+        assert.deepEqual(task.vars, { OWNER_VAR: 'owner-var', SHARED_VAR: 'var-of-app' });
+        const steps = await db().selectFrom('action_task_step').select('name').where('task_id', '=', task.id).execute();
+        assert.deepEqual(
+          steps.map((step) => step.name),
+          ['echo ${{ matrix.n }}'],
+        );
+      }
+      assert.equal(await runStatus(), ActionStatus.running, 'the run still shows running');
+      for (const [i, task] of [first, ...tasks].entries())
+        await services().taskReports.updateTask(
+          i === 0 ? starter : (runners[i - 1] as Runner),
+          { id: task.id, result: 1, stoppedAt: Math.floor(Date.now() / 1000), steps: [] },
+          {},
+        );
+      assert.equal(await runStatus(), ActionStatus.success, 'the run succeeded');
     });
 
     test('a runner that hangs up while the others claim loses no job', async () => {

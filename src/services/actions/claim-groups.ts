@@ -5,14 +5,18 @@
 // groups of their key are claiming, until one of them is done (under load a
 // group grows instead of queueing for a connection as claims of one); then
 // they run as one transaction: one statement claims a job for each runner
-// (group-claims.ts), one inserts every task's steps, each run is settled
-// once for all its claimed jobs, and after the commit one statement reads the
-// secrets and variables of the claimed jobs' repositories, and the needs of
-// the jobs that have some are read once for the group (each run's jobs, then
-// the outputs of every needed task in one statement). A claim alone
-// takes 6 round trips (begin, claim, steps, run lock, commit, then the
-// values); a group of N pays them once instead of N times, and round trips,
-// each a wake-up of a backend and of Gantry, were what a claim cost on
+// (group-claims.ts), and a second one inserts every task's steps, takes the
+// lock claims share on each run (in run id order) and reads the secrets and
+// variables of the claimed jobs' repositories; each run is then settled once
+// for all its claimed jobs (when a run must move, every run of the group
+// takes its lock in a statement of its own instead, in run id order, the
+// one that moves settle's). After the commit the needs of the jobs that have
+// some are read once for the group (each run's jobs, then the outputs of
+// every needed task in one statement). A group takes 4 round trips (begin,
+// claim, steps with locks and values, commit) whatever its size, where a
+// claim alone takes 6 (begin, claim, steps, run lock, commit, then the
+// values); round trips, each a wake-up of a backend and of Gantry, are what
+// a claim costs on
 // PostgreSQL. Runners that send a request key (forgejo-runner sends a fresh
 // one with every FetchTask) claim in groups too: such a group locks its
 // runners' rows in id order in a statement of its own first, then its claim
@@ -41,12 +45,7 @@
 import { generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { isRetryableError } from '../../models/database.ts';
 import type { Tx } from '../../models/database.ts';
-import {
-  claimJobsForRunners,
-  insertStepsOfTasks,
-  lockRunnersForClaim,
-  scopedValuesOfRepositories,
-} from '../../models/group-claims.ts';
+import { afterGroupClaim, claimJobsForRunners, lockRunnersForClaim } from '../../models/group-claims.ts';
 import type { GroupClaimed } from '../../models/group-claims.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db } from '../../models/database.ts';
@@ -205,10 +204,7 @@ export class ClaimGroups {
         // read, each payload reads its own (task-payload.ts), and FetchTask releases a claim
         // whose payload fails.
         const claims = outcomes.filter((outcome): outcome is Claim => typeof outcome === 'object');
-        await Promise.all([
-          this.readValues(claims).catch(() => undefined),
-          this.readNeeds(claims).catch(() => undefined),
-        ]);
+        await this.readNeeds(claims).catch(() => undefined);
         waiting.forEach((member, i) => member.resolve(outcomes[i] as GroupOutcome));
         return;
       }
@@ -242,19 +238,30 @@ export class ClaimGroups {
       now,
       now + this.requestKeyTtlSec,
     );
-    await insertStepsOfTasks(
-      tx,
-      claimed.map((claim) => ({ taskId: claim.taskId, repoId: claim.job.repoId, names: this.stepNames(claim.job) })),
-      now,
-    );
     // Each run settled once for all its claimed jobs, every run's lock taken first, in run id
     // order (the order two groups lock shared runs in): RunProgress.lockForClaim says why.
     const byRun = new Map<number, GroupClaimed[]>();
     for (const claim of claimed) byRun.set(claim.job.runId, [...(byRun.get(claim.job.runId) ?? []), claim]);
     const runIds = [...byRun.keys()].sort((a, b) => a - b);
     const firstOf = (runId: number) => (byRun.get(runId) as GroupClaimed[])[0] as GroupClaimed;
-    const locked = new Map<number, ActionRun | null>();
-    for (const runId of runIds) locked.set(runId, await this.runProgress.lockForClaim(tx, firstOf(runId).run, runId));
+    // When every run takes the lock claims share, the statement that inserts the steps takes
+    // them too (and reads the values); a run settled whole takes its own (the group lock first).
+    const shared = runIds.every((runId) => this.runProgress.claimSharesLock(firstOf(runId).run));
+    const after = await afterGroupClaim(
+      tx,
+      claimed.map((claim) => ({ taskId: claim.taskId, repoId: claim.job.repoId, names: this.stepNames(claim.job) })),
+      // A run whose repository is gone gets no values (its claims' refs are null), but is still locked.
+      runIds.map((runId) => ({
+        runId,
+        repoId: firstOf(runId).job.repoId,
+        ownerId: firstOf(runId).refs?.repoOwnerId ?? 0,
+      })),
+      shared ? runIds : [],
+      now,
+    );
+    const locked = shared ? after.locked : new Map<number, ActionRun | null>();
+    if (!shared)
+      for (const runId of runIds) locked.set(runId, await this.runProgress.lockForClaim(tx, firstOf(runId).run, runId));
     const runs = new Map<number, ActionRun | null>();
     for (const runId of runIds) {
       const first = firstOf(runId);
@@ -264,6 +271,13 @@ export class ClaimGroups {
         runId,
         await this.runProgress.settleClaimedLocked(tx, first.run, runId, jobs, !first.anyActiveHook, run),
       );
+    }
+    // The payloads read no values of their own (task-payload.ts).
+    for (const claim of claimed) {
+      const values = after.values.get(claim.job.runId);
+      if (claim.refs === null || values === undefined) continue;
+      claim.refs.secrets = values.secrets;
+      claim.refs.variables = values.variables;
     }
     const byRunner = new Map(claimed.map((claim) => [claim.runnerId, claim]));
     // Runners left without a job: rows other claims hold may still come back (a claim that rolls back).
@@ -277,25 +291,6 @@ export class ClaimGroups {
       if (claim === undefined) return busy;
       return { claimed: claim, token: tokens[i] as string, run: runs.get(claim.job.runId) ?? null };
     });
-  }
-
-  /**
-   * The secrets and variables of the claimed jobs' repositories, in one
-   * statement after the commit (as a claim alone reads them after its own),
-   * into each claim's refs: the payloads then read none of their own.
-   */
-  private async readValues(claims: readonly Claim[]): Promise<void> {
-    const repos = claims.flatMap(({ claimed }) =>
-      claimed.refs === null ? [] : [{ repoId: claimed.job.repoId, ownerId: claimed.refs.repoOwnerId }],
-    );
-    if (repos.length === 0) return;
-    const valuesOf = await scopedValuesOfRepositories(this.db, repos);
-    for (const { claimed } of claims) {
-      if (claimed.refs === null) continue;
-      const values = valuesOf({ repoId: claimed.job.repoId, ownerId: claimed.refs.repoOwnerId });
-      claimed.refs.secrets = values.secrets;
-      claimed.refs.variables = values.variables;
-    }
   }
 
   /**

@@ -12,12 +12,15 @@
 // A runner that sent a request key gets no job when a task claimed under
 // that key is still running (the retry of a FetchTask whose answer got lost:
 // it is answered with that task, as a claim of one is, runner-protocol.ts).
-// That check must see every claim committed under the runner's row lock, so
-// its group takes the lock in a statement of its own first
-// (lockRunnersForClaim): the claim statement, run after it, reads with a
-// snapshot taken once the lock is held, whereas a lock taken inside the
-// claim statement would leave its reads at the snapshot from before its wait.
-// The task claimed for a key records it, in the same statement.
+// That check must see every claim committed under the runner's row lock. The
+// claim statement locks the rows itself, but its reads keep the snapshot
+// from before its wait for a lock: it leaves out the keys it sees claimed,
+// and the group's second statement, whose snapshot is taken once the locks
+// are held, looks again (afterGroupClaim's keyTaken). A key claimed in the
+// meantime (a retry served by another process) sends the group back: it
+// rolls back and runs again with the rows locked in a statement of their
+// own first (lockRunnersForClaim), its claim statement then seeing every
+// such claim. The task claimed for a key records it, in the same statement.
 //
 // A second statement (afterGroupClaim) does the rest of the group's work in
 // the database in one round trip: the steps of every claimed task, the lock
@@ -236,6 +239,13 @@ export interface ClaimedRunRef {
 
 /** What a group's second statement read: each run it locked, and each run's repository's values. */
 export interface AfterClaim {
+  /**
+   * Whether a runner of `keyedTaskIds` has another running task under the
+   * same request key (claimed by another transaction before this group took
+   * the runner's row lock): the group must roll back and run again with the
+   * key looked up first (lockRunnersForClaim).
+   */
+  keyTaken: boolean;
   /** The runs locked FOR SHARE (absent: not asked to lock; null: gone), as locked. */
   locked: Map<number, ActionRun | null>;
   /** The secrets and variables the jobs of each run see, by run id. */
@@ -261,6 +271,8 @@ export async function afterGroupClaim(
   runs: readonly ClaimedRunRef[],
   lockRunIds: readonly number[],
   now: number,
+  /** Tasks the claim gave under a request key it did not look up under the runner's lock first. */
+  keyedTaskIds: readonly number[] = [],
 ): Promise<AfterClaim> {
   if (!isPostgres(tx)) throw new Error('afterGroupClaim is for PostgreSQL');
   const taskIds: number[] = [];
@@ -284,20 +296,23 @@ export async function afterGroupClaim(
     runs.map((run) => run.runId),
     runs.map((run) => run.repoId),
     runs.map((run) => run.ownerId),
+    [...keyedTaskIds],
   ]);
   const locked = new Map<number, ActionRun | null>(lockRunIds.map((id) => [id, null]));
   const values = new Map<number, RepositoryValues>();
+  let keyTaken = false;
   for (const row of rows) {
+    if (row.key_taken === true) keyTaken = true;
     const runId = Number(row.claimed_run_id);
     if (row.id !== null) locked.set(runId, runFromRow(row as Selectable<ActionRunTable>));
     values.set(runId, { secrets: storedValues(row.secrets_json), variables: storedValues(row.variables_json) });
   }
-  return { locked, values };
+  return { locked, values, keyTaken };
 }
 
 // 0-3 the steps (task ids, names, indexes, repository ids), 4 now, 5 the run
 // ids to lock, 6-8 the runs whose values are read (ids, repository ids,
-// owner ids).
+// owner ids), 9 the tasks claimed under a key not looked up first.
 const AFTER_GROUP_CLAIM = compiledStatement((_db, arg) => {
   const now = arg<number>(4);
   const values = (table: 'secret' | 'action_variable') => sql`(
@@ -309,6 +324,7 @@ const AFTER_GROUP_CLAIM = compiledStatement((_db, arg) => {
   return sql<
     Partial<Selectable<ActionRunTable>> & {
       claimed_run_id: number | string;
+      key_taken: boolean;
       secrets_json: string;
       variables_json: string;
     }
@@ -322,7 +338,12 @@ const AFTER_GROUP_CLAIM = compiledStatement((_db, arg) => {
     locked as materialized (
       select r.* from action_run as r where r.id = any(${arg<number[]>(5)}::bigint[]) order by r.id for share
     )
-    select c.id as claimed_run_id, l.*, ${values('secret')} as secrets_json,
+    select c.id as claimed_run_id, l.*, exists (
+        select 1 from action_task as mine
+        join action_task as t on t.runner_id = mine.runner_id and t.runner_request_key = mine.runner_request_key
+        where mine.id = any(${arg<number[]>(9)}::bigint[]) and t.id <> mine.id
+          and t.runner_request_key_expires > ${now} and t.status = ${ActionStatus.running}
+      ) as key_taken, ${values('secret')} as secrets_json,
       ${values('action_variable')} as variables_json
     from unnest(${arg<number[]>(6)}::bigint[], ${arg<number[]>(7)}::bigint[], ${arg<number[]>(8)}::bigint[])
       as c(id, repo_id, owner_id)

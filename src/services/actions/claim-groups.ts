@@ -16,23 +16,26 @@
 // claim, steps with locks and values, commit) whatever its size, where a
 // claim alone takes 6 (begin, claim, steps, run lock, commit, then the
 // values); round trips, each a wake-up of a backend and of Gantry, are what
-// a claim costs on
-// PostgreSQL. Runners that send a request key (forgejo-runner sends a fresh
-// one with every FetchTask) claim in groups too: such a group locks its
-// runners' rows in id order in a statement of its own first, then its claim
-// statement leaves out each runner whose key already has a running task
-// (group-claims.ts): that runner is answered with it, as a claim of one is
-// (runner-protocol.ts), and every other claim records its key. That is one
-// round trip more for the group, where each such runner claiming alone
-// took 9 (its key read before the claim, then begin, its row lock, its key
-// again under the lock, claim, steps, run lock, commit, values).
+// a claim costs on PostgreSQL. Runners that send a request key
+// (forgejo-runner sends a fresh one with every FetchTask) claim in groups
+// too, in the same round trips: the claim statement leaves out each runner
+// whose key it sees with a running task, and the second statement looks
+// again once the runners' row locks are held (group-claims.ts): a key
+// claimed meanwhile (a retry served by another process) sends the group
+// back to run again with the keys looked up under the locks first, in a
+// statement of its own. Such a runner is answered with its task, as a claim
+// of one is (runner-protocol.ts), and every other claim records its key.
+// Each such runner claiming alone took 9 round trips (its key read before
+// the claim, then begin, its row lock, its key again under the lock, claim,
+// steps, run lock, commit, values).
 //
 // Guarantees (the claims of one runner, as claimBatch gives them):
 // - Each runner of a group gets one task or none, and a job goes to one
 //   runner at most (the claim statement's conditional update).
 // - A request key gets one task at most, across processes: the key is
 //   looked up under its runner's row lock, which every claim for that runner
-//   holds until its commit, in the transaction that records the claim.
+//   holds until its commit, in the transaction that records the claim (by
+//   the second statement, or, after a key claimed meanwhile, first).
 // - A runner whose request hung up before its group's transaction ran is
 //   left out of it (nothing claimed for it); one that hangs up later gets its
 //   claim released by FetchTask (runner-protocol.ts), as a claim of its own.
@@ -43,7 +46,7 @@
 //
 // Cost of a crash: that of the transaction: nothing claimed before its commit.
 import { generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
-import { isRetryableError } from '../../models/database.ts';
+import { isRetryableError, RunAgainError } from '../../models/database.ts';
 import type { Tx } from '../../models/database.ts';
 import { afterGroupClaim, claimJobsForRunners, lockRunnersForClaim } from '../../models/group-claims.ts';
 import type { GroupClaimed } from '../../models/group-claims.ts';
@@ -99,6 +102,8 @@ interface Member {
 }
 
 interface Pending {
+  /** Look request keys up under the runners' row locks before the claim (group-claims.ts says when). */
+  lockFirst: boolean;
   scope: ScopeColumns;
   labels: readonly string[];
   members: Member[];
@@ -134,6 +139,7 @@ export class ClaimGroups {
     let group = this.pending.get(key);
     if (group === undefined) {
       group = {
+        lockFirst: false,
         scope: { ownerId: runner.ownerId, repoId: runner.repoId },
         labels: runner.labels ?? [],
         members: [],
@@ -217,8 +223,10 @@ export class ClaimGroups {
   private async claimTogether(tx: Tx, group: Pending, members: readonly Member[]): Promise<GroupOutcome[]> {
     const now = this.now();
     const tokens = members.map(() => generateTokenString());
-    // Request keys are looked up under their runners' row locks, taken first in a statement of their own.
-    if (members.some((member) => member.requestKey !== null))
+    const keys = new Map(members.map((member) => [member.runner.id, member.requestKey]));
+    // Request keys looked up under their runners' row locks, taken first in a statement of their
+    // own, once a key turned out claimed meanwhile (group-claims.ts).
+    if (group.lockFirst && members.some((member) => member.requestKey !== null))
       await lockRunnersForClaim(
         tx,
         members.map((member) => member.runner.id),
@@ -258,7 +266,14 @@ export class ClaimGroups {
       })),
       shared ? runIds : [],
       now,
+      group.lockFirst
+        ? []
+        : claimed.filter((claim) => (keys.get(claim.runnerId) ?? null) !== null).map((claim) => claim.taskId),
     );
+    if (after.keyTaken) {
+      group.lockFirst = true;
+      throw new RunAgainError('a request key of the group was claimed meanwhile');
+    }
     const locked = shared ? after.locked : new Map<number, ActionRun | null>();
     if (!shared)
       for (const runId of runIds) locked.set(runId, await this.runProgress.lockForClaim(tx, firstOf(runId).run, runId));

@@ -273,6 +273,8 @@ export async function afterGroupClaim(
   now: number,
   /** Tasks the claim gave under a request key it did not look up under the runner's lock first. */
   keyedTaskIds: readonly number[] = [],
+  /** Whether the runs' locks give up after GROUP_LOCK_TIMEOUT (the transaction's lock waits from here on). */
+  guarded = false,
 ): Promise<AfterClaim> {
   if (!isPostgres(tx)) throw new Error('afterGroupClaim is for PostgreSQL');
   const taskIds: number[] = [];
@@ -286,18 +288,22 @@ export async function afterGroupClaim(
       indexes.push(index);
       repoIds.push(task.repoId);
     });
-  const { rows } = await AFTER_GROUP_CLAIM.execute(tx, [
-    taskIds,
-    names,
-    indexes,
-    repoIds,
-    now,
-    [...lockRunIds].sort((a, b) => a - b),
-    runs.map((run) => run.runId),
-    runs.map((run) => run.repoId),
-    runs.map((run) => run.ownerId),
-    [...keyedTaskIds],
-  ]);
+  const { rows } = await AFTER_GROUP_CLAIM.execute(
+    tx,
+    [
+      taskIds,
+      names,
+      indexes,
+      repoIds,
+      now,
+      [...lockRunIds].sort((a, b) => a - b),
+      runs.map((run) => run.runId),
+      runs.map((run) => run.repoId),
+      runs.map((run) => run.ownerId),
+      [...keyedTaskIds],
+    ],
+    guarded ? 'G' : 'N',
+  );
   const locked = new Map<number, ActionRun | null>(lockRunIds.map((id) => [id, null]));
   const values = new Map<number, RepositoryValues>();
   let keyTaken = false;
@@ -310,11 +316,29 @@ export async function afterGroupClaim(
   return { locked, values, keyTaken };
 }
 
+/**
+ * How long a guarded group waits for a run's lock before it gives up
+ * (lock_not_available) and runs again unguarded. A claim locks the jobs it
+ * picks before its run, a final report its run before its jobs; and a claim
+ * whose snapshot predates another group's commit locks the jobs that group
+ * just claimed too (PostgreSQL keeps the lock of a row it locked and then
+ * found changed), so a report of such a job, holding the job's run, can wait
+ * for the claim while the claim waits for the run: a deadlock PostgreSQL
+ * breaks after its deadlock_timeout (1 s), every runner of the group waiting
+ * that long. Given up after 100 ms, the group's transaction ends, the report
+ * goes on, and the group runs again at once; a run's lock held that long by
+ * a report costs the group one run more.
+ */
+const GROUP_LOCK_TIMEOUT = '100ms';
+
 // 0-3 the steps (task ids, names, indexes, repository ids), 4 now, 5 the run
 // ids to lock, 6-8 the runs whose values are read (ids, repository ids,
 // owner ids), 9 the tasks claimed under a key not looked up first.
-const AFTER_GROUP_CLAIM = compiledStatement((_db, arg) => {
+const AFTER_GROUP_CLAIM = compiledStatement((_db, arg, shape) => {
   const now = arg<number>(4);
+  // Evaluated once, before the first run is locked (an init plan of the lock's scan).
+  const guard =
+    shape === 'G' ? sql` and (select set_config('lock_timeout', ${GROUP_LOCK_TIMEOUT}, true)) is not null` : sql``;
   const values = (table: 'secret' | 'action_variable') => sql`(
     select coalesce(json_agg(json_build_array(v.owner_id, v.repo_id, v.name, v.data) order by v.id), '[]')::text
     from ${sql.table(table)} as v
@@ -336,7 +360,8 @@ const AFTER_GROUP_CLAIM = compiledStatement((_db, arg) => {
         ${arg<number[]>(3)}::bigint[]) as s(task_id, name, step_index, repo_id)
     ),
     locked as materialized (
-      select r.* from action_run as r where r.id = any(${arg<number[]>(5)}::bigint[]) order by r.id for share
+      select r.* from action_run as r where r.id = any(${arg<number[]>(5)}::bigint[])${guard}
+      order by r.id for share
     )
     select c.id as claimed_run_id, l.*, exists (
         select 1 from action_task as mine

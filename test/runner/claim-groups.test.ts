@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
+import { sql } from 'kysely';
 import { findRepository } from '../../src/models/repos.ts';
 import { findRunnerById } from '../../src/models/runners.ts';
 import type { Runner } from '../../src/models/runners.ts';
@@ -229,6 +230,54 @@ for (const dialect of testDialects()) {
         );
       assert.equal(await runStatus(), ActionStatus.success, 'the run succeeded');
     });
+
+    if (dialect === 'postgres')
+      test('a group waiting for its run behind a report that waits for its jobs answers without a deadlock', async () => {
+        const runId = await dispatch('app', 'hang.yml');
+        const register = async () => {
+          const client = await registerRunner(s.url, userToken, { labels: ['group-hang'] });
+          const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
+          assert.ok(runner);
+          return runner;
+        };
+        const fetch = (runner: Runner) =>
+          services().runnerProtocol.fetchTasks(runner, { tasksVersion: 0, maxWaitMs: 5000 });
+        const starter = await register();
+        assert.equal((await fetch(starter)).tasks.length, 1, 'a claim of its own starts the run');
+        const runners = await Promise.all(Array.from({ length: HANG_LEGS - 1 }, register));
+        // As a final report does: the run's row first, then its jobs' rows, which the group's claim
+        // holds while it waits for the run (a cycle PostgreSQL would break after a second).
+        let answers: Promise<Awaited<ReturnType<typeof fetch>>[]> | undefined;
+        const started = Date.now();
+        await db()
+          .transaction()
+          .execute(async (tx) => {
+            await tx.selectFrom('action_run').select('id').where('id', '=', runId).forUpdate().execute();
+            answers = Promise.all(runners.map(fetch));
+            for (let i = 0; i < 500; i += 1) {
+              const waiting = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+                where wait_event_type = 'Lock' and pid <> pg_backend_pid()`.execute(tx);
+              if ((waiting.rows[0]?.n ?? 0) > 0) break;
+              await new Promise((resolve) => setTimeout(resolve, 10));
+            }
+            await tx.selectFrom('action_run_job').select('id').where('run_id', '=', runId).forUpdate().execute();
+          });
+        const tasks = (await (answers as Promise<Awaited<ReturnType<typeof fetch>>[]>)).flatMap((a) => a.tasks);
+        const elapsed = Date.now() - started;
+        assert.equal(tasks.length, HANG_LEGS - 1, 'every runner of the group got a task');
+        assert.ok(elapsed < 900, `answered in ${elapsed} ms, not after PostgreSQL's deadlock timeout`);
+        const all = await db()
+          .selectFrom('action_task')
+          .select(['id', 'runner_id'])
+          .where('job_id', 'in', db().selectFrom('action_run_job').select('id').where('run_id', '=', runId))
+          .execute();
+        for (const task of all)
+          await services().taskReports.updateTask(
+            [starter, ...runners].find((r) => r.id === task.runner_id) as Runner,
+            { id: task.id, result: 1, stoppedAt: Math.floor(Date.now() / 1000), steps: [] },
+            {},
+          );
+      });
 
     test('a runner that hangs up while the others claim loses no job', async () => {
       // Hung up at points from before its claim starts to after its claim committed: at the

@@ -42,11 +42,14 @@
 // - A group's transaction that fails with a retryable error (a deadlock, a
 //   run moving under the claim: RunAgainError) runs again whole, with the
 //   runners still waiting; any other error fails every runner of the group,
-//   none of whose claims was committed.
+//   none of whose claims was committed. Its first run waits 100 ms at most
+//   for its runs' locks (a report holding a run can be waiting for the jobs
+//   the group holds: group-claims.ts's GROUP_LOCK_TIMEOUT), and runs again
+//   at once without that limit if it gives up.
 //
 // Cost of a crash: that of the transaction: nothing claimed before its commit.
 import { generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
-import { isRetryableError, RunAgainError } from '../../models/database.ts';
+import { isLockNotAvailable, isRetryableError, RunAgainError } from '../../models/database.ts';
 import type { Tx } from '../../models/database.ts';
 import { afterGroupClaim, claimJobsForRunners, lockRunnersForClaim } from '../../models/group-claims.ts';
 import type { GroupClaimed } from '../../models/group-claims.ts';
@@ -104,6 +107,8 @@ interface Member {
 interface Pending {
   /** Look request keys up under the runners' row locks before the claim (group-claims.ts says when). */
   lockFirst: boolean;
+  /** Wait for the runs' locks without a limit: a wait with one gave up (group-claims.ts's GROUP_LOCK_TIMEOUT). */
+  unguarded: boolean;
   scope: ScopeColumns;
   labels: readonly string[];
   members: Member[];
@@ -140,6 +145,7 @@ export class ClaimGroups {
     if (group === undefined) {
       group = {
         lockFirst: false,
+        unguarded: false,
         scope: { ownerId: runner.ownerId, repoId: runner.repoId },
         labels: runner.labels ?? [],
         members: [],
@@ -203,6 +209,11 @@ export class ClaimGroups {
         try {
           outcomes = await this.writes.run((tx) => this.claimTogether(tx, group, waiting));
         } catch (error) {
+          // A run's lock not had in time (group-claims.ts): at once again, waiting as long as it takes.
+          if (!group.unguarded && isLockNotAvailable(error)) {
+            group.unguarded = true;
+            continue;
+          }
           if (attempt < MAX_GROUP_ATTEMPTS && isRetryableError(error)) continue;
           throw error;
         }
@@ -269,6 +280,7 @@ export class ClaimGroups {
       group.lockFirst
         ? []
         : claimed.filter((claim) => (keys.get(claim.runnerId) ?? null) !== null).map((claim) => claim.taskId),
+      !group.unguarded,
     );
     if (after.keyTaken) {
       group.lockFirst = true;

@@ -240,10 +240,10 @@ export interface ClaimedRunRef {
 /** What a group's second statement read: each run it locked, and each run's repository's values. */
 export interface AfterClaim {
   /**
-   * Whether a runner of `keyedTaskIds` has another running task under the
-   * same request key (claimed by another transaction before this group took
-   * the runner's row lock): the group must roll back and run again with the
-   * key looked up first (lockRunnersForClaim).
+   * Whether a runner of `keyed` has a running task under its request key
+   * that this group did not claim (claimed by another transaction before
+   * this group took the runner's row lock): the group must roll back and run
+   * again with the keys looked up first (lockRunnersForClaim).
    */
   keyTaken: boolean;
   /** The runs locked FOR SHARE (absent: not asked to lock; null: gone), as locked. */
@@ -271,8 +271,10 @@ export async function afterGroupClaim(
   runs: readonly ClaimedRunRef[],
   lockRunIds: readonly number[],
   now: number,
-  /** Tasks the claim gave under a request key it did not look up under the runner's lock first. */
-  keyedTaskIds: readonly number[] = [],
+  /** Runners whose request key the claim did not look up under their row locks first (their keys). */
+  keyed: readonly { runnerId: number; key: string }[],
+  /** The tasks the group claimed (the key check leaves them out). */
+  claimedTaskIds: readonly number[],
   /** Whether the runs' locks give up after GROUP_LOCK_TIMEOUT (the transaction's lock waits from here on). */
   guarded = false,
 ): Promise<AfterClaim> {
@@ -300,7 +302,9 @@ export async function afterGroupClaim(
       runs.map((run) => run.runId),
       runs.map((run) => run.repoId),
       runs.map((run) => run.ownerId),
-      [...keyedTaskIds],
+      keyed.map((k) => k.runnerId),
+      keyed.map((k) => k.key),
+      [...claimedTaskIds],
     ],
     guarded ? 'G' : 'N',
   );
@@ -309,6 +313,7 @@ export async function afterGroupClaim(
   let keyTaken = false;
   for (const row of rows) {
     if (row.key_taken === true) keyTaken = true;
+    if (row.claimed_run_id === null) continue;
     const runId = Number(row.claimed_run_id);
     if (row.id !== null) locked.set(runId, runFromRow(row as Selectable<ActionRunTable>));
     values.set(runId, { secrets: storedValues(row.secrets_json), variables: storedValues(row.variables_json) });
@@ -333,7 +338,8 @@ const GROUP_LOCK_TIMEOUT = '100ms';
 
 // 0-3 the steps (task ids, names, indexes, repository ids), 4 now, 5 the run
 // ids to lock, 6-8 the runs whose values are read (ids, repository ids,
-// owner ids), 9 the tasks claimed under a key not looked up first.
+// owner ids), 9-10 the runners whose keys are looked up (ids, keys), 11 the
+// tasks the group claimed.
 const AFTER_GROUP_CLAIM = compiledStatement((_db, arg, shape) => {
   const now = arg<number>(4);
   // Evaluated once, before the first run is locked (an init plan of the lock's scan).
@@ -347,7 +353,7 @@ const AFTER_GROUP_CLAIM = compiledStatement((_db, arg, shape) => {
   // read from it is its newest version, which a lock that waited reads (not the statement's snapshot).
   return sql<
     Partial<Selectable<ActionRunTable>> & {
-      claimed_run_id: number | string;
+      claimed_run_id: number | string | null;
       key_taken: boolean;
       secrets_json: string;
       variables_json: string;
@@ -362,15 +368,21 @@ const AFTER_GROUP_CLAIM = compiledStatement((_db, arg, shape) => {
     locked as materialized (
       select r.* from action_run as r where r.id = any(${arg<number[]>(5)}::bigint[])${guard}
       order by r.id for share
-    )
-    select c.id as claimed_run_id, l.*, exists (
-        select 1 from action_task as mine
-        join action_task as t on t.runner_id = mine.runner_id and t.runner_request_key = mine.runner_request_key
-        where mine.id = any(${arg<number[]>(9)}::bigint[]) and t.id <> mine.id
+    ),
+    key_check as (
+      select exists (
+        select 1 from unnest(${arg<number[]>(9)}::bigint[], ${arg<string[]>(10)}::text[]) as k(runner_id, key)
+        join action_task as t on t.runner_id = k.runner_id and t.runner_request_key = k.key
+        where t.id <> all(${arg<number[]>(11)}::bigint[])
           and t.runner_request_key_expires > ${now} and t.status = ${ActionStatus.running}
-      ) as key_taken, ${values('secret')} as secrets_json,
+      ) as key_taken
+    )
+    select k.key_taken, c.id as claimed_run_id, l.*, ${values('secret')} as secrets_json,
       ${values('action_variable')} as variables_json
-    from unnest(${arg<number[]>(6)}::bigint[], ${arg<number[]>(7)}::bigint[], ${arg<number[]>(8)}::bigint[])
-      as c(id, repo_id, owner_id)
-    left join locked as l on l.id = c.id`;
+    from key_check as k
+    left join (
+      unnest(${arg<number[]>(6)}::bigint[], ${arg<number[]>(7)}::bigint[], ${arg<number[]>(8)}::bigint[])
+        as c(id, repo_id, owner_id)
+      left join locked as l on l.id = c.id
+    ) on true`;
 });

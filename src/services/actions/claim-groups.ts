@@ -52,7 +52,7 @@ import { generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { isLockNotAvailable, isRetryableError, RunAgainError } from '../../models/database.ts';
 import type { Tx } from '../../models/database.ts';
 import { afterGroupClaim, claimJobsForRunners, lockRunnersForClaim } from '../../models/group-claims.ts';
-import type { GroupClaimed } from '../../models/group-claims.ts';
+import type { GroupClaimed, RepositoryValues } from '../../models/group-claims.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db } from '../../models/database.ts';
 import { anyClaimable, outputsOfTasks } from '../../models/task-claims.ts';
@@ -234,7 +234,6 @@ export class ClaimGroups {
   private async claimTogether(tx: Tx, group: Pending, members: readonly Member[]): Promise<GroupOutcome[]> {
     const now = this.now();
     const tokens = members.map(() => generateTokenString());
-    const keys = new Map(members.map((member) => [member.runner.id, member.requestKey]));
     // Request keys looked up under their runners' row locks, taken first in a statement of their
     // own, once a key turned out claimed meanwhile (group-claims.ts).
     if (group.lockFirst && members.some((member) => member.requestKey !== null))
@@ -266,22 +265,36 @@ export class ClaimGroups {
     // When every run takes the lock claims share, the statement that inserts the steps takes
     // them too (and reads the values); a run settled whole takes its own (the group lock first).
     const shared = runIds.every((runId) => this.runProgress.claimSharesLock(firstOf(runId).run));
-    const after = await afterGroupClaim(
-      tx,
-      claimed.map((claim) => ({ taskId: claim.taskId, repoId: claim.job.repoId, names: this.stepNames(claim.job) })),
-      // A run whose repository is gone gets no values (its claims' refs are null), but is still locked.
-      runIds.map((runId) => ({
-        runId,
-        repoId: firstOf(runId).job.repoId,
-        ownerId: firstOf(runId).refs?.repoOwnerId ?? 0,
-      })),
-      shared ? runIds : [],
-      now,
-      group.lockFirst
-        ? []
-        : claimed.filter((claim) => (keys.get(claim.runnerId) ?? null) !== null).map((claim) => claim.taskId),
-      !group.unguarded,
-    );
+    // The keys the claim statement did not see claimed are looked up again under the runners' locks.
+    const keyed = group.lockFirst
+      ? []
+      : members.flatMap((member) =>
+          member.requestKey === null || claimedUnderKey.has(member.runner.id)
+            ? []
+            : [{ runnerId: member.runner.id, key: member.requestKey }],
+        );
+    const after =
+      claimed.length === 0 && keyed.length === 0
+        ? { locked: new Map<number, ActionRun | null>(), values: new Map<number, RepositoryValues>(), keyTaken: false }
+        : await afterGroupClaim(
+            tx,
+            claimed.map((claim) => ({
+              taskId: claim.taskId,
+              repoId: claim.job.repoId,
+              names: this.stepNames(claim.job),
+            })),
+            // A run whose repository is gone gets no values (its claims' refs are null), but is still locked.
+            runIds.map((runId) => ({
+              runId,
+              repoId: firstOf(runId).job.repoId,
+              ownerId: firstOf(runId).refs?.repoOwnerId ?? 0,
+            })),
+            shared ? runIds : [],
+            now,
+            keyed,
+            claimed.map((claim) => claim.taskId),
+            !group.unguarded,
+          );
     if (after.keyTaken) {
       group.lockFirst = true;
       throw new RunAgainError('a request key of the group was claimed meanwhile');

@@ -183,6 +183,11 @@ export class RunAgainError extends Error {
   }
 }
 
+/** True when PostgreSQL gave up waiting for a lock after the transaction's lock_timeout (lock_not_available). */
+export function isLockNotAvailable(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '55P03';
+}
+
 /**
  * True when a transaction failed only because of concurrent work and may be
  * run again as it is: RunAgainError, a PostgreSQL deadlock (40P01) or serialization failure

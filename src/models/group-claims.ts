@@ -12,25 +12,50 @@
 // A runner that sent a request key gets no job when a task claimed under
 // that key is still running (the retry of a FetchTask whose answer got lost:
 // it is answered with that task, as a claim of one is, runner-protocol.ts).
-// That check must see every claim committed under the runner's row lock, so
-// its group takes the lock in a statement of its own first
-// (lockRunnersForClaim): the claim statement, run after it, reads with a
-// snapshot taken once the lock is held, whereas a lock taken inside the
-// claim statement would leave its reads at the snapshot from before its wait.
-// The task claimed for a key records it, in the same statement.
+// That check must see every claim committed under the runner's row lock. The
+// claim statement locks the rows itself, but its reads keep the snapshot
+// from before its wait for a lock: it leaves out the keys it sees claimed,
+// and the group's second statement, whose snapshot is taken once the locks
+// are held, looks again (afterGroupClaim's keyTaken). A key claimed in the
+// meantime (a retry served by another process) sends the group back: it
+// rolls back and runs again with the rows locked in a statement of their
+// own first (lockRunnersForClaim), its claim statement then seeing every
+// such claim. The task claimed for a key records it, in the same statement.
+//
+// A second statement (afterGroupClaim) does the rest of the group's work in
+// the database in one round trip: the steps of every claimed task, the lock
+// claims share on each run (when every run of the group takes that one), and
+// the secrets and variables of the runs' repositories.
 //
 // Cost of a crash: none beyond the transaction's; the statements are part of
 // the claim's transaction, and nothing is claimed until it commits.
 // Forgejo: models/actions/task.go (CreateTaskForRunner), once per runner;
 // services/actions/task.go (a request key's tasks, GetTasksByRunnerRequestKey).
 import { sql } from 'kysely';
+import type { Selectable } from 'kysely';
+import type { ActionRunTable } from './tables.ts';
 import { ActionStatus } from '../modules/actions-status.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
+import { runFromRow } from './action-runs.ts';
+import type { ActionRun } from './action-runs.ts';
 import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
-import { CLAIMED_FROM_JOB, claimableArgs, claimableQuery, claimableShape, claimedFromRow } from './task-claims.ts';
+import {
+  CLAIMED_FROM_JOB,
+  claimableArgs,
+  claimableQuery,
+  claimableShape,
+  claimedFromRow,
+  storedValues,
+} from './task-claims.ts';
 import type { ClaimedJob, ClaimedRow, NewTaskToken, StoredScopedValue } from './task-claims.ts';
+
+/** What a job of a repository sees, as the payload reads it (task-payload.ts): secrets and variables as stored. */
+export interface RepositoryValues {
+  secrets: StoredScopedValue[];
+  variables: StoredScopedValue[];
+}
 
 /** A runner of a group and the token of the task it would get. */
 export interface GroupClaimant {
@@ -205,12 +230,55 @@ export interface TaskStepNames {
   names: readonly string[];
 }
 
+/** A run a group claimed jobs of: its id, its repository and that repository's owner (0 when it is gone: no values). */
+export interface ClaimedRunRef {
+  runId: number;
+  repoId: number;
+  ownerId: number;
+}
+
+/** What a group's second statement read: each run it locked, and each run's repository's values. */
+export interface AfterClaim {
+  /**
+   * Whether a runner of `keyed` has a running task under its request key
+   * that this group did not claim (claimed by another transaction before
+   * this group took the runner's row lock): the group must roll back and run
+   * again with the keys looked up first (lockRunnersForClaim).
+   */
+  keyTaken: boolean;
+  /** The runs locked FOR SHARE (absent: not asked to lock; null: gone), as locked. */
+  locked: Map<number, ActionRun | null>;
+  /** The secrets and variables the jobs of each run see, by run id. */
+  values: Map<number, RepositoryValues>;
+}
+
 /**
- * One row per step of each task, all waiting, in one statement whatever the
- * number of tasks and steps (its values as arrays): a group's claims insert
- * their steps together. PostgreSQL only.
+ * A group's second statement, after its claim (PostgreSQL): inserts every
+ * claimed task's steps (all waiting, one row per step), locks FOR SHARE the
+ * runs of `lockRunIds` in run id order, the lock claims share
+ * (RunProgress.lockForClaim: the caller passes them only when every run of
+ * the group takes that one), and reads the secrets and variables the jobs
+ * of each of `runs` see (its repository's owner's and its own, each in id
+ * order, as listScopedValuesForRepository reads them). One round trip where
+ * it took one per run and two more (the steps, then after the commit the
+ * values). The values are read in the claim's transaction, after its claim:
+ * a value changed before the claim is seen by it, as Forgejo's FetchTask
+ * reads them for each task (routers/api/actions/runner/utils.go).
  */
-export async function insertStepsOfTasks(tx: Queryable, tasks: readonly TaskStepNames[], now: number): Promise<void> {
+export async function afterGroupClaim(
+  tx: Queryable,
+  tasks: readonly TaskStepNames[],
+  runs: readonly ClaimedRunRef[],
+  lockRunIds: readonly number[],
+  now: number,
+  /** Runners whose request key the claim did not look up under their row locks first (their keys). */
+  keyed: readonly { runnerId: number; key: string }[],
+  /** The tasks the group claimed (the key check leaves them out). */
+  claimedTaskIds: readonly number[],
+  /** Whether the runs' locks give up after GROUP_LOCK_TIMEOUT (the transaction's lock waits from here on). */
+  guarded = false,
+): Promise<AfterClaim> {
+  if (!isPostgres(tx)) throw new Error('afterGroupClaim is for PostgreSQL');
   const taskIds: number[] = [];
   const names: string[] = [];
   const indexes: number[] = [];
@@ -222,63 +290,99 @@ export async function insertStepsOfTasks(tx: Queryable, tasks: readonly TaskStep
       indexes.push(index);
       repoIds.push(task.repoId);
     });
-  if (names.length === 0) return;
-  await STEPS_OF_TASKS.execute(tx, [taskIds, names, indexes, repoIds, now]);
-}
-
-const STEPS_OF_TASKS = compiledStatement(
-  (_db, arg) => sql`
-    insert into action_task_step (task_id, name, step_index, repo_id, status, created, updated)
-    select s.task_id, s.name, s.step_index, s.repo_id, ${ActionStatus.waiting}, ${arg<number>(4)}, ${arg<number>(4)}
-    from unnest(${arg<number[]>(0)}::bigint[], ${arg<string[]>(1)}::text[], ${arg<number[]>(2)}::bigint[],
-      ${arg<number[]>(3)}::bigint[]) as s(task_id, name, step_index, repo_id)`,
-);
-
-/** A repository as scopedValuesOfRepositories reads it: its id and its owner's. */
-export interface RepositoryRef {
-  repoId: number;
-  ownerId: number;
-}
-
-/** What a job of a repository sees, as the payload reads it (task-payload.ts): secrets and variables as stored. */
-export interface RepositoryValues {
-  secrets: StoredScopedValue[];
-  variables: StoredScopedValue[];
+  const { rows } = await AFTER_GROUP_CLAIM.execute(
+    tx,
+    [
+      taskIds,
+      names,
+      indexes,
+      repoIds,
+      now,
+      [...lockRunIds].sort((a, b) => a - b),
+      runs.map((run) => run.runId),
+      runs.map((run) => run.repoId),
+      runs.map((run) => run.ownerId),
+      keyed.map((k) => k.runnerId),
+      keyed.map((k) => k.key),
+      [...claimedTaskIds],
+    ],
+    guarded ? 'G' : 'N',
+  );
+  const locked = new Map<number, ActionRun | null>(lockRunIds.map((id) => [id, null]));
+  const values = new Map<number, RepositoryValues>();
+  let keyTaken = false;
+  for (const row of rows) {
+    if (row.key_taken === true) keyTaken = true;
+    if (row.claimed_run_id === null) continue;
+    const runId = Number(row.claimed_run_id);
+    if (row.id !== null) locked.set(runId, runFromRow(row as Selectable<ActionRunTable>));
+    values.set(runId, { secrets: storedValues(row.secrets_json), variables: storedValues(row.variables_json) });
+  }
+  return { locked, values, keyTaken };
 }
 
 /**
- * The secrets and variables the jobs of each repository see (its owner's and
- * its own, each in id order, as listScopedValuesForRepository reads them), for
- * several repositories in one statement: a group's payloads read them once.
+ * How long a guarded group waits for a run's lock before it gives up
+ * (lock_not_available) and runs again unguarded. A claim locks the jobs it
+ * picks before its run, a final report its run before its jobs; and a claim
+ * whose snapshot predates another group's commit locks the jobs that group
+ * just claimed too (PostgreSQL keeps the lock of a row it locked and then
+ * found changed), so a report of such a job, holding the job's run, can wait
+ * for the claim while the claim waits for the run: a deadlock PostgreSQL
+ * breaks after its deadlock_timeout (1 s), every runner of the group waiting
+ * that long. Given up after 100 ms, the group's transaction ends, the report
+ * goes on, and the group runs again at once; a run's lock held that long by
+ * a report costs the group one run more.
  */
-export async function scopedValuesOfRepositories(
-  db: Queryable,
-  repos: readonly RepositoryRef[],
-): Promise<(repo: RepositoryRef) => RepositoryValues> {
-  const ownerIds = [...new Set(repos.map((r) => r.ownerId))];
-  const repoIds = [...new Set(repos.map((r) => r.repoId))];
-  const { rows } = await VALUES_OF_REPOSITORIES.execute(db, [ownerIds, repoIds]);
-  const values = rows.map((row) => ({
-    variable: Number(row.kind) === 1,
-    value: { ownerId: Number(row.owner_id), repoId: Number(row.repo_id), name: row.name, data: row.data },
-  }));
-  return (repo) => {
-    const seen: RepositoryValues = { secrets: [], variables: [] };
-    for (const { variable, value } of values) {
-      const owners = value.repoId === 0 && value.ownerId === repo.ownerId;
-      if (!owners && !(value.ownerId === 0 && value.repoId === repo.repoId)) continue;
-      (variable ? seen.variables : seen.secrets).push(value);
-    }
-    return seen;
-  };
-}
+const GROUP_LOCK_TIMEOUT = '100ms';
 
-const VALUES_OF_REPOSITORIES = compiledStatement((_db, arg) => {
-  const where = sql`(v.owner_id = any(${arg<number[]>(0)}::bigint[]) and v.repo_id = 0)
-    or (v.owner_id = 0 and v.repo_id = any(${arg<number[]>(1)}::bigint[]))`;
-  return sql<{ kind: number; owner_id: number; repo_id: number; name: string; data: string }>`
-    select 0 as kind, v.id, v.owner_id, v.repo_id, v.name, v.data from secret as v where ${where}
-    union all
-    select 1 as kind, v.id, v.owner_id, v.repo_id, v.name, v.data from action_variable as v where ${where}
-    order by kind, id`;
+// 0-3 the steps (task ids, names, indexes, repository ids), 4 now, 5 the run
+// ids to lock, 6-8 the runs whose values are read (ids, repository ids,
+// owner ids), 9-10 the runners whose keys are looked up (ids, keys), 11 the
+// tasks the group claimed.
+const AFTER_GROUP_CLAIM = compiledStatement((_db, arg, shape) => {
+  const now = arg<number>(4);
+  // Evaluated once, before the first run is locked (an init plan of the lock's scan).
+  const guard =
+    shape === 'G' ? sql` and (select set_config('lock_timeout', ${GROUP_LOCK_TIMEOUT}, true)) is not null` : sql``;
+  const values = (table: 'secret' | 'action_variable') => sql`(
+    select coalesce(json_agg(json_build_array(v.owner_id, v.repo_id, v.name, v.data) order by v.id), '[]')::text
+    from ${sql.table(table)} as v
+    where (v.owner_id = c.owner_id and v.repo_id = 0) or (v.owner_id = 0 and v.repo_id = c.repo_id))`;
+  // The locks are taken by their CTE alone, in id order (LockRows above the sort), and the run
+  // read from it is its newest version, which a lock that waited reads (not the statement's snapshot).
+  return sql<
+    Partial<Selectable<ActionRunTable>> & {
+      claimed_run_id: number | string | null;
+      key_taken: boolean;
+      secrets_json: string;
+      variables_json: string;
+    }
+  >`
+    with steps as (
+      insert into action_task_step (task_id, name, step_index, repo_id, status, created, updated)
+      select s.task_id, s.name, s.step_index, s.repo_id, ${ActionStatus.waiting}, ${now}, ${now}
+      from unnest(${arg<number[]>(0)}::bigint[], ${arg<string[]>(1)}::text[], ${arg<number[]>(2)}::bigint[],
+        ${arg<number[]>(3)}::bigint[]) as s(task_id, name, step_index, repo_id)
+    ),
+    locked as materialized (
+      select r.* from action_run as r where r.id = any(${arg<number[]>(5)}::bigint[])${guard}
+      order by r.id for share
+    ),
+    key_check as (
+      select exists (
+        select 1 from unnest(${arg<number[]>(9)}::bigint[], ${arg<string[]>(10)}::text[]) as k(runner_id, key)
+        join action_task as t on t.runner_id = k.runner_id and t.runner_request_key = k.key
+        where t.id <> all(${arg<number[]>(11)}::bigint[])
+          and t.runner_request_key_expires > ${now} and t.status = ${ActionStatus.running}
+      ) as key_taken
+    )
+    select k.key_taken, c.id as claimed_run_id, l.*, ${values('secret')} as secrets_json,
+      ${values('action_variable')} as variables_json
+    from key_check as k
+    left join (
+      unnest(${arg<number[]>(6)}::bigint[], ${arg<number[]>(7)}::bigint[], ${arg<number[]>(8)}::bigint[])
+        as c(id, repo_id, owner_id)
+      left join locked as l on l.id = c.id
+    ) on true`;
 });

@@ -202,7 +202,7 @@ export interface ClaimedPayloadRefs {
    * The secrets a job of the repository sees, as stored (ciphertext): its
    * owner's and its own, in id order. SQLite's claim reads them; on
    * PostgreSQL a claim group (claim-groups.ts) reads those of all its jobs'
-   * repositories in one statement after its commit, and they are null for a
+   * repositories in its second statement, and they are null for a
    * claim of its own, whose payload reads them after the commit: read in its
    * claim statement they made the bench no faster there (measured once the
    * deadlock of claims upgrading their run's lock was fixed, run-progress.ts).
@@ -489,8 +489,8 @@ export function claimedFromRow(row: ClaimedRow): ClaimedJob {
   };
 }
 
-/** scopedValuesJson's array as rows (none when the repository is gone). */
-function storedValues(json: string | null): StoredScopedValue[] {
+/** scopedValuesJson's array (or a group's, group-claims.ts) as rows (none when the repository is gone). */
+export function storedValues(json: string | null): StoredScopedValue[] {
   if (json === null) return [];
   const rows = JSON.parse(json) as [number, number, string, string][];
   return rows.map(([ownerId, repoId, name, data]) => ({

@@ -6,10 +6,12 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
+import { sql } from 'kysely';
 import { findRepository } from '../../src/models/repos.ts';
 import { findRunnerById } from '../../src/models/runners.ts';
 import type { Runner } from '../../src/models/runners.ts';
 import type { Repository } from '../../src/models/repos.ts';
+import { ActionStatus } from '../../src/modules/actions-status.ts';
 import { repoScope, userScope } from '../../src/modules/scope.ts';
 import type { TaskPayload } from '../../src/services/actions/task-payload.ts';
 import { decodeTask, registerRunner } from '../support/runner-client.ts';
@@ -186,6 +188,96 @@ for (const dialect of testDialects()) {
         .execute();
       assert.deepEqual(left, [], 'every job succeeded');
     });
+
+    test('runners polling at once in a run already running get their steps, secrets and vars; it stays running', async () => {
+      const runId = await dispatch('app', 'hang.yml');
+      const register = async () => {
+        const client = await registerRunner(s.url, userToken, { labels: ['group-hang'] });
+        const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
+        assert.ok(runner);
+        return runner;
+      };
+      const fetch = async (runner: Runner) => {
+        const answer = await services().runnerProtocol.fetchTasks(runner, { tasksVersion: 0, maxWaitMs: 5000 });
+        assert.equal(answer.tasks.length, 1, 'every runner got a task');
+        return answer.tasks[0] as TaskPayload;
+      };
+      const runStatus = async () =>
+        (await db().selectFrom('action_run').select('status').where('id', '=', runId).executeTakeFirstOrThrow()).status;
+      // A claim of its own starts the run: the group then claims from a run that shows running.
+      const starter = await register();
+      const first = await fetch(starter);
+      assert.equal(await runStatus(), ActionStatus.running);
+      const runners = await Promise.all(Array.from({ length: HANG_LEGS - 1 }, register));
+      const tasks = await Promise.all(runners.map(fetch));
+      assert.equal(new Set([first, ...tasks].map((task) => task.id)).size, HANG_LEGS, 'no task handed out twice');
+      for (const task of tasks) {
+        assert.equal(task.secrets.SHARED, 'secret-of-app', 'the repository secret wins');
+        assert.equal(task.secrets.OWNER_ONLY, 'owner-secret');
+        assert.deepEqual(task.vars, { OWNER_VAR: 'owner-var', SHARED_VAR: 'var-of-app' });
+        const steps = await db().selectFrom('action_task_step').select('name').where('task_id', '=', task.id).execute();
+        assert.deepEqual(
+          steps.map((step) => step.name),
+          ['echo ${{ matrix.n }}'],
+        );
+      }
+      assert.equal(await runStatus(), ActionStatus.running, 'the run still shows running');
+      for (const [i, task] of [first, ...tasks].entries())
+        await services().taskReports.updateTask(
+          i === 0 ? starter : (runners[i - 1] as Runner),
+          { id: task.id, result: 1, stoppedAt: Math.floor(Date.now() / 1000), steps: [] },
+          {},
+        );
+      assert.equal(await runStatus(), ActionStatus.success, 'the run succeeded');
+    });
+
+    if (dialect === 'postgres')
+      test('a group waiting for its run behind a report that waits for its jobs answers without a deadlock', async () => {
+        const runId = await dispatch('app', 'hang.yml');
+        const register = async () => {
+          const client = await registerRunner(s.url, userToken, { labels: ['group-hang'] });
+          const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
+          assert.ok(runner);
+          return runner;
+        };
+        const fetch = (runner: Runner) =>
+          services().runnerProtocol.fetchTasks(runner, { tasksVersion: 0, maxWaitMs: 5000 });
+        const starter = await register();
+        assert.equal((await fetch(starter)).tasks.length, 1, 'a claim of its own starts the run');
+        const runners = await Promise.all(Array.from({ length: HANG_LEGS - 1 }, register));
+        // As a final report does: the run's row first, then its jobs' rows, which the group's claim
+        // holds while it waits for the run (a cycle PostgreSQL would break after a second).
+        let answers: Promise<Awaited<ReturnType<typeof fetch>>[]> | undefined;
+        const started = Date.now();
+        await db()
+          .transaction()
+          .execute(async (tx) => {
+            await tx.selectFrom('action_run').select('id').where('id', '=', runId).forUpdate().execute();
+            answers = Promise.all(runners.map(fetch));
+            for (let i = 0; i < 500; i += 1) {
+              const waiting = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+                where wait_event_type = 'Lock' and pid <> pg_backend_pid()`.execute(tx);
+              if ((waiting.rows[0]?.n ?? 0) > 0) break;
+              await new Promise((resolve) => setTimeout(resolve, 10));
+            }
+            await tx.selectFrom('action_run_job').select('id').where('run_id', '=', runId).forUpdate().execute();
+          });
+        const tasks = (await (answers as Promise<Awaited<ReturnType<typeof fetch>>[]>)).flatMap((a) => a.tasks);
+        const elapsed = Date.now() - started;
+        assert.equal(tasks.length, HANG_LEGS - 1, 'every runner of the group got a task');
+        assert.ok(elapsed < 900, `answered in ${elapsed} ms, not after PostgreSQL's deadlock timeout`);
+        const all = await db()
+          .selectFrom('action_task')
+          .select(['id', 'runner_id'])
+          .where('job_id', 'in', db().selectFrom('action_run_job').select('id').where('run_id', '=', runId))
+          .execute();
+        for (const task of all)
+          await services().taskReports.updateTask(
+            [starter, ...runners].find((r) => r.id === task.runner_id) as Runner,
+            { id: task.id, result: 1, stoppedAt: Math.floor(Date.now() / 1000), steps: [] },
+            {},
+          );
+      });
 
     test('a runner that hangs up while the others claim loses no job', async () => {
       // Hung up at points from before its claim starts to after its claim committed: at the

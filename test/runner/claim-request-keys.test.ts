@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
+import { sql } from 'kysely';
 import { findRunnerById } from '../../src/models/runners.ts';
 import { ActionStatus } from '../../src/modules/actions-status.ts';
 import type { Runner } from '../../src/models/runners.ts';
@@ -196,6 +197,95 @@ for (const dialect of testDialects()) {
       assert.deepEqual(ofDeleted, [], 'no task claimed for it');
       await finishAll();
     });
+
+    if (dialect === 'postgres')
+      test('a request key claimed by another process while a group waits for its runner gets that task, not two', async () => {
+        for (const alone of [false, true]) await keyClaimedMeanwhile(alone);
+      });
+
+    /**
+     * Another process claims a job under the racer's key while this process's group claims for
+     * the racer, among other runners, or `alone` with the queue empty once that claim commits.
+     */
+    const keyClaimedMeanwhile = async (alone: boolean) => {
+      await dispatch();
+      const [racer, ...others] = await register(alone ? LEGS : 4);
+      assert.ok(racer);
+      // Alone: the other runners take every job but one first.
+      if (alone)
+        for (const { runner } of others) assert.equal((await fetchWithKey(runner, randomUUID())).tasks.length, 1);
+      const key = randomUUID();
+      const now = Math.floor(Date.now() / 1000);
+      let answers: Promise<FetchTasksResult[]> | undefined;
+      // Another process's claim under the key, in flight: it holds the runner's row lock while
+      // this process's group starts its claim, and commits once that claim waits for the lock.
+      const taskId = await db()
+        .transaction()
+        .execute(async (tx) => {
+          await tx.selectFrom('action_runner').select('id').where('id', '=', racer.runner.id).forUpdate().execute();
+          const job = await tx
+            .selectFrom('action_run_job')
+            .selectAll()
+            .where('status', '=', ActionStatus.waiting)
+            .where('task_id', '=', 0)
+            .orderBy('id')
+            .limit(1)
+            .executeTakeFirstOrThrow();
+          const task = await tx
+            .insertInto('action_task')
+            .values({
+              job_id: job.id,
+              attempt: 1,
+              runner_id: racer.runner.id,
+              status: ActionStatus.running,
+              started: now,
+              repo_id: job.repo_id,
+              owner_id: job.owner_id,
+              commit_sha: job.commit_sha,
+              is_fork_pull_request: job.is_fork_pull_request,
+              token_hash: randomUUID(),
+              token_last_eight: '',
+              runner_request_key: key,
+              runner_request_key_expires: now + 3600,
+              created: now,
+              updated: now,
+            })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          await tx
+            .updateTable('action_run_job')
+            .set({ task_id: task.id, status: ActionStatus.running, attempt: 1, started: now })
+            .where('id', '=', job.id)
+            .execute();
+          answers = Promise.all([
+            fetchWithKey(racer.runner, key),
+            ...(alone ? [] : others.map(({ runner }) => fetchWithKey(runner, randomUUID()))),
+          ]);
+          // Until the group's claim waits for the runner's row.
+          for (let i = 0; i < 500; i += 1) {
+            const waiting = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+                where wait_event_type = 'Lock' and pid <> pg_backend_pid()`.execute(tx);
+            if ((waiting.rows[0]?.n ?? 0) > 0) break;
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+          return task.id;
+        });
+      const [mine, ...rest] = await (answers as Promise<FetchTasksResult[]>);
+      assert.deepEqual(
+        mine?.tasks.map((t) => t.id),
+        [taskId],
+        'answered with the task claimed under its key',
+      );
+      assert.deepEqual(await tasksUnderKey(racer.runner.id, key), [taskId], 'one task claimed under the key');
+      const ofRacer = await db()
+        .selectFrom('action_task')
+        .select('id')
+        .where('runner_id', '=', racer.runner.id)
+        .execute();
+      assert.equal(ofRacer.length, 1, 'and none besides it for that runner');
+      for (const answer of rest) assert.equal(answer.tasks.length, 1, 'each other runner got a task');
+      await finishAll();
+    };
 
     test('one request key sent to two processes at once gets one task, answered by both', async () => {
       assert.ok(second);

@@ -5,49 +5,54 @@
 // groups of their key are claiming, until one of them is done (under load a
 // group grows instead of queueing for a connection as claims of one); then
 // they run as one transaction: one statement claims a job for each runner
-// (group-claims.ts), one inserts every task's steps, each run is settled
-// once for all its claimed jobs, and after the commit one statement reads the
-// secrets and variables of the claimed jobs' repositories, and the needs of
-// the jobs that have some are read once for the group (each run's jobs, then
-// the outputs of every needed task in one statement). A claim alone
-// takes 6 round trips (begin, claim, steps, run lock, commit, then the
-// values); a group of N pays them once instead of N times, and round trips,
-// each a wake-up of a backend and of Gantry, were what a claim cost on
-// PostgreSQL. Runners that send a request key (forgejo-runner sends a fresh
-// one with every FetchTask) claim in groups too: such a group locks its
-// runners' rows in id order in a statement of its own first, then its claim
-// statement leaves out each runner whose key already has a running task
-// (group-claims.ts): that runner is answered with it, as a claim of one is
-// (runner-protocol.ts), and every other claim records its key. That is one
-// round trip more for the group, where each such runner claiming alone
-// took 9 (its key read before the claim, then begin, its row lock, its key
-// again under the lock, claim, steps, run lock, commit, values).
+// (group-claims.ts), and a second one inserts every task's steps, takes the
+// lock claims share on each run (in run id order) and reads the secrets and
+// variables of the claimed jobs' repositories; each run is then settled once
+// for all its claimed jobs (when a run must move, every run of the group
+// takes its lock in a statement of its own instead, in run id order, the
+// one that moves settle's). After the commit the needs of the jobs that have
+// some are read once for the group (each run's jobs, then the outputs of
+// every needed task in one statement). A group takes 4 round trips (begin,
+// claim, steps with locks and values, commit) whatever its size, where a
+// claim alone takes 6 (begin, claim, steps, run lock, commit, then the
+// values); round trips, each a wake-up of a backend and of Gantry, are what
+// a claim costs on PostgreSQL. Runners that send a request key
+// (forgejo-runner sends a fresh one with every FetchTask) claim in groups
+// too, in the same round trips: the claim statement leaves out each runner
+// whose key it sees with a running task, and the second statement looks
+// again once the runners' row locks are held (group-claims.ts): a key
+// claimed meanwhile (a retry served by another process) sends the group
+// back to run again with the keys looked up under the locks first, in a
+// statement of its own. Such a runner is answered with its task, as a claim
+// of one is (runner-protocol.ts), and every other claim records its key.
+// Each such runner claiming alone took 9 round trips (its key read before
+// the claim, then begin, its row lock, its key again under the lock, claim,
+// steps, run lock, commit, values).
 //
 // Guarantees (the claims of one runner, as claimBatch gives them):
 // - Each runner of a group gets one task or none, and a job goes to one
 //   runner at most (the claim statement's conditional update).
 // - A request key gets one task at most, across processes: the key is
 //   looked up under its runner's row lock, which every claim for that runner
-//   holds until its commit, in the transaction that records the claim.
+//   holds until its commit, in the transaction that records the claim (by
+//   the second statement, or, after a key claimed meanwhile, first).
 // - A runner whose request hung up before its group's transaction ran is
 //   left out of it (nothing claimed for it); one that hangs up later gets its
 //   claim released by FetchTask (runner-protocol.ts), as a claim of its own.
 // - A group's transaction that fails with a retryable error (a deadlock, a
 //   run moving under the claim: RunAgainError) runs again whole, with the
 //   runners still waiting; any other error fails every runner of the group,
-//   none of whose claims was committed.
+//   none of whose claims was committed. Its first run waits 100 ms at most
+//   for its runs' locks (a report holding a run can be waiting for the jobs
+//   the group holds: group-claims.ts's GROUP_LOCK_TIMEOUT), and runs again
+//   at once without that limit if it gives up.
 //
 // Cost of a crash: that of the transaction: nothing claimed before its commit.
 import { generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
-import { isRetryableError } from '../../models/database.ts';
+import { isLockNotAvailable, isRetryableError, RunAgainError } from '../../models/database.ts';
 import type { Tx } from '../../models/database.ts';
-import {
-  claimJobsForRunners,
-  insertStepsOfTasks,
-  lockRunnersForClaim,
-  scopedValuesOfRepositories,
-} from '../../models/group-claims.ts';
-import type { GroupClaimed } from '../../models/group-claims.ts';
+import { afterGroupClaim, claimJobsForRunners, lockRunnersForClaim } from '../../models/group-claims.ts';
+import type { GroupClaimed, RepositoryValues } from '../../models/group-claims.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db } from '../../models/database.ts';
 import { anyClaimable, outputsOfTasks } from '../../models/task-claims.ts';
@@ -100,6 +105,10 @@ interface Member {
 }
 
 interface Pending {
+  /** Look request keys up under the runners' row locks before the claim (group-claims.ts says when). */
+  lockFirst: boolean;
+  /** Wait for the runs' locks without a limit: a wait with one gave up (group-claims.ts's GROUP_LOCK_TIMEOUT). */
+  unguarded: boolean;
   scope: ScopeColumns;
   labels: readonly string[];
   members: Member[];
@@ -135,6 +144,8 @@ export class ClaimGroups {
     let group = this.pending.get(key);
     if (group === undefined) {
       group = {
+        lockFirst: false,
+        unguarded: false,
         scope: { ownerId: runner.ownerId, repoId: runner.repoId },
         labels: runner.labels ?? [],
         members: [],
@@ -198,6 +209,11 @@ export class ClaimGroups {
         try {
           outcomes = await this.writes.run((tx) => this.claimTogether(tx, group, waiting));
         } catch (error) {
+          // A run's lock not had in time (group-claims.ts): at once again, waiting as long as it takes.
+          if (!group.unguarded && isLockNotAvailable(error)) {
+            group.unguarded = true;
+            continue;
+          }
           if (attempt < MAX_GROUP_ATTEMPTS && isRetryableError(error)) continue;
           throw error;
         }
@@ -205,10 +221,7 @@ export class ClaimGroups {
         // read, each payload reads its own (task-payload.ts), and FetchTask releases a claim
         // whose payload fails.
         const claims = outcomes.filter((outcome): outcome is Claim => typeof outcome === 'object');
-        await Promise.all([
-          this.readValues(claims).catch(() => undefined),
-          this.readNeeds(claims).catch(() => undefined),
-        ]);
+        await this.readNeeds(claims).catch(() => undefined);
         waiting.forEach((member, i) => member.resolve(outcomes[i] as GroupOutcome));
         return;
       }
@@ -221,8 +234,9 @@ export class ClaimGroups {
   private async claimTogether(tx: Tx, group: Pending, members: readonly Member[]): Promise<GroupOutcome[]> {
     const now = this.now();
     const tokens = members.map(() => generateTokenString());
-    // Request keys are looked up under their runners' row locks, taken first in a statement of their own.
-    if (members.some((member) => member.requestKey !== null))
+    // Request keys looked up under their runners' row locks, taken first in a statement of their
+    // own, once a key turned out claimed meanwhile (group-claims.ts).
+    if (group.lockFirst && members.some((member) => member.requestKey !== null))
       await lockRunnersForClaim(
         tx,
         members.map((member) => member.runner.id),
@@ -242,19 +256,52 @@ export class ClaimGroups {
       now,
       now + this.requestKeyTtlSec,
     );
-    await insertStepsOfTasks(
-      tx,
-      claimed.map((claim) => ({ taskId: claim.taskId, repoId: claim.job.repoId, names: this.stepNames(claim.job) })),
-      now,
-    );
     // Each run settled once for all its claimed jobs, every run's lock taken first, in run id
     // order (the order two groups lock shared runs in): RunProgress.lockForClaim says why.
     const byRun = new Map<number, GroupClaimed[]>();
     for (const claim of claimed) byRun.set(claim.job.runId, [...(byRun.get(claim.job.runId) ?? []), claim]);
     const runIds = [...byRun.keys()].sort((a, b) => a - b);
     const firstOf = (runId: number) => (byRun.get(runId) as GroupClaimed[])[0] as GroupClaimed;
-    const locked = new Map<number, ActionRun | null>();
-    for (const runId of runIds) locked.set(runId, await this.runProgress.lockForClaim(tx, firstOf(runId).run, runId));
+    // When every run takes the lock claims share, the statement that inserts the steps takes
+    // them too (and reads the values); a run settled whole takes its own (the group lock first).
+    const shared = runIds.every((runId) => this.runProgress.claimSharesLock(firstOf(runId).run));
+    // The keys the claim statement did not see claimed are looked up again under the runners' locks.
+    const keyed = group.lockFirst
+      ? []
+      : members.flatMap((member) =>
+          member.requestKey === null || claimedUnderKey.has(member.runner.id)
+            ? []
+            : [{ runnerId: member.runner.id, key: member.requestKey }],
+        );
+    const after =
+      claimed.length === 0 && keyed.length === 0
+        ? { locked: new Map<number, ActionRun | null>(), values: new Map<number, RepositoryValues>(), keyTaken: false }
+        : await afterGroupClaim(
+            tx,
+            claimed.map((claim) => ({
+              taskId: claim.taskId,
+              repoId: claim.job.repoId,
+              names: this.stepNames(claim.job),
+            })),
+            // A run whose repository is gone gets no values (its claims' refs are null), but is still locked.
+            runIds.map((runId) => ({
+              runId,
+              repoId: firstOf(runId).job.repoId,
+              ownerId: firstOf(runId).refs?.repoOwnerId ?? 0,
+            })),
+            shared ? runIds : [],
+            now,
+            keyed,
+            claimed.map((claim) => claim.taskId),
+            !group.unguarded,
+          );
+    if (after.keyTaken) {
+      group.lockFirst = true;
+      throw new RunAgainError('a request key of the group was claimed meanwhile');
+    }
+    const locked = shared ? after.locked : new Map<number, ActionRun | null>();
+    if (!shared)
+      for (const runId of runIds) locked.set(runId, await this.runProgress.lockForClaim(tx, firstOf(runId).run, runId));
     const runs = new Map<number, ActionRun | null>();
     for (const runId of runIds) {
       const first = firstOf(runId);
@@ -264,6 +311,13 @@ export class ClaimGroups {
         runId,
         await this.runProgress.settleClaimedLocked(tx, first.run, runId, jobs, !first.anyActiveHook, run),
       );
+    }
+    // The payloads read no values of their own (task-payload.ts).
+    for (const claim of claimed) {
+      const values = after.values.get(claim.job.runId);
+      if (claim.refs === null || values === undefined) continue;
+      claim.refs.secrets = values.secrets;
+      claim.refs.variables = values.variables;
     }
     const byRunner = new Map(claimed.map((claim) => [claim.runnerId, claim]));
     // Runners left without a job: rows other claims hold may still come back (a claim that rolls back).
@@ -277,25 +331,6 @@ export class ClaimGroups {
       if (claim === undefined) return busy;
       return { claimed: claim, token: tokens[i] as string, run: runs.get(claim.job.runId) ?? null };
     });
-  }
-
-  /**
-   * The secrets and variables of the claimed jobs' repositories, in one
-   * statement after the commit (as a claim alone reads them after its own),
-   * into each claim's refs: the payloads then read none of their own.
-   */
-  private async readValues(claims: readonly Claim[]): Promise<void> {
-    const repos = claims.flatMap(({ claimed }) =>
-      claimed.refs === null ? [] : [{ repoId: claimed.job.repoId, ownerId: claimed.refs.repoOwnerId }],
-    );
-    if (repos.length === 0) return;
-    const valuesOf = await scopedValuesOfRepositories(this.db, repos);
-    for (const { claimed } of claims) {
-      if (claimed.refs === null) continue;
-      const values = valuesOf({ repoId: claimed.job.repoId, ownerId: claimed.refs.repoOwnerId });
-      claimed.refs.secrets = values.secrets;
-      claimed.refs.variables = values.variables;
-    }
   }
 
   /**

@@ -142,6 +142,17 @@ export class RunProgress {
   }
 
   /**
+   * Whether the lock lockForClaim takes for a claim that saw the run so is
+   * the one claims share (the run's row FOR SHARE, nothing before it): a
+   * claim group may then take it in a statement of its own making
+   * (group-claims.ts's afterGroupClaim), in run id order, and pass the run
+   * as locked to settleClaimedLocked.
+   */
+  claimSharesLock(seen: ClaimedRunLook): boolean {
+    return !claimSettlesWhole(seen);
+  }
+
+  /**
    * The lock settleClaimed takes for a claim in run `runId` (`seen`: the run
    * as the claim statement saw it), taken on its own; the run as locked, null
    * when it is gone. A claim group takes every run's lock first, in run id

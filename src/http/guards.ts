@@ -7,10 +7,12 @@ import { AccessMode } from '../modules/access-mode.ts';
 import { parseIdParam } from '../modules/pagination.ts';
 import { scopeAllows } from '../modules/scopes.ts';
 import type { ScopeCategory, ScopeLevel } from '../modules/scopes.ts';
-import type { RepoUnit, Repository } from '../models/repos.ts';
-import type { User } from '../models/users.ts';
+import type { RepoUnit, RepositoryAccess } from '../models/repos.ts';
+import type { ScopedValue } from '../models/scoped-values.ts';
+import type { AccountAccess } from '../models/users.ts';
 import type { Services } from '../services/index.ts';
 import { hasRepoAccess, unitAccessMode } from '../services/permissions.ts';
+import type { RepoPermission } from '../services/permissions.ts';
 import { actorOf } from './request-context.ts';
 
 export type Guard = preHandlerAsyncHookHandler;
@@ -145,14 +147,18 @@ export function createGuards(services: Services) {
    */
   const repoAssignment: Guard = async (req) => {
     // Owner and repository in one query.
-    await assignRepository(req, await repos.findWithOwner(param(req, 'owner'), param(req, 'repo')));
+    const context = await repositoryAccess(req, await repos.findWithOwner(param(req, 'owner'), param(req, 'repo')));
+    req.repoContext = context;
+    req.repoAccess = context;
   };
 
   /**
    * repoAssignment for the GET of one repository variable: the same query
-   * also reads the variable {variablename}, kept on the repository context
-   * for the handler, so the request makes one read instead of two. The same
-   * checks decide; the later guards run before the handler sees it.
+   * reads the variable {variablename} too, kept on the access context for
+   * the handler, so the request makes one read instead of two, and of the
+   * owner and the repository only what the guards decide with (so
+   * repoContext, the whole rows, stays null). The same checks decide; the
+   * later guards run before the handler sees the variable.
    */
   const repoAssignmentReadingVariable: Guard = async (req) => {
     const found = await repos.findWithOwnerAndVariable(
@@ -160,14 +166,16 @@ export function createGuards(services: Services) {
       param(req, 'repo'),
       param(req, 'variablename'),
     );
-    await assignRepository(req, found);
-    if (req.repoContext && found) req.repoContext.variable = found.variable;
+    const context = await repositoryAccess(req, found);
+    context.variable = found === null ? null : found.variable;
+    req.repoAccess = context;
   };
 
-  async function assignRepository(
+  /** The access context of a found owner and repository, or the 404 the caller may see. */
+  async function repositoryAccess<R extends RepositoryAccess, O extends AccountAccess>(
     req: FastifyRequest,
-    found: { owner: User; repo: Repository | null } | null,
-  ): Promise<void> {
+    found: { owner: O; repo: R | null } | null,
+  ): Promise<{ repo: R; owner: O; mode: number; permission: RepoPermission; variable?: ScopedValue | null }> {
     const ownerName = param(req, 'owner');
     // Built only when thrown: an error captures a stack, and this guard runs on every repository route.
     const ownerMissing = () => AppError.notFound([`user does not exist [uid: 0, name: ${ownerName}]`], 'GetUserByName');
@@ -179,14 +187,14 @@ export function createGuards(services: Services) {
       if (!(await permissions.canSeeAccount(actor, owner))) throw ownerMissing();
       throw AppError.notFound();
     }
-    req.repoContext = { repo, owner, mode: permission.mode, permission };
+    return { repo, owner, mode: permission.mode, permission };
   }
 
   /** checkTokenPublicOnly: a public-only token reaches public targets only. */
   const publicOnly: Guard = async (req) => {
     const token = req.auth.token;
     if (!token || !token.scope.publicOnly) return;
-    if (req.repoContext && (req.repoContext.repo.isPrivate || req.repoContext.owner.visibility !== 'public')) {
+    if (req.repoAccess && (req.repoAccess.repo.isPrivate || req.repoAccess.owner.visibility !== 'public')) {
       throw AppError.forbidden('token scope is limited to public repos');
     }
     if (req.org && req.org.visibility !== 'public') throw AppError.forbidden('token scope is limited to public orgs');
@@ -219,7 +227,7 @@ export function createGuards(services: Services) {
   const unitGuard =
     (minimum: number, message: string, unit?: RepoUnit): Guard =>
     async (req) => {
-      const ctx = req.repoContext;
+      const ctx = req.repoAccess;
       if (!ctx) throw AppError.notFound();
       // A disabled unit is invisible: 404, never 403.
       if (unit && !ctx.repo.units[unit]) throw AppError.notFound();
@@ -242,7 +250,7 @@ export function createGuards(services: Services) {
   );
 
   const mustNotBeArchived: Guard = async (req) => {
-    const ctx = req.repoContext;
+    const ctx = req.repoAccess;
     if (ctx?.repo.isArchived)
       throw AppError.locked(`<Repository ${ctx.repo.id}:${ctx.owner.name}/${ctx.repo.name}> is archived`);
   };

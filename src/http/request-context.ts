@@ -3,14 +3,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Authentication } from '../services/authentication.ts';
 import { ANONYMOUS } from '../services/authentication.ts';
 import type { Actor, RepoPermission } from '../services/permissions.ts';
-import type { Repository } from '../models/repos.ts';
+import type { Repository, RepositoryAccess } from '../models/repos.ts';
 import type { Team } from '../models/orgs.ts';
 import type { ScopedValue } from '../models/scoped-values.ts';
-import type { User } from '../models/users.ts';
+import type { AccountAccess, User } from '../models/users.ts';
 
-export interface RepoContext {
-  repo: Repository;
-  owner: User;
+/** What the repository guard found and decided: what the later guards of the route read. */
+export interface RepoAccessContext {
+  repo: RepositoryAccess;
+  owner: AccountAccess;
   /** The doer's repository-wide access mode (permission.mode). */
   mode: number;
   /** The doer's permission, unit by unit (guards of unit routes read it). */
@@ -22,11 +23,23 @@ export interface RepoContext {
   variable?: ScopedValue | null;
 }
 
+/** The repository and its owner whole, for handlers (requireRepo). */
+export interface RepoContext extends RepoAccessContext {
+  repo: Repository;
+  owner: User;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     auth: Authentication;
     org: User | null;
+    /**
+     * Set by repoAssignment, for handlers. The GET of one repository
+     * variable leaves it null: its guard reads only repoAccess's columns.
+     */
     repoContext: RepoContext | null;
+    /** Set by every repository guard (the same object as repoContext where that is set): what later guards read. */
+    repoAccess: RepoAccessContext | null;
     contextUser: User | null;
     team: Team | null;
   }
@@ -41,6 +54,7 @@ export function decorateRequests(app: FastifyInstance): void {
   });
   app.decorateRequest('org', null);
   app.decorateRequest('repoContext', null);
+  app.decorateRequest('repoAccess', null);
   app.decorateRequest('contextUser', null);
   app.decorateRequest('team', null);
 }

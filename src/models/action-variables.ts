@@ -1,6 +1,7 @@
 // Actions variables (Forgejo's `action_variable` table). Names arrive upper-cased.
 import type { Queryable } from './database.ts';
-import { scopedValueFromRow } from './scoped-values.ts';
+import { compiledStatement } from './compiled-statements.ts';
+import { countScopedValues, scopedValueFromRow } from './scoped-values.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
 import type { ScopedValue } from './scoped-values.ts';
 
@@ -36,22 +37,39 @@ export async function updateVariable(
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** One page of a scope's variables ordered by name, then id (Forgejo's order). */
-export async function listVariables(
+/**
+ * One page of a scope's variables ordered by name, then id (Forgejo's order),
+ * each row with how many the scope has (`count(*) over ()` counts the rows
+ * before LIMIT and OFFSET): the page and its total in one read. Built and
+ * compiled once per dialect (compiled-statements.ts). Args: owner id,
+ * repository id, limit, offset.
+ */
+const VARIABLES_PAGE = compiledStatement((db, arg) =>
+  db
+    .selectFrom('action_variable')
+    .selectAll()
+    .select((eb) => eb.fn.countAll<number | string>().over().as('total'))
+    .where('owner_id', '=', arg<number>(0))
+    .where('repo_id', '=', arg<number>(1))
+    .orderBy('name')
+    .orderBy('id')
+    .limit(arg<number>(2))
+    .offset(arg<number>(3)),
+);
+
+/**
+ * One page of a scope's variables and the scope's count, read together; an
+ * empty page (an empty scope, or a page past the end) has no row to carry the
+ * count, so the count is read alone then.
+ */
+export async function listVariablesPage(
   db: Queryable,
   key: ScopeColumns,
   limit: number,
   offset: number,
-): Promise<ScopedValue[]> {
-  const rows = await db
-    .selectFrom('action_variable')
-    .selectAll()
-    .where('owner_id', '=', key.ownerId)
-    .where('repo_id', '=', key.repoId)
-    .orderBy('name')
-    .orderBy('id')
-    .limit(limit)
-    .offset(offset)
-    .execute();
-  return rows.map(scopedValueFromRow);
+): Promise<{ variables: ScopedValue[]; total: number }> {
+  const { rows } = await VARIABLES_PAGE.execute(db, [key.ownerId, key.repoId, limit, offset]);
+  const first = rows[0];
+  if (first === undefined) return { variables: [], total: await countScopedValues(db, 'action_variable', key) };
+  return { variables: rows.map(scopedValueFromRow), total: Number(first.total) };
 }

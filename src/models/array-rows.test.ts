@@ -16,12 +16,34 @@ import type { Database } from './tables.ts';
 import {
   REPOSITORY_COLUMNS,
   findOwnerAndRepository,
+  findOwnerRepositoryAndVariable,
   findRepository,
   insertRepository,
   repositoryRowFromValues,
+  updateRepository,
 } from './repos.ts';
+import type { Repository } from './repos.ts';
 import { SCOPED_VALUE_COLUMNS, findScopedValue, scopedValueRowFromValues } from './scoped-values.ts';
 import { USER_COLUMNS, findAccountByName, insertAccount, userRowFromValues } from './users.ts';
+import type { User } from './users.ts';
+
+/** What the repository guards read of an account and a repository (AccountAccess, RepositoryAccess). */
+function accessOf(owner: User, repo: Repository | null) {
+  return {
+    owner: { id: owner.id, name: owner.name, isOrganization: owner.isOrganization, visibility: owner.visibility },
+    repo:
+      repo === null
+        ? null
+        : {
+            id: repo.id,
+            ownerId: repo.ownerId,
+            name: repo.name,
+            isPrivate: repo.isPrivate,
+            isArchived: repo.isArchived,
+            units: repo.units,
+          },
+  };
+}
 
 const NOW = 1_800_000_000;
 
@@ -106,6 +128,62 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await findOwnerAndRepository(db, 'ARRAY-OWNER', 'Array-repo'), { owner, repo });
       assert.deepEqual(await findOwnerAndRepository(db, 'array-owner', 'no-such-repo'), { owner, repo: null });
       assert.equal(await findOwnerAndRepository(db, 'no-such-owner', 'array-repo'), null);
+    });
+
+    test("the variable GET's guard row: the account's and repository's access fields as the plain reads answer them, and the variable", async () => {
+      const { db } = scratch.handle;
+      for (const [index, visibility] of (['public', 'limited', 'private'] as const).entries()) {
+        const org = await insertAccount(db, {
+          name: `Access-Org-${index}`,
+          isOrganization: true,
+          visibility,
+          nowSec: NOW,
+        });
+        await insertRepository(db, {
+          ownerId: org.id,
+          ownerName: org.name,
+          name: 'Access-Repo',
+          description: '',
+          defaultBranch: 'main',
+          objectFormatName: 'sha1',
+          isPrivate: index !== 0,
+          isTemplate: false,
+          nowSec: NOW,
+        });
+        const stored = await findRepository(db, org.id, 'access-repo');
+        assert.ok(stored);
+        // Units on and off in a pattern per account, and archived once: each field from its own column.
+        await updateRepository(
+          db,
+          stored.id,
+          {
+            isArchived: index === 1,
+            units: { issues: index === 0, wiki: index === 1, actions: index !== 2, packages: index === 2 },
+          },
+          NOW + 1,
+        );
+        const owner = await findAccountByName(db, `access-org-${index}`);
+        const repo = await findRepository(db, org.id, 'access-repo');
+        assert.ok(owner && repo);
+        const variable = await insertVariable(db, { ownerId: 0, repoId: repo.id }, 'ACCESS_VAR', `v${index}`, NOW);
+
+        assert.deepEqual(
+          await findOwnerRepositoryAndVariable(db, owner.name.toUpperCase(), 'ACCESS-repo', 'ACCESS_VAR'),
+          {
+            ...accessOf(owner, repo),
+            variable,
+          },
+        );
+        assert.deepEqual(await findOwnerRepositoryAndVariable(db, owner.name, 'access-repo', 'OTHER_VAR'), {
+          ...accessOf(owner, repo),
+          variable: null,
+        });
+        assert.deepEqual(await findOwnerRepositoryAndVariable(db, owner.name, 'no-such-repo', 'ACCESS_VAR'), {
+          ...accessOf(owner, null),
+          variable: null,
+        });
+      }
+      assert.equal(await findOwnerRepositoryAndVariable(db, 'no-such-owner', 'access-repo', 'ACCESS_VAR'), null);
     });
 
     test('a variable by name: every column as inserted', async () => {

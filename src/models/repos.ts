@@ -6,8 +6,15 @@ import type { Queryable } from './database.ts';
 import { SCOPED_VALUE_COLUMNS, scopedValueFromRow, scopedValueRowFromValues } from './scoped-values.ts';
 import type { ScopedValue } from './scoped-values.ts';
 import type { RepositoryTable } from './tables.ts';
-import { USER_COLUMNS, cannotBeStoredName, findAccountByName, userFromRow, userRowFromValues } from './users.ts';
-import type { User } from './users.ts';
+import {
+  USER_COLUMNS,
+  cannotBeStoredName,
+  findAccountByName,
+  userFromRow,
+  userRowFromValues,
+  visibilityFromCode,
+} from './users.ts';
+import type { AccountAccess, User } from './users.ts';
 
 /** Repository units that can be switched on and off (Forgejo's repo_unit rows). */
 export const REPO_UNITS = ['issues', 'wiki', 'pull_requests', 'projects', 'releases', 'packages', 'actions'] as const;
@@ -32,6 +39,13 @@ export interface Repository {
   createdUnix: number;
   updatedUnix: number;
 }
+
+/**
+ * What the repository guards decide with about a repository (services/permissions.ts,
+ * http/guards.ts): a full Repository satisfies it; the GET of a repository
+ * variable reads only these columns (findOwnerRepositoryAndVariable).
+ */
+export type RepositoryAccess = Pick<Repository, 'id' | 'ownerId' | 'name' | 'isPrivate' | 'isArchived' | 'units'>;
 
 function repoFromRow(row: Selectable<RepositoryTable>): Repository {
   return {
@@ -205,11 +219,15 @@ export async function findOwnerAndRepository(
 }
 
 /**
- * OWNER_AND_REPOSITORY with the repository's own Actions variable of a name
- * (its SCOPED_VALUE_COLUMNS prefixed v_, all null without one) in the same row.
- * Args: owner, repository lower names, the variable's stored (upper-case) name.
+ * The repository guard's row for the GET of one repository variable: of the
+ * account and the repository only what the guards decide with (AccountAccess,
+ * RepositoryAccess: 4 and 12 columns, not 25 and 23; turning a column into a
+ * JavaScript value was most of this point read's cost), then the repository's
+ * own Actions variable of a name (its SCOPED_VALUE_COLUMNS, all null without
+ * one). Args: owner, repository lower names, the variable's stored
+ * (upper-case) name. Rows as arrays, in the order of the select.
  */
-const OWNER_REPOSITORY_AND_VARIABLE = compiledArrayStatement((db, arg) =>
+const OWNER_REPOSITORY_ACCESS_AND_VARIABLE = compiledArrayStatement((db, arg) =>
   db
     .selectFrom('user')
     .leftJoin('repository', (join) =>
@@ -221,42 +239,89 @@ const OWNER_REPOSITORY_AND_VARIABLE = compiledArrayStatement((db, arg) =>
         .onRef('action_variable.repo_id', '=', 'repository.id')
         .on('action_variable.name', '=', arg<string>(2)),
     )
-    .select(USER_COLUMNS.map((column) => `user.${column}` as const))
-    .select(REPOSITORY_COLUMNS.map((column) => `repository.${column} as r_${column}` as const))
+    .select(['user.id', 'user.name', 'user.type', 'user.visibility'])
+    .select([
+      'repository.id as r_id',
+      'repository.owner_id as r_owner_id',
+      'repository.name as r_name',
+      'repository.is_private as r_is_private',
+      'repository.is_archived as r_is_archived',
+      'repository.has_issues as r_has_issues',
+      'repository.has_wiki as r_has_wiki',
+      'repository.has_pull_requests as r_has_pull_requests',
+      'repository.has_projects as r_has_projects',
+      'repository.has_releases as r_has_releases',
+      'repository.has_packages as r_has_packages',
+      'repository.has_actions as r_has_actions',
+    ])
     .select(SCOPED_VALUE_COLUMNS.map((column) => `action_variable.${column} as v_${column}` as const))
     .where('user.lower_name', '=', arg<string>(0)),
 );
+/** Where the repository's and the variable's values start in a row of OWNER_REPOSITORY_ACCESS_AND_VARIABLE. */
+const ACCESS_REPO_AT = 4;
+const ACCESS_VARIABLE_AT = ACCESS_REPO_AT + 12;
+
+function accountAccessFromValues(values: readonly unknown[]): AccountAccess {
+  return {
+    id: values[0] as number,
+    name: values[1] as string,
+    isOrganization: values[2] === 1,
+    visibility: visibilityFromCode(values[3] as number),
+  };
+}
+
+function repositoryAccessFromValues(values: readonly unknown[], at: number): RepositoryAccess {
+  return {
+    id: values[at] as number,
+    ownerId: values[at + 1] as number,
+    name: values[at + 2] as string,
+    isPrivate: values[at + 3] === 1,
+    isArchived: values[at + 4] === 1,
+    units: {
+      issues: values[at + 5] === 1,
+      wiki: values[at + 6] === 1,
+      pull_requests: values[at + 7] === 1,
+      projects: values[at + 8] === 1,
+      releases: values[at + 9] === 1,
+      packages: values[at + 10] === 1,
+      actions: values[at + 11] === 1,
+    },
+  };
+}
 
 /**
- * findOwnerAndRepository and the repository's variable `variableName` (as
- * stored: upper-case) in one statement, for the API's GET of a repository
- * variable: one read instead of the guard's and the handler's. `variable`
- * is null when the repository has no such variable (or there is no
- * repository); whoever calls this still decides what the caller may see.
+ * The account and repository as the repository guard needs them, and the
+ * repository's variable `variableName` (as stored: upper-case), in one
+ * statement, for the API's GET of a repository variable: one read instead of
+ * the guard's and the handler's. Null when there is no such account; `repo`
+ * null when it has no such repository; `variable` null when the repository
+ * has no such variable (or there is no repository). Whoever calls this still
+ * decides what the caller may see.
  */
 export async function findOwnerRepositoryAndVariable(
   db: Queryable,
   ownerName: string,
   repoName: string,
   variableName: string,
-): Promise<{ owner: User; repo: Repository | null; variable: ScopedValue | null } | null> {
+): Promise<{ owner: AccountAccess; repo: RepositoryAccess | null; variable: ScopedValue | null } | null> {
   if (cannotBeStoredName(ownerName) || cannotBeStoredName(repoName)) {
     const found = await findOwnerAndRepository(db, ownerName, repoName);
     return found === null ? null : { ...found, variable: null };
   }
-  const row = await OWNER_REPOSITORY_AND_VARIABLE.takeFirst(db, [
+  const row = await OWNER_REPOSITORY_ACCESS_AND_VARIABLE.takeFirst(db, [
     ownerName.toLowerCase(),
     repoName.toLowerCase(),
     variableName,
   ]);
   if (row === undefined) return null;
   const values = valuesOf(row);
-  const repoAt = USER_COLUMNS.length;
-  const variableAt = repoAt + REPOSITORY_COLUMNS.length;
   return {
-    owner: userFromRow(userRowFromValues(values, 0)),
-    repo: values[repoAt] === null ? null : repoFromRow(repositoryRowFromValues(values, repoAt)),
-    variable: values[variableAt] === null ? null : scopedValueFromRow(scopedValueRowFromValues(values, variableAt)),
+    owner: accountAccessFromValues(values),
+    repo: values[ACCESS_REPO_AT] === null ? null : repositoryAccessFromValues(values, ACCESS_REPO_AT),
+    variable:
+      values[ACCESS_VARIABLE_AT] === null
+        ? null
+        : scopedValueFromRow(scopedValueRowFromValues(values, ACCESS_VARIABLE_AT)),
   };
 }
 

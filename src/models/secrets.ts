@@ -2,7 +2,8 @@
 // service encrypts before and decrypts after. Names arrive upper-cased.
 import { sql } from 'kysely';
 import type { Queryable } from './database.ts';
-import { scopedValueFromRow } from './scoped-values.ts';
+import { compiledStatement } from './compiled-statements.ts';
+import { countScopedValues, scopedValueFromRow } from './scoped-values.ts';
 import type { ScopeColumns } from '../modules/scope.ts';
 import type { ScopedValue } from './scoped-values.ts';
 
@@ -50,24 +51,41 @@ export async function updateSecretData(
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** One page of a scope's secrets in creation (id) order; the values are not read. */
-export async function listSecrets(
+/**
+ * One page of a scope's secrets in creation (id) order, the values not read,
+ * and the scope's count, read together; an empty page (an empty scope, or a
+ * page past the end) has no row to carry the count, so the count is read
+ * alone then.
+ */
+export async function listSecretsPage(
   db: Queryable,
   key: ScopeColumns,
   limit: number,
   offset: number,
-): Promise<SecretListItem[]> {
-  const rows = await db
+): Promise<{ secrets: SecretListItem[]; total: number }> {
+  const { rows } = await SECRETS_PAGE.execute(db, [key.ownerId, key.repoId, limit, offset]);
+  const first = rows[0];
+  if (first === undefined) return { secrets: [], total: await countScopedValues(db, 'secret', key) };
+  return { secrets: rows.map((r) => ({ name: r.name, createdUnix: r.created_unix })), total: Number(first.total) };
+}
+
+/**
+ * A page of a scope's secrets (names and creation times, never the values) in
+ * id order, each row with how many the scope has (`count(*) over ()` counts
+ * the rows before LIMIT and OFFSET). Compiled once per dialect. Args: owner
+ * id, repository id, limit, offset.
+ */
+const SECRETS_PAGE = compiledStatement((db, arg) =>
+  db
     .selectFrom('secret')
     .select(['name', 'created_unix'])
-    .where('owner_id', '=', key.ownerId)
-    .where('repo_id', '=', key.repoId)
+    .select((eb) => eb.fn.countAll<number | string>().over().as('total'))
+    .where('owner_id', '=', arg<number>(0))
+    .where('repo_id', '=', arg<number>(1))
     .orderBy('id')
-    .limit(limit)
-    .offset(offset)
-    .execute();
-  return rows.map((r) => ({ name: r.name, createdUnix: r.created_unix }));
-}
+    .limit(arg<number>(2))
+    .offset(arg<number>(3)),
+);
 
 // Key rotation. `prefix` is the stored prefix of the target key ("v1:<id>:"),
 // made only of [v1:0-9a-f], so it needs no LIKE escaping.

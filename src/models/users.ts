@@ -34,6 +34,13 @@ export interface User {
   lastLoginUnix: number;
 }
 
+/**
+ * What the repository guards decide with about an account (services/permissions.ts,
+ * http/guards.ts): a full User satisfies it; the GET of a repository variable
+ * reads only these columns (repos.ts's findOwnerRepositoryAndVariable).
+ */
+export type AccountAccess = Pick<User, 'id' | 'name' | 'isOrganization' | 'visibility'>;
+
 export function visibilityFromCode(code: number): Visibility {
   return VISIBILITIES[code] ?? 'public';
 }

@@ -37,6 +37,21 @@ test('lines of one turn and of later turns come out whole and in order', () => {
   ]);
 });
 
+test('lines with characters beyond ASCII come out as logged, in batches and at exit', () => {
+  const { lines, status } = runLogging(`
+    for (let i = 0; i < 300; i++) logger.info('déjà vu ' + i + ' 日本 😀 ' + 'é'.repeat(100));
+    setTimeout(() => {
+      logger.info('fin: ünïcödé');
+      process.exit(0);
+    }, 30);
+  `);
+  assert.equal(status, 0);
+  assert.deepEqual(lines, [
+    ...Array.from({ length: 300 }, (_, i) => `déjà vu ${i} 日本 😀 ${'é'.repeat(100)}`),
+    'fin: ünïcödé',
+  ]);
+});
+
 test('the lines logged just before process.exit and before an uncaught exception are written', () => {
   const exited = runLogging(`
     setTimeout(() => {

@@ -8,7 +8,10 @@
 // joined and handed over FLUSH_DELAY_MS after the first of a batch (or at
 // once when a batch reaches FLUSH_BYTES), so a busy server makes one write
 // for tens of requests, and a line reaches standard output at most
-// FLUSH_DELAY_MS after it was logged.
+// FLUSH_DELAY_MS after it was logged. A batch is handed over as bytes, encoded
+// once: given a string, pino's destination measured its UTF-8 length on the
+// way in, encoded it to write it and encoded it again once written (about a
+// microsecond per request line at 8,000 lines a second).
 //
 // Guarantees: lines keep their order and are never cut; writes stay
 // asynchronous (a slow reader of the output never blocks the server; pino's
@@ -36,17 +39,20 @@ function createStdoutBatched(): pino.DestinationStream {
   let pending = '';
   // Registered before the destination exists, so it runs before the destination's own flush at exit.
   process.once('exit', () => {
-    if (pending !== '') out.write(pending);
+    if (pending !== '') out.write(Buffer.from(pending, 'utf8'));
     pending = '';
   });
-  const out = pino.destination({ dest: 1, sync: false });
+  // In 'buffer' mode sonic-boom's write takes bytes; its type declares strings only.
+  const out = pino.destination({ dest: 1, sync: false, contentMode: 'buffer' }) as unknown as {
+    write(bytes: Buffer): boolean;
+  };
   let timer: NodeJS.Timeout | null = null;
   const flush = (): void => {
     if (timer !== null) clearTimeout(timer);
     timer = null;
     const text = pending;
     pending = '';
-    out.write(text);
+    out.write(Buffer.from(text, 'utf8'));
   };
   return {
     write(line: string): void {

@@ -5,7 +5,7 @@
 import { AccessMode } from '../modules/access-mode.ts';
 import type { Db } from '../models/database.ts';
 import { findCollaboratorMode } from '../models/repos.ts';
-import type { Repository } from '../models/repos.ts';
+import type { Repository, RepositoryAccess } from '../models/repos.ts';
 import {
   isOrganizationMember,
   isOrganizationOwner,
@@ -14,7 +14,7 @@ import {
 } from '../models/orgs.ts';
 import { PERMISSION_UNITS, teamUnitMode } from '../modules/team-units.ts';
 import type { PermissionUnit } from '../modules/team-units.ts';
-import type { User } from '../models/users.ts';
+import type { AccountAccess, User } from '../models/users.ts';
 
 /**
  * What an actor may do with one repository: Forgejo's Permission. `units`
@@ -50,7 +50,7 @@ export class PermissionService {
    * account (public users and public or limited organizations too), is seen
    * only by its members.
    */
-  async canSeeAccount(actor: Actor, account: User): Promise<boolean> {
+  async canSeeAccount(actor: Actor, account: AccountAccess): Promise<boolean> {
     const doer = actor.doer;
     if (!doer) return account.visibility === 'public';
     if (this.isSiteAdmin(actor) || doer.id === account.id) return true;
@@ -78,7 +78,7 @@ export class PermissionService {
   }
 
   /** The actor's repository-wide access mode (none means: may not know it exists). */
-  async repoAccessMode(actor: Actor, repo: Repository, owner: User): Promise<number> {
+  async repoAccessMode(actor: Actor, repo: RepositoryAccess, owner: AccountAccess): Promise<number> {
     return (await this.repoPermission(actor, repo, owner)).mode;
   }
 
@@ -98,7 +98,7 @@ export class PermissionService {
    *   level for that unit (its `units_map`); a unit no team grants is
    *   readable in a public repository, except by restricted users.
    */
-  async repoPermission(actor: Actor, repo: Repository, owner: User): Promise<RepoPermission> {
+  async repoPermission(actor: Actor, repo: RepositoryAccess, owner: AccountAccess): Promise<RepoPermission> {
     if (actor.taskRepoId !== undefined) {
       // A task token writes its own repository and reads public ones, nothing more.
       if (actor.taskRepoId === repo.id) return { mode: AccessMode.write, units: null };
@@ -145,12 +145,16 @@ export class PermissionService {
 const NO_ACCESS: RepoPermission = Object.freeze({ mode: AccessMode.none, units: null });
 
 /** Forgejo's repo.Units: `code` always, the other units while switched on. */
-function enabledUnits(repo: Repository): PermissionUnit[] {
+function enabledUnits(repo: Pick<Repository, 'units'>): PermissionUnit[] {
   return PERMISSION_UNITS.filter((unit) => unit === 'code' || repo.units[unit]);
 }
 
 /** The level on one unit (Permission.UnitAccessMode); a switched-off unit is none. */
-export function unitAccessMode(permission: RepoPermission, repo: Repository, unit: PermissionUnit): number {
+export function unitAccessMode(
+  permission: RepoPermission,
+  repo: Pick<Repository, 'units'>,
+  unit: PermissionUnit,
+): number {
   if (unit !== 'code' && !repo.units[unit]) return AccessMode.none;
   return permission.units === null ? permission.mode : (permission.units[unit] ?? AccessMode.none);
 }

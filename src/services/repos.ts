@@ -32,9 +32,9 @@ import {
   updateRepository,
   upsertCollaborator,
 } from '../models/repos.ts';
-import type { RepoUnit, Repository, RepositoryChanges } from '../models/repos.ts';
+import type { RepoUnit, Repository, RepositoryAccess, RepositoryChanges } from '../models/repos.ts';
 import type { ScopedValue } from '../models/scoped-values.ts';
-import type { User } from '../models/users.ts';
+import type { AccountAccess, User } from '../models/users.ts';
 import { normalizeName } from '../modules/actions-names.ts';
 import type { DomainEvents } from './events.ts';
 import type { PushedRef } from './push-payloads.ts';
@@ -101,15 +101,16 @@ export class RepoService {
   }
 
   /**
-   * findWithOwner and the repository's own Actions variable named
-   * `variableName` (any case), read in the same statement: the API's GET of a
+   * The account and repository as the repository guard decides with them
+   * (not whole rows), and the repository's own Actions variable named
+   * `variableName` (any case), read in one statement: the API's GET of a
    * repository variable (guards.ts). `variable` is null when there is none.
    */
   async findWithOwnerAndVariable(
     ownerName: string,
     name: string,
     variableName: string,
-  ): Promise<{ owner: User; repo: Repository | null; variable: ScopedValue | null } | null> {
+  ): Promise<{ owner: AccountAccess; repo: RepositoryAccess | null; variable: ScopedValue | null } | null> {
     return findOwnerRepositoryAndVariable(this.db, ownerName, name, normalizeName(variableName));
   }
 

@@ -237,6 +237,10 @@ for (const dialect of testDialects()) {
         const capped = await s.api('GET', `${api.base}/variables?limit=1000`, { token: alice.token });
         assert.equal((capped.json as unknown[]).length, 50);
         assert.equal(capped.headers.get('x-total-count'), '56');
+        // A page past the end is empty and still counts the whole scope.
+        const beyond = await s.api('GET', `${api.base}/variables?page=9`, { token: alice.token });
+        assert.deepEqual(beyond.json, []);
+        assert.equal(beyond.headers.get('x-total-count'), '56');
         assert.equal(
           ((await s.api('GET', `${api.base}/variables`, { token: alice.token })).json as unknown[]).length,
           30,

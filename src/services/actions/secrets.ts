@@ -15,7 +15,6 @@ import type { KeyRing } from '../../modules/crypto/key-ring.ts';
 import type { Db } from '../../models/database.ts';
 import type { Repository } from '../../models/repos.ts';
 import {
-  countScopedValues,
   deleteScopedValue,
   findScopedValue,
   listScopedValuesForRepository,
@@ -25,7 +24,7 @@ import type { ScopedValue } from '../../models/scoped-values.ts';
 import {
   countSecretsNotUnderPrefix,
   insertSecretIfAbsent,
-  listSecrets,
+  listSecretsPage,
   listSecretsNotUnderPrefix,
   secretDataPrefixesInUse,
   swapSecretData,
@@ -57,11 +56,7 @@ export class SecretService {
     scope: Scope,
     page: { limit: number; offset: number },
   ): Promise<{ secrets: SecretListItem[]; total: number }> {
-    const [secrets, total] = await Promise.all([
-      listSecrets(this.db, scope, page.limit, page.offset),
-      countScopedValues(this.db, 'secret', scope),
-    ]);
-    return { secrets, total };
+    return listSecretsPage(this.db, scope, page.limit, page.offset);
   }
 
   /**

@@ -7,9 +7,8 @@ import type { Clock } from '../../modules/clock.ts';
 import { normalizeName, variableNameProblem } from '../../modules/actions-names.ts';
 import type { Db } from '../../models/database.ts';
 import { isUniqueViolation } from '../../models/database.ts';
-import { insertVariable, listVariables, updateVariable } from '../../models/action-variables.ts';
+import { insertVariable, listVariablesPage, updateVariable } from '../../models/action-variables.ts';
 import {
-  countScopedValues,
   deleteScopedValue,
   findScopedValue,
   listScopedValuesForRepository,
@@ -48,11 +47,7 @@ export class VariableService {
     scope: Scope,
     page: { limit: number; offset: number },
   ): Promise<{ variables: ScopedValue[]; total: number }> {
-    const [variables, total] = await Promise.all([
-      listVariables(this.db, scope, page.limit, page.offset),
-      countScopedValues(this.db, 'action_variable', scope),
-    ]);
-    return { variables, total };
+    return listVariablesPage(this.db, scope, page.limit, page.offset);
   }
 
   async get(scope: Scope, name: string): Promise<ScopedValue> {

@@ -208,7 +208,7 @@ export function actionsSecretVariableRoutes(app: ApiApp, { config, services, gua
       },
       // Answered without a promise when the guards read the variable already.
       (req) => {
-        const read = req.repoContext?.variable;
+        const read = req.repoAccess?.variable;
         if (read !== undefined) return toApiVariable(services.variables.found(read));
         return services.variables.get(scope.scopeOf(req), req.params.variablename).then(toApiVariable);
       },

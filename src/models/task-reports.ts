@@ -700,6 +700,9 @@ type GroupAloneRow = Partial<SeenRow> & {
   done_as: ActionStatusValue | null;
 };
 
+/** The two ways a run's reports may finish together: 0 all of them, 1 all but the last (which ends the run). */
+const VARIANTS = sql`(values (0), (1)) as v(v)`;
+
 /**
  * finishReportsAlone's statement. Arguments: 0 the task ids, 1 their
  * reporting runners, 2 the reported statuses (arrays of one length, a
@@ -710,9 +713,6 @@ type GroupAloneRow = Partial<SeenRow> & {
  * id from locked)`) before any task or job, and every task and job
  * before the runs are counted; runs, tasks and jobs each in id order.
  */
-/** The two ways a run's reports may finish together: 0 all of them, 1 all but the last (which ends the run). */
-const VARIANTS = sql`(values (0), (1)) as v(v)`;
-
 const FINISH_GROUP_ALONE = compiledStatement((_db, arg) => {
   const now = arg<number>(3);
   const blocked = LITERAL_STATUS.blocked;

@@ -93,31 +93,25 @@ export class GroupedWrites {
     if (isPostgres(this.db)) return this.db.transaction().execute(work);
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.draining) this.schedule(1);
+      if (!this.draining) this.schedule();
     });
   }
 
-  /** Drains the queue `turns` turns of the event loop from now (unless a drain is scheduled already). */
-  private schedule(turns: number): void {
+  /** Drains the queue at the end of the event loop's current phase (unless a drain is scheduled already). */
+  private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    const next = (left: number): void => {
-      if (left > 1) {
-        setImmediate(() => next(left - 1));
-        return;
-      }
+    setImmediate(() => {
       this.scheduled = false;
       void this.drain();
-    };
-    setImmediate(() => next(turns));
+    });
   }
 
   /**
-   * Commits one group (the oldest MAX_GROUP units) and settles its units. The
-   * next group starts two turns of the event loop later, not at once: the
-   * answers of this one go out first (a claim's waits a turn for its
-   * runner's hang-up check, runner-protocol.ts), instead of behind every
-   * group queued meanwhile.
+   * Commits one group (the oldest MAX_GROUP units) and settles its units,
+   * whose callers write their answers then. The next group starts a turn of
+   * the event loop later, not at once: the requests that arrived meanwhile
+   * are read first, and queue behind the units already waiting.
    */
   private async drain(): Promise<void> {
     this.draining = true;
@@ -137,7 +131,7 @@ export class GroupedWrites {
       });
     } finally {
       this.draining = false;
-      if (this.queue.length > 0) this.schedule(2);
+      if (this.queue.length > 0) this.schedule();
     }
   }
 

@@ -173,6 +173,22 @@ for (const dialect of testDialects()) {
       }
     });
 
+    test("a group's callers resume one after the other, each done before the next resumes", async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const seen: string[] = [];
+      // Each caller, once its unit committed, goes through a few promise jobs before it answers.
+      const callers = [0, 1, 2].map(async (i) => {
+        await writes.run(async (tx) => insertVersion(tx, 700 + i));
+        seen.push(`resumed ${i}`);
+        for (let step = 0; step < 5; step += 1) await Promise.resolve();
+        seen.push(`answered ${i}`);
+      });
+      await Promise.all(callers);
+      if (dialect === 'sqlite')
+        assert.deepEqual(seen, ['resumed 0', 'answered 0', 'resumed 1', 'answered 1', 'resumed 2', 'answered 2']);
+      else assert.equal(seen.length, 6);
+    });
+
     test('a unit alone that throws leaves nothing, and the next one runs', async () => {
       const writes = new GroupedWrites(scratch.handle.db);
       await assert.rejects(

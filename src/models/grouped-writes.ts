@@ -108,10 +108,11 @@ export class GroupedWrites {
   }
 
   /**
-   * Commits one group (the oldest MAX_GROUP units) and settles its units,
-   * whose callers write their answers then. The next group starts a turn of
-   * the event loop later, not at once: the requests that arrived meanwhile
-   * are read first, and queue behind the units already waiting.
+   * Commits one group (the oldest MAX_GROUP units) and settles its units in
+   * order, whose callers write their answers then (settleInOrder). The next
+   * group starts a turn of the event loop later, not at once: the requests
+   * that arrived meanwhile are read first, and queue behind the units
+   * already waiting.
    */
   private async drain(): Promise<void> {
     this.draining = true;
@@ -124,11 +125,7 @@ export class GroupedWrites {
         for (const unit of group) unit.reject(error);
         return;
       }
-      group.forEach((unit, i) => {
-        const outcome = outcomes[i] as Outcome;
-        if (outcome.ok) unit.resolve(outcome.value);
-        else unit.reject(outcome.error);
-      });
+      settleInOrder(group, outcomes);
     } finally {
       this.draining = false;
       if (this.queue.length > 0) this.schedule();
@@ -182,6 +179,31 @@ export class GroupedWrites {
     }
     return this.changes;
   }
+}
+
+/**
+ * Settles the units of a committed group one after the other, each once the
+ * promise jobs the caller of the one before ran have all run (a tick is run
+ * when none is left): a caller that answers without waiting for I/O (a
+ * claim builds its task and writes it, a report writes its state) has
+ * answered before the next caller resumes. Settled all at once, the callers'
+ * work interleaved, one step each in turn, and every answer left at the end
+ * of all of it; now they leave in the group's order, the k-th after the work
+ * of the k callers before it. A caller that waits for I/O does not hold up
+ * the others: the next one is settled as soon as no promise job is left.
+ */
+function settleInOrder(group: readonly Unit[], outcomes: readonly Outcome[]): void {
+  let next = 0;
+  const settleNext = (): void => {
+    const unit = group[next] as Unit;
+    const outcome = outcomes[next] as Outcome;
+    next += 1;
+    if (outcome.ok) unit.resolve(outcome.value);
+    else unit.reject(outcome.error);
+    // Queued behind the caller's first promise job; its tick runs once no promise job is left.
+    if (next < group.length) queueMicrotask(() => process.nextTick(settleNext));
+  };
+  if (group.length > 0) settleNext();
 }
 
 /**

@@ -43,9 +43,14 @@
 // GANTRY_BENCH_RUNNERS_PARTS=throughput (or latency, idle, comma-separated)
 // runs only those parts; GANTRY_BENCH_REQUEST_KEYS=1: every FetchTask sends a
 // request key, as forgejo-runner releases of 2026 do, a fresh one once a call
-// is answered and the same one again after a call that got no answer.
+// is answered and the same one again after a call that got no answer;
+// GANTRY_BENCH_FETCH_TIMELINE=<file>: the throughput part writes each call
+// of the measured swarm there (tab-separated: the call, FetchTask or
+// UpdateTask, its start in ms from the swarm's start, its round trip in ms,
+// the runner's index) and logs where the slowest FetchTasks started.
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { create, toBinary } from '@bufbuild/protobuf';
@@ -156,7 +161,8 @@ async function pollLoop(
   runner: WireRunner,
   signal: AbortSignal,
   stats: LoopStats,
-  onTask: (taskId: bigint, fetchMs: number) => Promise<void>,
+  /** `startedAt`: when the fetch was sent (performance.now()). */
+  onTask: (taskId: bigint, fetchMs: number, startedAt: number) => Promise<void>,
   /** The call's deadline, as a runner sends its fetch_timeout (none: the server's own bound). */
   timeoutMs?: number,
 ): Promise<void> {
@@ -173,7 +179,7 @@ async function pollLoop(
       // A runner whose fetch ran out of time asks again, as forgejo-runner does
       // (on a loaded machine the answer can miss the deadline's margin).
       if (outcome.kind === 'timeout') stats.timeouts += 1;
-      else if (outcome.taskId !== null) await onTask(outcome.taskId, performance.now() - started);
+      else if (outcome.taskId !== null) await onTask(outcome.taskId, performance.now() - started, started);
       else stats.empty += 1;
     } catch (error) {
       if (signal.aborted) return;
@@ -290,6 +296,51 @@ async function dispatch(target: DispatchTarget, file: string): Promise<number> {
   return elapsed;
 }
 
+interface TimelineCall {
+  call: 'FetchTask' | 'UpdateTask';
+  /** ms from the swarm's start. */
+  at: number;
+  ms: number;
+  runner: number;
+}
+
+/** GANTRY_BENCH_FETCH_TIMELINE: the file the swarm's calls are written to, or null. */
+function timelineFile(): string | null {
+  return process.env.GANTRY_BENCH_FETCH_TIMELINE?.trim() || null;
+}
+
+/**
+ * Writes the timeline and logs where the FetchTasks at or above the p99
+ * started: by 250 ms window of the swarm, the slow ones against all.
+ */
+function writeTimeline(
+  file: string,
+  timeline: readonly TimelineCall[],
+  /** The swarm's start (performance.now()). */
+  origin: number,
+  p99: number,
+  ctx: ScenarioContext,
+): void {
+  const lines = timeline.map((c) => `${c.call}\t${c.at.toFixed(2)}\t${c.ms.toFixed(2)}\t${c.runner}`);
+  writeFileSync(file, `call\tat_ms\tms\trunner\n${lines.join('\n')}\n`);
+  const windows = new Map<number, { all: number; slow: number }>();
+  for (const c of timeline) {
+    if (c.call !== 'FetchTask') continue;
+    const w = Math.floor(c.at / 250);
+    const entry = windows.get(w) ?? { all: 0, slow: 0 };
+    entry.all += 1;
+    if (c.ms >= p99) entry.slow += 1;
+    windows.set(w, entry);
+  }
+  const slow = [...windows.entries()]
+    .filter(([, e]) => e.slow > 0)
+    .sort((a, b) => a[0] - b[0])
+    .map(([w, e]) => `${(w * 0.25).toFixed(2)} s: ${e.slow}/${e.all}`);
+  ctx.log(
+    `timeline in ${file} (the swarm's start: ${Math.round(performance.timeOrigin + origin)} ms since the epoch); FetchTasks ≥ p99 (${p99.toFixed(1)} ms) by start: ${slow.join(', ')}`,
+  );
+}
+
 /** Runs the swarm until `jobs` tasks are reported done; returns the seconds it took and the fetches' round trips. */
 async function drain(
   clients: readonly WireRunner[],
@@ -301,7 +352,11 @@ async function drain(
   pgCpu: (() => Promise<number>) | null = null,
 ): Promise<{
   seconds: number;
+  /** When the swarm started (performance.now()). */
+  started: number;
   fetchMs: number[];
+  /** Each call's kind, start (ms from the swarm's start), round trip (ms) and runner, when a timeline is kept. */
+  timeline: TimelineCall[];
   taskIds: Set<bigint>;
   emptyWhileQueued: number;
   /** This process's CPU (the clients) per job. */
@@ -322,6 +377,8 @@ async function drain(
   const stats = newStats();
   const taskIds = new Set<bigint>();
   const fetchMs: number[] = [];
+  const timeline: TimelineCall[] = [];
+  const keepTimeline = timelineFile() !== null;
   let done = 0;
   let finished: () => void = () => {};
   const allDone = new Promise<void>((resolve) => (finished = resolve));
@@ -331,13 +388,22 @@ async function drain(
   let cpuMsPerJob = 0;
   let serverCpuAtEnd: Promise<number> = Promise.resolve(0);
   let pgCpuAtEnd: Promise<number> = Promise.resolve(Number.NaN);
-  const loops = clients.map((client) => {
-    return pollLoop(client, controller.signal, stats, async (taskId, ms) => {
+  const loops = clients.map((client, runner) => {
+    return pollLoop(client, controller.signal, stats, async (taskId, ms, fetchStarted) => {
       fetchMs.push(ms);
       if (taskIds.has(taskId)) throw new Error(`task ${taskId} handed out twice`);
       taskIds.add(taskId);
+      if (keepTimeline) timeline.push({ call: 'FetchTask', at: fetchStarted - started, ms, runner });
       if (reports === 'forgejo') await client.reportTask(taskId);
+      const reportStarted = performance.now();
       await client.finishTask(taskId);
+      if (keepTimeline)
+        timeline.push({
+          call: 'UpdateTask',
+          at: reportStarted - started,
+          ms: performance.now() - reportStarted,
+          runner,
+        });
       done += 1;
       if (done === jobs) {
         const cpu = process.cpuUsage(cpuBefore);
@@ -366,7 +432,9 @@ async function drain(
   const pgCpuMsPerJob = (((await pgCpuAtEnd) - pgCpuBefore) * 1000) / jobs;
   return {
     seconds: (ended - started) / 1000,
+    started,
     fetchMs,
+    timeline,
     taskIds,
     emptyWhileQueued,
     cpuMsPerJob,
@@ -462,6 +530,8 @@ async function throughputMetrics(ctx: ScenarioContext): Promise<Metric[]> {
   await server.stop();
   const rate = jobs / result.seconds;
   const fetches = sortedCopy(result.fetchMs);
+  const file = timelineFile();
+  if (file !== null) writeTimeline(file, result.timeline, result.started, percentile(fetches, 99), ctx);
   ctx.log(
     `${jobs} jobs in ${result.seconds.toFixed(2)} s: ${Math.round(rate)} jobs/s; FetchTask with a task p50 ${percentile(fetches, 50).toFixed(1)} ms, ` +
       `p99 ${percentile(fetches, 99).toFixed(1)} ms, max ${(fetches[fetches.length - 1] ?? 0).toFixed(0)} ms; ${result.emptyWhileQueued} empty answers before the last job was taken; ` +

@@ -142,23 +142,51 @@ for (const dialect of testDialects()) {
       assert.ok((await versionOwners(other.db)).includes(502));
     });
 
-    test("a group's callers get a turn of the event loop before the next group starts", async () => {
+    test('the units a full group left run in the next turn of the event loop, with the requests read meanwhile', async () => {
       const writes = new GroupedWrites(scratch.handle.db);
-      const seen: string[] = [];
+      // Turns of the event loop, counted from here.
+      let turn = 0;
+      let counting = true;
+      const tick = (): void => {
+        if (!counting) return;
+        turn += 1;
+        setImmediate(tick);
+      };
+      setImmediate(tick);
+      const ranAt: number[] = [];
       // More units than one group takes (64): the last ones form a second group.
       const units = Array.from({ length: 70 }, (_, i) =>
         writes.run(async (tx) => {
-          if (i === 69) seen.push('second group ran');
+          ranAt[i] = turn;
           await insertVersion(tx, 600 + i);
           return i;
         }),
       );
-      // The first unit's caller does what a claim's does before answering: waits a turn.
-      const firstAnswered = units[0]?.then(
-        () => new Promise<void>((resolve) => setImmediate(() => (seen.push('first answered'), resolve()))),
-      );
-      await Promise.all([...units, firstAnswered]);
-      if (dialect === 'sqlite') assert.deepEqual(seen, ['first answered', 'second group ran']);
+      // Settled before the second group starts: a caller answers as soon as its group committed.
+      let secondRanFirst: boolean | null = null;
+      void units[0]?.then(() => (secondRanFirst = ranAt[69] !== undefined));
+      await Promise.all(units);
+      counting = false;
+      if (dialect === 'sqlite') {
+        assert.equal(secondRanFirst, false, "the first group's callers settle before the second group runs");
+        assert.equal((ranAt[69] ?? 0) - (ranAt[0] ?? 0), 1, 'the second group runs one turn after the first');
+      }
+    });
+
+    test("a group's callers resume one after the other, each done before the next resumes", async () => {
+      const writes = new GroupedWrites(scratch.handle.db);
+      const seen: string[] = [];
+      // Each caller, once its unit committed, goes through a few promise jobs before it answers.
+      const callers = [0, 1, 2].map(async (i) => {
+        await writes.run(async (tx) => insertVersion(tx, 700 + i));
+        seen.push(`resumed ${i}`);
+        for (let step = 0; step < 5; step += 1) await Promise.resolve();
+        seen.push(`answered ${i}`);
+      });
+      await Promise.all(callers);
+      if (dialect === 'sqlite')
+        assert.deepEqual(seen, ['resumed 0', 'answered 0', 'resumed 1', 'answered 1', 'resumed 2', 'answered 2']);
+      else assert.equal(seen.length, 6);
     });
 
     test('a unit alone that throws leaves nothing, and the next one runs', async () => {

@@ -93,31 +93,26 @@ export class GroupedWrites {
     if (isPostgres(this.db)) return this.db.transaction().execute(work);
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.draining) this.schedule(1);
+      if (!this.draining) this.schedule();
     });
   }
 
-  /** Drains the queue `turns` turns of the event loop from now (unless a drain is scheduled already). */
-  private schedule(turns: number): void {
+  /** Drains the queue at the end of the event loop's current phase (unless a drain is scheduled already). */
+  private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    const next = (left: number): void => {
-      if (left > 1) {
-        setImmediate(() => next(left - 1));
-        return;
-      }
+    setImmediate(() => {
       this.scheduled = false;
       void this.drain();
-    };
-    setImmediate(() => next(turns));
+    });
   }
 
   /**
-   * Commits one group (the oldest MAX_GROUP units) and settles its units. The
-   * next group starts two turns of the event loop later, not at once: the
-   * answers of this one go out first (a claim's waits a turn for its
-   * runner's hang-up check, runner-protocol.ts), instead of behind every
-   * group queued meanwhile.
+   * Commits one group (the oldest MAX_GROUP units) and settles its units in
+   * order, whose callers write their answers then (settleInOrder). The next
+   * group starts a turn of the event loop later, not at once: the requests
+   * that arrived meanwhile are read first, and queue behind the units
+   * already waiting.
    */
   private async drain(): Promise<void> {
     this.draining = true;
@@ -130,14 +125,10 @@ export class GroupedWrites {
         for (const unit of group) unit.reject(error);
         return;
       }
-      group.forEach((unit, i) => {
-        const outcome = outcomes[i] as Outcome;
-        if (outcome.ok) unit.resolve(outcome.value);
-        else unit.reject(outcome.error);
-      });
+      settleInOrder(group, outcomes);
     } finally {
       this.draining = false;
-      if (this.queue.length > 0) this.schedule(2);
+      if (this.queue.length > 0) this.schedule();
     }
   }
 
@@ -188,6 +179,31 @@ export class GroupedWrites {
     }
     return this.changes;
   }
+}
+
+/**
+ * Settles the units of a committed group one after the other, each once the
+ * promise jobs the caller of the one before ran have all run (a tick is run
+ * when none is left): a caller that answers without waiting for I/O (a
+ * claim builds its task and writes it, a report writes its state) has
+ * answered before the next caller resumes. Settled all at once, the callers'
+ * work interleaved, one step each in turn, and every answer left at the end
+ * of all of it; now they leave in the group's order, the k-th after the work
+ * of the k callers before it. A caller that waits for I/O does not hold up
+ * the others: the next one is settled as soon as no promise job is left.
+ */
+function settleInOrder(group: readonly Unit[], outcomes: readonly Outcome[]): void {
+  let next = 0;
+  const settleNext = (): void => {
+    const unit = group[next] as Unit;
+    const outcome = outcomes[next] as Outcome;
+    next += 1;
+    if (outcome.ok) unit.resolve(outcome.value);
+    else unit.reject(outcome.error);
+    // Queued behind the caller's first promise job; its tick runs once no promise job is left.
+    if (next < group.length) queueMicrotask(() => process.nextTick(settleNext));
+  };
+  if (group.length > 0) settleNext();
 }
 
 /**

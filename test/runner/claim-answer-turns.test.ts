@@ -1,0 +1,101 @@
+// When a FetchTask's claim is answered. On SQLite a claim commits with the
+// other claims and reports of its turn of the event loop (grouped-writes.ts):
+// its answer is ready as soon as that group has committed, as a report's is,
+// not a turn later, behind every request the server reads meanwhile.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
+import { findRunnerById } from '../../src/models/runners.ts';
+import type { Runner } from '../../src/models/runners.ts';
+import { registerRunner } from '../support/runner-client.ts';
+import { startTestServer, testDialects } from '../support/server.ts';
+import type { TestServer, TestUser } from '../support/server.ts';
+import { createWorkDir, remoteUrl } from '../support/workdir.ts';
+import type { WorkDir } from '../support/workdir.ts';
+
+const TWO_LEGS = `on: workflow_dispatch
+jobs:
+  legs:
+    runs-on: answer-turns
+    strategy:
+      matrix:
+        n: [1, 2]
+    steps:
+      - run: echo \${{ matrix.n }}
+`;
+
+for (const dialect of testDialects()) {
+  describe(`when a claim is answered [${dialect}]`, () => {
+    let s: TestServer;
+    let alice: TestUser;
+    let work: WorkDir;
+
+    const db = () => s.server.deps.database.db;
+    const services = () => s.server.deps.services;
+
+    const runnerOf = async (registrationToken: string): Promise<Runner> => {
+      const client = await registerRunner(s.url, registrationToken, { labels: ['answer-turns'] });
+      const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
+      assert.ok(runner);
+      return runner;
+    };
+
+    before(async () => {
+      s = await startTestServer(dialect);
+      alice = await s.createUser('alice');
+      assert.equal((await createCurrentUserRepo({ client: alice.client, body: { name: 'app' } })).status, 201);
+      work = await createWorkDir(remoteUrl(s.url, 'alice', 'app', { user: 'alice', password: alice.token }));
+      await work.commit({ '.forgejo/workflows/legs.yml': TWO_LEGS }, 'CI');
+      assert.equal((await work.push('main')).code, 0);
+    });
+
+    after(async () => {
+      await work.remove();
+      await s.stop();
+    });
+
+    test('a claim is answered in the turn of the event loop its group commits, as a report of that group is', async () => {
+      const token = await services().runners.registrationToken({ ownerId: alice.user.id, repoId: 0 });
+      const reporter = await runnerOf(token);
+      const claimer = await runnerOf(token);
+      const res = await dispatchWorkflow({
+        client: alice.client,
+        path: { owner: 'alice', repo: 'app', workflowfilename: 'legs.yml' },
+        body: { ref: 'main', inputs: {} },
+      });
+      assert.equal(res.status, 204, JSON.stringify(res.error));
+      const first = await services().runnerProtocol.fetchTasks(reporter, { tasksVersion: 0, maxWaitMs: 5000 });
+      const running = first.tasks[0];
+      assert.ok(running, 'the first runner got a task');
+
+      // Turns of the event loop, counted from here.
+      let turn = 0;
+      let counting = true;
+      const tick = (): void => {
+        if (!counting) return;
+        turn += 1;
+        setImmediate(tick);
+      };
+      setImmediate(tick);
+      // Asked in one turn: the claim and the heartbeat commit together on SQLite. The claim's
+      // runner is still there (its signal never aborts), as a fetch over HTTP passes one.
+      let claimedAt = -1;
+      let reportedAt = -1;
+      const claim = services()
+        .runnerProtocol.fetchTasks(claimer, { tasksVersion: 0, maxWaitMs: 5000, signal: new AbortController().signal })
+        .then((result) => {
+          claimedAt = turn;
+          return result;
+        });
+      const report = services()
+        .taskReports.updateTask(reporter, { id: running.id, result: 0, steps: [] }, {})
+        .then(() => {
+          reportedAt = turn;
+        });
+      const [claimed] = await Promise.all([claim, report]);
+      counting = false;
+      assert.equal(claimed.tasks.length, 1, 'the second runner got the other leg');
+      if (dialect === 'sqlite') assert.equal(claimedAt, reportedAt, 'answered in the turn its group committed');
+    });
+  });
+}

@@ -560,14 +560,14 @@ export class RunnerProtocolService {
     }
     // The runner hung up while we claimed: without a request key it will
     // never ask for these again, so the jobs go back to the queue (Forgejo
-    // main does the same). On SQLite the claim looked already, first thing
-    // in its group's transaction, after the socket events pending then
-    // (grouped writes start after them), and nothing has run since but the
-    // group and this payload: the answer goes out now, as soon as its group
-    // committed, not a turn of the event loop later behind every request
-    // read meanwhile. A hang-up heard after that is the zombie sweep's, as
-    // one heard once the answer is on its way always was.
-    if (this.writes.deferred ? this.hungUp(request, key) : await this.clientGone(request, key)) {
+    // main does the same). The claim looked once already, when its group
+    // started; a hang-up that came while the group ran (milliseconds, more
+    // on a busy server, which is when runners' fetches time out) is heard
+    // only once the event loop reads sockets again, so such a runner's
+    // answer waits that one turn (clientGone). A runner with a request key
+    // asks again with it and gets the same tasks: its answer goes out at
+    // once.
+    if (await this.clientGone(request, key)) {
       await this.release(claims);
       return { tasks: [], recovered: false };
     }

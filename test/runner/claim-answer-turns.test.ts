@@ -5,10 +5,11 @@
 // runner sends a request key (forgejo-runner releases of 2026 do: a runner
 // that hung up asks again with it and gets the same task). Without one, the
 // answer waits that turn to hear a hang-up that came while the group ran
-// (runner-protocol.ts), which claim-groups.test.ts's hang-up test covers.
+// (runner-protocol.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createCurrentUserRepo, dispatchWorkflow } from '@llamaduck/forgejo-ts';
+import type { GroupedWrites } from '../../src/models/grouped-writes.ts';
 import { findRunnerById } from '../../src/models/runners.ts';
 import type { Runner } from '../../src/models/runners.ts';
 import { registerRunner } from '../support/runner-client.ts';
@@ -106,5 +107,48 @@ for (const dialect of testDialects()) {
       assert.equal(claimed.tasks.length, 1, 'the second runner got the other leg');
       if (dialect === 'sqlite') assert.equal(claimedAt, reportedAt, 'answered in the turn its group committed');
     });
+
+    if (dialect === 'sqlite')
+      test('a runner without a request key that hangs up while its claim commits gets no task, and its job goes to another', async () => {
+        const token = await services().runners.registrationToken({ ownerId: alice.user.id, repoId: 0 });
+        const leaving = await runnerOf(token);
+        const staying = await runnerOf(token);
+        const res = await dispatchWorkflow({
+          client: alice.client,
+          path: { owner: 'alice', repo: 'app', workflowfilename: 'legs.yml' },
+          body: { ref: 'main', inputs: {} },
+        });
+        assert.equal(res.status, 204, JSON.stringify(res.error));
+        // The close of the runner's connection arrives while its claim's group is writing: the
+        // event loop hears it in its next turn, as it hears a socket's close. A unit submitted
+        // first runs first in the group and schedules that.
+        const gone = new AbortController();
+        const writes = (services().runnerProtocol as unknown as { writes: GroupedWrites }).writes;
+        const closing = writes.run(async () => {
+          setImmediate(() => gone.abort());
+        });
+        const lost = await services().runnerProtocol.fetchTasks(leaving, {
+          tasksVersion: 0,
+          maxWaitMs: 1000,
+          signal: gone.signal,
+        });
+        await closing;
+        assert.equal(gone.signal.aborted, true);
+        assert.deepEqual(lost.tasks, [], 'a runner that hung up is handed nothing');
+        // Both legs are still there for the runner that stayed.
+        const got = new Set<number>();
+        for (let i = 0; i < 4 && got.size < 2; i += 1) {
+          const result = await services().runnerProtocol.fetchTasks(staying, { tasksVersion: 0, maxWaitMs: 1000 });
+          for (const task of result.tasks) {
+            got.add(task.id);
+            await services().taskReports.updateTask(
+              staying,
+              { id: task.id, result: 1, stoppedAt: Math.floor(Date.now() / 1000), steps: [] },
+              {},
+            );
+          }
+        }
+        assert.equal(got.size, 2, 'the other runner got both legs');
+      });
   });
 }

@@ -12,6 +12,7 @@ import { openDatabase } from './database.ts';
 import type { DatabaseHandle, Queryable } from './database.ts';
 import { compiledStatement } from './compiled-statements.ts';
 import { GroupedWrites } from './grouped-writes.ts';
+import { countTurns } from '../../test/support/event-loop-turns.ts';
 
 const NOW = 1_800_000_000;
 const INSERT_VERSION = compiledStatement((db, arg) =>
@@ -145,19 +146,12 @@ for (const dialect of testDialects()) {
     test('the units a full group left run in the next turn of the event loop, with the requests read meanwhile', async () => {
       const writes = new GroupedWrites(scratch.handle.db);
       // Turns of the event loop, counted from here.
-      let turn = 0;
-      let counting = true;
-      const tick = (): void => {
-        if (!counting) return;
-        turn += 1;
-        setImmediate(tick);
-      };
-      setImmediate(tick);
+      const turns = countTurns();
       const ranAt: number[] = [];
       // More units than one group takes (64): the last ones form a second group.
       const units = Array.from({ length: 70 }, (_, i) =>
         writes.run(async (tx) => {
-          ranAt[i] = turn;
+          ranAt[i] = turns.now;
           await insertVersion(tx, 600 + i);
           return i;
         }),
@@ -166,7 +160,7 @@ for (const dialect of testDialects()) {
       let secondRanFirst: boolean | null = null;
       void units[0]?.then(() => (secondRanFirst = ranAt[69] !== undefined));
       await Promise.all(units);
-      counting = false;
+      turns.stop();
       if (dialect === 'sqlite') {
         assert.equal(secondRanFirst, false, "the first group's callers settle before the second group runs");
         assert.equal((ranAt[69] ?? 0) - (ranAt[0] ?? 0), 1, 'the second group runs one turn after the first');

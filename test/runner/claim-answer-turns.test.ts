@@ -17,6 +17,7 @@ import { startTestServer, testDialects } from '../support/server.ts';
 import type { TestServer, TestUser } from '../support/server.ts';
 import { createWorkDir, remoteUrl } from '../support/workdir.ts';
 import type { WorkDir } from '../support/workdir.ts';
+import { countTurns } from '../support/event-loop-turns.ts';
 
 const TWO_LEGS = `on: workflow_dispatch
 jobs:
@@ -74,14 +75,7 @@ for (const dialect of testDialects()) {
       assert.ok(running, 'the first runner got a task');
 
       // Turns of the event loop, counted from here.
-      let turn = 0;
-      let counting = true;
-      const tick = (): void => {
-        if (!counting) return;
-        turn += 1;
-        setImmediate(tick);
-      };
-      setImmediate(tick);
+      const turns = countTurns();
       // Asked in one turn: the claim and the heartbeat commit together on SQLite. The claim's
       // runner is still there (its signal never aborts), as a fetch over HTTP passes one.
       let claimedAt = -1;
@@ -94,16 +88,16 @@ for (const dialect of testDialects()) {
           signal: new AbortController().signal,
         })
         .then((result) => {
-          claimedAt = turn;
+          claimedAt = turns.now;
           return result;
         });
       const report = services()
         .taskReports.updateTask(reporter, { id: running.id, result: 0, steps: [] }, {})
         .then(() => {
-          reportedAt = turn;
+          reportedAt = turns.now;
         });
       const [claimed] = await Promise.all([claim, report]);
-      counting = false;
+      turns.stop();
       assert.equal(claimed.tasks.length, 1, 'the second runner got the other leg');
       if (dialect === 'sqlite') assert.equal(claimedAt, reportedAt, 'answered in the turn its group committed');
     });

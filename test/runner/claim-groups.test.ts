@@ -65,6 +65,14 @@ for (const dialect of testDialects()) {
     const db = () => s.server.deps.database.db;
     const services = () => s.server.deps.services;
 
+    /** A runner of the user's scope with the hang tests' label, as the database holds it. */
+    const hangRunner = async (): Promise<Runner> => {
+      const client = await registerRunner(s.url, userToken, { labels: ['group-hang'] });
+      const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
+      assert.ok(runner);
+      return runner;
+    };
+
     const dispatch = async (repo: string, file: string): Promise<number> => {
       const res = await dispatchWorkflow({
         client: alice.client,
@@ -191,12 +199,6 @@ for (const dialect of testDialects()) {
 
     test('runners polling at once in a run already running get their steps, secrets and vars; it stays running', async () => {
       const runId = await dispatch('app', 'hang.yml');
-      const register = async () => {
-        const client = await registerRunner(s.url, userToken, { labels: ['group-hang'] });
-        const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
-        assert.ok(runner);
-        return runner;
-      };
       const fetch = async (runner: Runner) => {
         const answer = await services().runnerProtocol.fetchTasks(runner, { tasksVersion: 0, maxWaitMs: 5000 });
         assert.equal(answer.tasks.length, 1, 'every runner got a task');
@@ -205,10 +207,10 @@ for (const dialect of testDialects()) {
       const runStatus = async () =>
         (await db().selectFrom('action_run').select('status').where('id', '=', runId).executeTakeFirstOrThrow()).status;
       // A claim of its own starts the run: the group then claims from a run that shows running.
-      const starter = await register();
+      const starter = await hangRunner();
       const first = await fetch(starter);
       assert.equal(await runStatus(), ActionStatus.running);
-      const runners = await Promise.all(Array.from({ length: HANG_LEGS - 1 }, register));
+      const runners = await Promise.all(Array.from({ length: HANG_LEGS - 1 }, hangRunner));
       const tasks = await Promise.all(runners.map(fetch));
       assert.equal(new Set([first, ...tasks].map((task) => task.id)).size, HANG_LEGS, 'no task handed out twice');
       for (const task of tasks) {
@@ -234,17 +236,11 @@ for (const dialect of testDialects()) {
     if (dialect === 'postgres')
       test('a group waiting for its run behind a report that waits for its jobs answers without a deadlock', async () => {
         const runId = await dispatch('app', 'hang.yml');
-        const register = async () => {
-          const client = await registerRunner(s.url, userToken, { labels: ['group-hang'] });
-          const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
-          assert.ok(runner);
-          return runner;
-        };
         const fetch = (runner: Runner) =>
           services().runnerProtocol.fetchTasks(runner, { tasksVersion: 0, maxWaitMs: 5000 });
-        const starter = await register();
+        const starter = await hangRunner();
         assert.equal((await fetch(starter)).tasks.length, 1, 'a claim of its own starts the run');
-        const runners = await Promise.all(Array.from({ length: HANG_LEGS - 1 }, register));
+        const runners = await Promise.all(Array.from({ length: HANG_LEGS - 1 }, hangRunner));
         // As a final report does: the run's row first, then its jobs' rows, which the group's claim
         // holds while it waits for the run (a cycle PostgreSQL would break after a second).
         let answers: Promise<Awaited<ReturnType<typeof fetch>>[]> | undefined;
@@ -291,14 +287,7 @@ for (const dialect of testDialects()) {
       ];
       for (const [round, hangUp] of hangUps.entries()) {
         const runId = await dispatch('app', 'hang.yml');
-        const runners = await Promise.all(
-          Array.from({ length: HANG_LEGS }, async () => {
-            const client = await registerRunner(s.url, userToken, { labels: ['group-hang'] });
-            const runner = await findRunnerById(db(), client.credentials?.id ?? 0);
-            assert.ok(runner);
-            return runner;
-          }),
-        );
+        const runners = await Promise.all(Array.from({ length: HANG_LEGS }, hangRunner));
         const received = new Map<number, Runner>();
         const fetch = async (runner: Runner, signal?: AbortSignal) => {
           const result = await services().runnerProtocol.fetchTasks(runner, {

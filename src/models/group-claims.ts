@@ -273,8 +273,6 @@ export async function afterGroupClaim(
   now: number,
   /** Runners whose request key the claim did not look up under their row locks first (their keys). */
   keyed: readonly { runnerId: number; key: string }[],
-  /** The tasks the group claimed (the key check leaves them out). */
-  claimedTaskIds: readonly number[],
   /** Whether the runs' locks give up after GROUP_LOCK_TIMEOUT (the transaction's lock waits from here on). */
   guarded = false,
 ): Promise<AfterClaim> {
@@ -304,7 +302,8 @@ export async function afterGroupClaim(
       runs.map((run) => run.ownerId),
       keyed.map((k) => k.runnerId),
       keyed.map((k) => k.key),
-      [...claimedTaskIds],
+      // The tasks the group claimed, which the key check leaves out.
+      tasks.map((task) => task.taskId),
     ],
     guarded ? 'G' : 'N',
   );

@@ -298,7 +298,6 @@ export class ClaimGroups {
             shared ? runIds : [],
             now,
             keyed,
-            claimed.map((claim) => claim.taskId),
             !group.unguarded,
           );
     if (after.keyTaken) {

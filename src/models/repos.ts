@@ -1,4 +1,5 @@
 // Repositories and their collaborators.
+import { sql } from 'kysely';
 import type { Selectable, Updateable } from 'kysely';
 import { columnsOf, valuesOf } from './array-rows.ts';
 import { compiledArrayStatement } from './compiled-statements.ts';
@@ -219,10 +220,38 @@ export async function findOwnerAndRepository(
 }
 
 /**
+ * The repository's flags the guards read, each a bit of one summed column
+ * (r_flags) of the guard's row instead of a column each: a column costs the
+ * read about as much to turn into a JavaScript value whatever it holds. A bit
+ * is set exactly when its column is 1, as repoFromRow reads them, on either
+ * database (plain CASE and addition, no dialect's boolean or bit operators).
+ */
+const ACCESS_FLAGS = {
+  is_private: 1,
+  is_archived: 2,
+  has_issues: 4,
+  has_wiki: 8,
+  has_pull_requests: 16,
+  has_projects: 32,
+  has_releases: 64,
+  has_packages: 128,
+  has_actions: 256,
+} as const;
+type AccessFlag = keyof typeof ACCESS_FLAGS;
+
+const ACCESS_FLAGS_SUM = sql<number>`(${sql.join(
+  (Object.keys(ACCESS_FLAGS) as AccessFlag[]).map(
+    (flag) => sql`case when ${sql.ref(`repository.${flag}`)} = 1 then ${sql.lit(ACCESS_FLAGS[flag])} else 0 end`,
+  ),
+  sql` + `,
+)})`;
+
+/**
  * The repository guard's row for the GET of one repository variable: of the
  * account and the repository only what the guards decide with (AccountAccess,
- * RepositoryAccess: 4 and 12 columns, not 25 and 23; turning a column into a
- * JavaScript value was most of this point read's cost), then the repository's
+ * RepositoryAccess: 4 and 4 columns, not 25 and 23, the repository's nine
+ * flags summed into one, ACCESS_FLAGS; turning a column into a JavaScript
+ * value was most of this point read's cost), then the repository's
  * own Actions variable of a name (its SCOPED_VALUE_COLUMNS, all null without
  * one). Args: owner, repository lower names, the variable's stored
  * (upper-case) name. Rows as arrays, in the order of the select.
@@ -240,26 +269,14 @@ const OWNER_REPOSITORY_ACCESS_AND_VARIABLE = compiledArrayStatement((db, arg) =>
         .on('action_variable.name', '=', arg<string>(2)),
     )
     .select(['user.id', 'user.name', 'user.type', 'user.visibility'])
-    .select([
-      'repository.id as r_id',
-      'repository.owner_id as r_owner_id',
-      'repository.name as r_name',
-      'repository.is_private as r_is_private',
-      'repository.is_archived as r_is_archived',
-      'repository.has_issues as r_has_issues',
-      'repository.has_wiki as r_has_wiki',
-      'repository.has_pull_requests as r_has_pull_requests',
-      'repository.has_projects as r_has_projects',
-      'repository.has_releases as r_has_releases',
-      'repository.has_packages as r_has_packages',
-      'repository.has_actions as r_has_actions',
-    ])
+    .select(['repository.id as r_id', 'repository.owner_id as r_owner_id', 'repository.name as r_name'])
+    .select(ACCESS_FLAGS_SUM.as('r_flags'))
     .select(SCOPED_VALUE_COLUMNS.map((column) => `action_variable.${column} as v_${column}` as const))
     .where('user.lower_name', '=', arg<string>(0)),
 );
 /** Where the repository's and the variable's values start in a row of OWNER_REPOSITORY_ACCESS_AND_VARIABLE. */
 const ACCESS_REPO_AT = 4;
-const ACCESS_VARIABLE_AT = ACCESS_REPO_AT + 12;
+const ACCESS_VARIABLE_AT = ACCESS_REPO_AT + 4;
 
 function accountAccessFromValues(values: readonly unknown[]): AccountAccess {
   return {
@@ -271,20 +288,21 @@ function accountAccessFromValues(values: readonly unknown[]): AccountAccess {
 }
 
 function repositoryAccessFromValues(values: readonly unknown[], at: number): RepositoryAccess {
+  const flags = Number(values[at + 3]);
   return {
     id: values[at] as number,
     ownerId: values[at + 1] as number,
     name: values[at + 2] as string,
-    isPrivate: values[at + 3] === 1,
-    isArchived: values[at + 4] === 1,
+    isPrivate: (flags & ACCESS_FLAGS.is_private) !== 0,
+    isArchived: (flags & ACCESS_FLAGS.is_archived) !== 0,
     units: {
-      issues: values[at + 5] === 1,
-      wiki: values[at + 6] === 1,
-      pull_requests: values[at + 7] === 1,
-      projects: values[at + 8] === 1,
-      releases: values[at + 9] === 1,
-      packages: values[at + 10] === 1,
-      actions: values[at + 11] === 1,
+      issues: (flags & ACCESS_FLAGS.has_issues) !== 0,
+      wiki: (flags & ACCESS_FLAGS.has_wiki) !== 0,
+      pull_requests: (flags & ACCESS_FLAGS.has_pull_requests) !== 0,
+      projects: (flags & ACCESS_FLAGS.has_projects) !== 0,
+      releases: (flags & ACCESS_FLAGS.has_releases) !== 0,
+      packages: (flags & ACCESS_FLAGS.has_packages) !== 0,
+      actions: (flags & ACCESS_FLAGS.has_actions) !== 0,
     },
   };
 }

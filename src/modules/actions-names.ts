@@ -17,6 +17,7 @@ export const CI_NAME_MESSAGE = 'env name cannot be ci';
 
 const NAME_PATTERN = /^[A-Z_][A-Z0-9_]*$/i;
 const FORBIDDEN_PREFIX = /^(FORGEJO_|GITEA_|GITHUB_|[0-9])/i;
+const HAS_LOWER_ASCII = /[a-z]/;
 
 export type NameProblem = typeof INVALID_NAME_MESSAGE | typeof CI_NAME_MESSAGE;
 
@@ -40,6 +41,9 @@ export function variableNameProblem(name: string): NameProblem | null {
  * upper-casing would let an invalid name such as `ß` look up `SS`.
  */
 export function normalizeName(name: string): string {
+  // A name already upper-case (as clients mostly send them) is returned as is:
+  // the replace below calls back per run of letters even when none matches.
+  if (!HAS_LOWER_ASCII.test(name)) return name;
   return name.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
 }
 

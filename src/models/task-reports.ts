@@ -116,6 +116,10 @@ export interface ReportedTaskJob extends TaskJobRef {
 
 /** A task, its job (null when the job is gone) and its output keys (as listTaskOutputKeys), read in one statement. */
 export async function findReportedTaskWithJob(db: Queryable, id: number): Promise<SeenTask | null> {
+  if (!isPostgres(db)) {
+    const values = await REPORTED_TASK_WITH_JOB_SQLITE.takeFirst(db, [id]);
+    return values === undefined ? null : seenFromRow(seenRowFromValues(valuesOf(values)));
+  }
   const row = await REPORTED_TASK_WITH_JOB.takeFirst(db, [id]);
   return row === undefined ? null : seenFromRow(row);
 }
@@ -156,6 +160,39 @@ function seenFromRow(row: SeenRow): SeenTask {
 }
 
 const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => seenTaskQuery(db, arg<number>(0)));
+
+/**
+ * SQLite's REPORTED_TASK_WITH_JOB (every report's read of its task), its row as an array of
+ * values (array-rows.ts): as an object, better-sqlite3 set a property and made its name for
+ * each of the 20 columns. seenRowFromValues reads them in seenTaskQuery's order.
+ */
+const REPORTED_TASK_WITH_JOB_SQLITE = compiledArrayStatement((db, arg) => seenTaskQuery(db, arg<number>(0)));
+
+/** REPORTED_TASK_WITH_JOB_SQLITE's values as SeenRow: one literal, in seenTaskQuery's column order. */
+function seenRowFromValues(values: readonly unknown[]): SeenRow {
+  return {
+    id: values[0] as number,
+    job_id: values[1] as number,
+    runner_id: values[2] as number,
+    status: values[3] as ActionStatusValue,
+    started: values[4] as number,
+    stopped: values[5] as number,
+    repo_id: values[6] as number,
+    owner_id: values[7] as number,
+    log_filename: values[8] as string,
+    log_in_storage: values[9] as number,
+    log_length: values[10] as number,
+    log_size: values[11] as number,
+    updated: values[12] as number,
+    j_id: values[13] as number | null,
+    j_run_id: values[14] as number | null,
+    j_task_id: values[15] as number | null,
+    j_status: values[16] as ActionStatusValue | null,
+    j_repo_id: values[17] as number | null,
+    r_job_concurrency: values[18] as number | null,
+    output_keys: values[19] as string,
+  };
+}
 
 /** REPORTED_TASK_WITH_JOB's query: the task `id`, its job and run's flag, its output keys. */
 function seenTaskQuery(db: Queryable, id: number) {

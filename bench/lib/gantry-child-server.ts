@@ -6,7 +6,9 @@
 // before the process starts (createDeps in this process, closed again), so
 // what it makes (users, tokens, repositories) is there when the server is.
 // GANTRY_BENCH_CPU_PROF=<folder>: the child writes a V8 CPU profile there
-// when it stops (node --cpu-prof).
+// when it stops (node --cpu-prof). GANTRY_BENCH_NODE_ARGS: more options for
+// the child's node, space-separated (e.g. `--log-deopt --log-code
+// --logfile=<file>` to see what V8 optimizes while a scenario runs).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,11 +63,10 @@ export async function startGantryChild<T>(
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...settings };
   if (!databaseUrl) delete childEnv.GANTRY_DATABASE_URL;
   const profileDir = process.env.GANTRY_BENCH_CPU_PROF?.trim();
-  const child = new GantryChild(
-    url,
-    childEnv,
-    profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [],
-  );
+  const child = new GantryChild(url, childEnv, [
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []),
+    ...(process.env.GANTRY_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
+  ]);
   ctx.defer(() => child.kill9());
   await child.start();
   const pid = child.pid;

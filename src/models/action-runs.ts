@@ -3,8 +3,8 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
-import { columnsOf } from './array-rows.ts';
-import { compiledStatement } from './compiled-statements.ts';
+import { columnsOf, valuesOf } from './array-rows.ts';
+import { compiledArrayStatement, compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable, Tx } from './database.ts';
 import type { ActionRunJobTable, ActionRunTable } from './tables.ts';
@@ -573,14 +573,27 @@ export async function findRunByIndex(db: Queryable, repoId: number, index: numbe
  * writers hold the database's write lock) and read in the same statement.
  */
 export async function findRunForUpdate(tx: Tx, runId: number): Promise<ActionRun | null> {
+  if (!isPostgres(tx)) {
+    const values = await RUN_BY_ID_SQLITE.takeFirst(tx, [runId]);
+    return values === undefined ? null : runFromRow(runRowFromValues(valuesOf(values), 0));
+  }
   const row = await RUN_FOR_UPDATE.takeFirst(tx, [runId]);
   return row === undefined ? null : runFromRow(row);
 }
 
-const RUN_FOR_UPDATE = compiledStatement((db, arg) => {
-  const query = db.selectFrom('action_run').selectAll().where('id', '=', arg<number>(0));
-  return isPostgres(db) ? query.forUpdate() : query;
+/**
+ * SQLite's RUN_FOR_UPDATE (a final report's read of its run), as an array of RUN_COLUMNS's
+ * values: a row read as an object costs a property and its name per column (array-rows.ts).
+ */
+const RUN_BY_ID_SQLITE = compiledArrayStatement((_db, arg) => {
+  const columns = sql.raw(RUN_COLUMNS.map((name) => `r.${name}`).join(', '));
+  return sql`select ${columns} from action_run as r where r.id = ${arg<number>(0)}`;
 });
+
+/** PostgreSQL's. */
+const RUN_FOR_UPDATE = compiledStatement((db, arg) =>
+  db.selectFrom('action_run').selectAll().where('id', '=', arg<number>(0)).forUpdate(),
+);
 
 /**
  * The run, for a transaction that claimed some of its jobs. On PostgreSQL the

@@ -5,9 +5,10 @@
 import { sql } from 'kysely';
 import type { RawBuilder, Selectable } from 'kysely';
 import { ActionStatus } from '../modules/actions-status.ts';
-import { countJobStatusesOfRun, jobFromRow, runFromRow } from './action-runs.ts';
+import { countJobStatusesOfRun, JOB_COLUMNS, jobFromRow, jobRowFromValues, runFromRow } from './action-runs.ts';
+import { valuesOf } from './array-rows.ts';
 import type { ActionRun, ActionRunJob, JobStatusCount } from './action-runs.ts';
-import { compiledStatement } from './compiled-statements.ts';
+import { compiledArrayStatement, compiledStatement } from './compiled-statements.ts';
 import type { ArgSlot } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import { holdsWriteLock } from './grouped-writes.ts';
@@ -115,6 +116,10 @@ export interface ReportedTaskJob extends TaskJobRef {
 
 /** A task, its job (null when the job is gone) and its output keys (as listTaskOutputKeys), read in one statement. */
 export async function findReportedTaskWithJob(db: Queryable, id: number): Promise<SeenTask | null> {
+  if (!isPostgres(db)) {
+    const values = await REPORTED_TASK_WITH_JOB_SQLITE.takeFirst(db, [id]);
+    return values === undefined ? null : seenFromRow(seenRowFromValues(valuesOf(values)));
+  }
   const row = await REPORTED_TASK_WITH_JOB.takeFirst(db, [id]);
   return row === undefined ? null : seenFromRow(row);
 }
@@ -155,6 +160,39 @@ function seenFromRow(row: SeenRow): SeenTask {
 }
 
 const REPORTED_TASK_WITH_JOB = compiledStatement((db, arg) => seenTaskQuery(db, arg<number>(0)));
+
+/**
+ * SQLite's REPORTED_TASK_WITH_JOB (every report's read of its task), its row as an array of
+ * values (array-rows.ts): as an object, better-sqlite3 set a property and made its name for
+ * each of the 20 columns. seenRowFromValues reads them in seenTaskQuery's order.
+ */
+const REPORTED_TASK_WITH_JOB_SQLITE = compiledArrayStatement((db, arg) => seenTaskQuery(db, arg<number>(0)));
+
+/** REPORTED_TASK_WITH_JOB_SQLITE's values as SeenRow: one literal, in seenTaskQuery's column order. */
+function seenRowFromValues(values: readonly unknown[]): SeenRow {
+  return {
+    id: values[0] as number,
+    job_id: values[1] as number,
+    runner_id: values[2] as number,
+    status: values[3] as ActionStatusValue,
+    started: values[4] as number,
+    stopped: values[5] as number,
+    repo_id: values[6] as number,
+    owner_id: values[7] as number,
+    log_filename: values[8] as string,
+    log_in_storage: values[9] as number,
+    log_length: values[10] as number,
+    log_size: values[11] as number,
+    updated: values[12] as number,
+    j_id: values[13] as number | null,
+    j_run_id: values[14] as number | null,
+    j_task_id: values[15] as number | null,
+    j_status: values[16] as ActionStatusValue | null,
+    j_repo_id: values[17] as number | null,
+    r_job_concurrency: values[18] as number | null,
+    output_keys: values[19] as string,
+  };
+}
 
 /** REPORTED_TASK_WITH_JOB's query: the task `id`, its job and run's flag, its output keys. */
 function seenTaskQuery(db: Queryable, id: number) {
@@ -262,22 +300,35 @@ const FINISH_JOB_OF_TASK = compiledStatement((db, arg) =>
     .returningAll(),
 );
 
-/** SQLite: FINISH_JOB_OF_TASK, and whether a webhook of the repository (4) or its owner (5) is active. */
-const FINISH_JOB_SEEING_HOOKS = compiledStatement((db, arg) =>
+/**
+ * SQLite's finish of the job (0 job id, 1 task id, 2 status, 3 now): FINISH_JOB_OF_TASK without
+ * RETURNING, which SQLite runs as a trigger program of its own per row: the update and
+ * FINISHED_JOB_SQLITE's read of the row cost 15 µs in a loop over a bench-sized job table,
+ * against 26 µs for the update returning it (as the claim's statements, task-claims.ts).
+ */
+const FINISH_JOB_SQLITE = compiledStatement((db, arg) =>
   db
     .updateTable('action_run_job')
     .set({ status: arg<ActionStatusValue>(2), stopped: arg<number>(3), updated: arg<number>(3) })
     .where('id', '=', arg<number>(0))
     .where('task_id', '=', arg<number>(1))
-    .where('status', 'not in', DONE)
-    .returningAll()
-    .returning(
-      sql<number>`exists (select 1 from webhook as w where w.is_active = 1
-        and ((w.owner_id = 0 and w.repo_id = ${arg<number>(4)}) or (w.owner_id = ${arg<number>(5)} and w.repo_id = 0)))`.as(
-        'any_active_hook',
-      ),
-    ),
+    .where('status', 'not in', DONE),
 );
+
+/**
+ * The job FINISH_JOB_SQLITE finished (0 job id), as an array of JOB_COLUMNS's values; with the
+ * shape `h`, then whether a webhook of the repository (1) or its owner (2) is active. Read in the
+ * same transaction under the write lock, so it is the row the update left, as RETURNING gave it.
+ */
+const FINISHED_JOB_SQLITE = compiledArrayStatement((_db, arg, shape) => {
+  const columns = sql.raw(JOB_COLUMNS.map((name) => `j.${name}`).join(', '));
+  const hooks =
+    shape === 'h'
+      ? sql`, exists (select 1 from webhook as w where w.is_active = 1
+        and ((w.owner_id = 0 and w.repo_id = ${arg<number>(1)}) or (w.owner_id = ${arg<number>(2)} and w.repo_id = 0)))`
+      : sql``;
+  return sql`select ${columns}${hooks} from action_run_job as j where j.id = ${arg<number>(0)}`;
+});
 
 export interface FinishedTask {
   /** False when the task was done already: nothing changed. */
@@ -323,22 +374,16 @@ export async function finishTaskAndJob(
     if (!(await finishTask(tx, taskId, status, now))) return { finished: false, ...none };
     if (closeSteps) await closeUnfinishedSteps(tx, taskId, status, now);
     if (jobId === null) return { finished: true, ...none };
-    let job: ActionRunJob | null;
-    let anyActiveHook: boolean | null = null;
-    if (hooksOf === null) job = await finishJobOfTask(tx, jobId, taskId, status, now);
-    else {
-      const row = await FINISH_JOB_SEEING_HOOKS.takeFirst(tx, [
-        jobId,
-        taskId,
-        status,
-        now,
-        hooksOf.repoId,
-        hooksOf.ownerId,
-      ]);
-      job = row === undefined ? null : jobFromRow(row);
-      anyActiveHook = row === undefined ? null : Number(row.any_active_hook) === 1;
-    }
-    if (job === null) return { finished: true, ...none };
+    if ((await FINISH_JOB_SQLITE.affected(tx, [jobId, taskId, status, now])) === 0) return { finished: true, ...none };
+    const finishedJob = await FINISHED_JOB_SQLITE.takeFirst(
+      tx,
+      hooksOf === null ? [jobId] : [jobId, hooksOf.repoId, hooksOf.ownerId],
+      hooksOf === null ? '' : 'h',
+    );
+    if (finishedJob === undefined) throw new Error(`finished job ${jobId} is not there`);
+    const values = valuesOf(finishedJob);
+    const job = jobFromRow(jobRowFromValues(values, 0));
+    const anyActiveHook = hooksOf === null ? null : Number(values[JOB_COLUMNS.length]) === 1;
     const counts = countRun === null ? null : await countJobStatusesOfRun(tx, countRun);
     return { finished: true, job, counts, anyActiveHook };
   }

@@ -757,6 +757,8 @@ const VARIANTS = sql`(values (0), (1)) as v(v)`;
  * it filters reads a row) has locked before it: every run (`array(select
  * id from locked)`) before any task or job, and every task and job
  * before the runs are counted; runs, tasks and jobs each in id order.
+ * `alone` is materialized: inlined into `fin`, a plan made while the tables
+ * were small aggregated it again for every report of the statement.
  */
 const FINISH_GROUP_ALONE = compiledStatement((_db, arg) => {
   const now = arg<number>(3);
@@ -838,7 +840,7 @@ const FINISH_GROUP_ALONE = compiledStatement((_db, arg) => {
         and not exists (select 1 from shown as s where s.run_id = l.id and s.v = v.v and s.needs_wait)
         and l.status = (select ${AGGREGATE_STATUS} from shown where shown.run_id = l.id and shown.v = v.v)
     ),
-    alone as (select id, min(v) as v from fits group by id),
+    alone as materialized (select id, min(v) as v from fits group by id),
     fin as materialized (
       select ok.* from ok join alone as a on a.id = ok.run_id where a.v = 0 or not ok.last
     ),

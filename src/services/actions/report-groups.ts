@@ -1,8 +1,8 @@
 // Final reports that arrive together finish together (PostgreSQL). A final
 // report that would be finishReportAlone's one statement (no outputs, a
 // runner that is not ephemeral, each step named once) waits for the end of
-// the event loop's current phase (setImmediate), or while two groups are
-// finishing, until one of them is done (under load a group grows instead of
+// the event loop's current phase (setImmediate), or while a group is
+// finishing, until it is done (under load a group grows instead of
 // queueing for a connection as a statement of its own); then the reports
 // gathered go as one autocommitted statement (finishReportsAlone), which
 // locks each of their runs once, in id order, and counts each run's jobs
@@ -29,8 +29,17 @@ import type { AloneReport, FinishedAlone } from '../../models/task-reports.ts';
 
 /** At most this many reports finish in one statement. */
 const MAX_GROUP = 64;
-/** While this many groups are finishing, the next gathers until one is done. */
-const MAX_FINISHING = 2;
+/**
+ * While this many groups are finishing, the next gathers until one is done.
+ * One, as claim groups (claim-groups.ts's MAX_CLAIMING): a second statement
+ * in flight mostly waited for the run the first had locked (the legs of a
+ * matrix share it), its FOR UPDATE queued on the run's row ahead of the
+ * next claim group's FOR SHARE. In the throughput bench on PostgreSQL one
+ * gave a lower FetchTask p99 than two in 3 of 3 alternating pairs (396, 786,
+ * 819 against 915, 856, 1,013 ms, load average 5-9) at the same jobs per
+ * second.
+ */
+const MAX_FINISHING = 1;
 
 interface Member {
   report: AloneReport;

@@ -2,6 +2,7 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { ScopeColumns } from '../modules/scope.ts';
+import { compiledStatement } from './compiled-statements.ts';
 import { isPostgres } from './database.ts';
 import type { Queryable } from './database.ts';
 import type { ActionRunnerTable } from './tables.ts';
@@ -111,14 +112,24 @@ export async function updateRunnerDeclaration(
   return row === undefined ? null : runnerFromRow(row);
 }
 
-/** Liveness: every authenticated call is `online`; reports (UpdateTask/UpdateLog) are also `active`. */
+/**
+ * Liveness: every authenticated call is `online`; reports (UpdateTask/UpdateLog) are also `active`.
+ * Compiled once (compiled-statements.ts): on SQLite it runs in a group of grouped writes (runner-liveness.ts).
+ */
 export async function touchRunner(db: Queryable, id: number, now: number, active: boolean): Promise<void> {
-  await db
-    .updateTable('action_runner')
-    .set(active ? { last_online: now, last_active: now } : { last_online: now })
-    .where('id', '=', id)
-    .execute();
+  await TOUCH_RUNNER.execute(db, [id, now], active ? 'active' : 'online');
 }
+
+const TOUCH_RUNNER = compiledStatement((db, arg, shape) =>
+  db
+    .updateTable('action_runner')
+    .set(
+      shape === 'active'
+        ? { last_online: arg<number>(1), last_active: arg<number>(1) }
+        : { last_online: arg<number>(1) },
+    )
+    .where('id', '=', arg<number>(0)),
+);
 
 /**
  * Liveness of many busy runners in one statement: `online` and `active` now,

@@ -2,13 +2,15 @@
 // runner active is written at once; the reports of a runner already active
 // are written together a moment later, and it never reads idle meanwhile
 // (on PostgreSQL a runner whose row a claim holds is skipped, then written at
-// once by its next report before it could read idle).
+// once by its next report before it could read idle). On SQLite a write at
+// once is a unit of the grouped writes, committed with the others of its turn.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { openScratchDatabase } from '../../../test/support/scratch-database.ts';
 import type { ScratchDatabase } from '../../../test/support/scratch-database.ts';
 import { testDialects } from '../../../test/support/server.ts';
+import { GroupedWrites } from '../../models/grouped-writes.ts';
 import { insertRunner } from '../../models/runners.ts';
 import { RunnerLiveness } from './runner-liveness.ts';
 import { runnerStatus } from './runners.ts';
@@ -103,6 +105,41 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await stored(runners[1]!.id), { lastOnline: T0 + 20, lastActive: T0 + 20 }, 'skipped');
       now = T0 + 25;
       assert.equal(liveness.touchUnlessWrite(runners[1]!.id, { online: 0, active: 0 }, true), null, 'written at once');
+    });
+
+    test('writes at once through the grouped writes: each awaited, written before a unit submitted after it', async () => {
+      const db = scratch.handle.db;
+      const clock = { nowSec: () => T0, nowMs: () => T0 * 1000 };
+      const writes = new GroupedWrites(db);
+      const liveness = new RunnerLiveness(db, clock, writes);
+      const runners = await Promise.all(
+        [0, 1, 2].map(() =>
+          insertRunner(
+            db,
+            {
+              uuid: randomUUID(),
+              name: `runner-${randomUUID().slice(0, 8)}`,
+              scope: { ownerId: 0, repoId: 0 },
+              ephemeral: false,
+              tokenHash: randomUUID(),
+              tokenLastEight: 'abcdefgh',
+            },
+            T0 - 100,
+          ),
+        ),
+      );
+      const ids = runners.map((runner) => runner.id);
+      // A unit submitted in the same turn, after the writes, runs after them (on SQLite in their transaction).
+      const touched = ids.map((id) => liveness.touch(id, { online: 0, active: 0 }, true));
+      const seen = writes.run(async (tx) => {
+        const rows = await tx.selectFrom('action_runner').select('last_active').where('id', 'in', ids).execute();
+        return rows.map((row) => Number(row.last_active));
+      });
+      for (const last of await Promise.all(touched)) assert.deepEqual(last, { online: T0, active: T0 });
+      assert.deepEqual(await seen, [T0, T0, T0], 'the writes ran before the unit submitted after them');
+      const rows = await db.selectFrom('action_runner').select('last_active').where('id', 'in', ids).execute();
+      for (const row of rows)
+        assert.equal(runnerStatus({ lastOnline: T0, lastActive: Number(row.last_active) }, T0 * 1000), 'active');
     });
   });
 }

@@ -14,6 +14,15 @@
 // skipped until its stored value is QUEUE_ACTIVE_WITHIN_SEC old is written
 // at once by its next report, as before.
 //
+// A write at once is awaited by the call that made it (the call fails if it
+// does). On SQLite it is a unit of the grouped writes (grouped-writes.ts),
+// committed with the claims and reports of its turn of the event loop, not
+// a transaction and a commit of its own: a fleet's first reports after a
+// pause of 5 s or more (every runner's, when a swarm of queued jobs starts)
+// each wrote and committed alone, then waited behind the group in flight
+// for the connection, at the moment the claims of the first FetchTasks
+// were being made.
+//
 // Guarantees and cost of a crash: a queued refresh is lost with the process,
 // so last_online may lag by LIVENESS_WRITE_SEC + FLUSH_MS at most, far below
 // the minute after which a runner reads offline, and last_active by
@@ -21,6 +30,7 @@
 // throughout: it goes idle after 10 s). A failed flush is dropped:
 // the runner's next refresh, LIVENESS_WRITE_SEC later, is queued again.
 import type { Db } from '../../models/database.ts';
+import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import { touchRunner, touchRunnersActive, touchRunnersOnline } from '../../models/runners.ts';
 import type { Clock } from '../../modules/clock.ts';
 
@@ -53,6 +63,8 @@ export class RunnerLiveness {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    /** The process's grouped writes: on SQLite a write at once is one of their units (see the header). */
+    private readonly writes: GroupedWrites | null = null,
   ) {}
 
   /**
@@ -63,7 +75,8 @@ export class RunnerLiveness {
     const queued = this.touchUnlessWrite(runnerId, stored, active);
     if (queued !== null) return queued;
     const now = this.clock.nowSec();
-    await touchRunner(this.db, runnerId, now, active);
+    if (this.writes?.deferred === true) await this.writes.run((tx) => touchRunner(tx, runnerId, now, active));
+    else await touchRunner(this.db, runnerId, now, active);
     this.queued.delete(runnerId);
     if (active) this.queuedActive.delete(runnerId);
     const last = this.known.get(runnerId);

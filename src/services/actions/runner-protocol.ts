@@ -230,8 +230,8 @@ export class RunnerProtocolService {
     this.payloads = new TaskPayloadBuilder(db, secrets, variables, rootUrl, options.runtimeTokens ?? null);
     this.longPollMs = options.longPollMs ?? FETCH_LONG_POLL_MS;
     this.identities = options.identities ?? new RunnerIdentityCache(db);
-    this.liveness = new RunnerLiveness(db, clock);
     this.writes = options.writes ?? new GroupedWrites(db);
+    this.liveness = new RunnerLiveness(db, clock, this.writes);
     this.watch = new TasksVersionWatch(db, VERSION_POLL_MS);
     this.groups = isPostgres(db)
       ? new ClaimGroups(

@@ -314,7 +314,16 @@ export class ClaimGroups {
       const run = locked.get(runId) ?? null;
       runs.set(
         runId,
-        await this.runProgress.settleClaimedLocked(tx, first.run, runId, jobs, !first.anyActiveHook, run),
+        await this.runProgress.settleClaimedLocked(
+          tx,
+          first.run,
+          runId,
+          jobs,
+          !first.anyActiveHook,
+          run,
+          // The statement that took the shared locks bounded this transaction's lock waits.
+          shared && !group.unguarded,
+        ),
       );
     }
     // The payloads read no values of their own (task-payload.ts).

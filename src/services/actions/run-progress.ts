@@ -113,6 +113,11 @@ export class RunProgress {
     noActiveHooks = false,
     /** The run as the claim read it under SQLite's write lock (null: gone); undefined: not read (PostgreSQL). */
     locked?: ActionRun | null,
+    /**
+     * PostgreSQL: the transaction waits a bounded time for locks (a guarded claim group's
+     * lock_timeout, group-claims.ts), so a run that moved may take settle's lock in place.
+     */
+    lockWaitBounded = false,
   ): Promise<ActionRun | null> {
     const ids = claimed.map((job) => job.id);
     // `seen` is the claim statement's unlocked look: a run that must move takes
@@ -125,9 +130,16 @@ export class RunProgress {
       // claims in flight in the run all hold the shared lock then, and each upgrading it to settle's
       // would wait for the others: a deadlock PostgreSQL broke after a second, one claim at a time
       // (a swarm of 100 runners stalled for 8 s). The claim runs again instead (runner-protocol.ts
-      // retries it), and its new look takes settle's lock at once. SQLite: the claim holds the
-      // database's write lock since its look, so the run cannot have moved.
-      if (isPostgres(tx)) throw new RunAgainError('the run moved between the claim and its lock');
+      // retries it), and its new look takes settle's lock at once. Unless its lock waits are
+      // bounded: then a claim group (one in flight per label set and process, claim-groups.ts)
+      // takes settle's lock in place, which another claim's shared lock holds up for as long as
+      // that claim's transaction at most, and two claims upgrading at once wait for each other
+      // only until the bound (100 ms), when one gives up and runs again. Running the whole group again instead
+      // cost its 20-60 runners 30-265 ms, a few times in a PostgreSQL swarm of 2,000 jobs: the
+      // final report of a run's last running job sets it waiting while a group claims its legs.
+      // SQLite: the claim holds the database's write lock since its look, so the run cannot
+      // have moved.
+      if (isPostgres(tx) && !lockWaitBounded) throw new RunAgainError('the run moved between the claim and its lock');
       return (await this.settle(tx, runId, ids)) ?? null;
     }
     if (claimed.length > 0)
@@ -175,8 +187,11 @@ export class RunProgress {
     claimed: readonly ActionRunJob[],
     noActiveHooks: boolean,
     locked: ActionRun | null,
+    /** As settleClaimed's: the group's lock waits are bounded (guarded). */
+    lockWaitBounded = false,
   ): Promise<ActionRun | null> {
-    if (!claimSettlesWhole(seen)) return this.settleClaimed(tx, seen, runId, claimed, noActiveHooks, locked);
+    if (!claimSettlesWhole(seen))
+      return this.settleClaimed(tx, seen, runId, claimed, noActiveHooks, locked, lockWaitBounded);
     if (locked === null) return null;
     return (
       (await this.settleLocked(

@@ -342,6 +342,21 @@ export async function afterGroupClaim(
  */
 const GROUP_LOCK_TIMEOUT = '100ms';
 
+/**
+ * Bounds the rest of a guarded group's transaction's lock waits at
+ * GROUP_LOCK_TIMEOUT, for a group whose runs' locks afterGroupClaim did not
+ * take (one of its runs is settled whole: RunProgress.lockForClaim takes each).
+ * PostgreSQL only.
+ */
+export async function boundGroupLockWaits(tx: Queryable): Promise<void> {
+  if (!isPostgres(tx)) throw new Error('boundGroupLockWaits is for PostgreSQL');
+  await BOUND_LOCK_WAITS.execute(tx, []);
+}
+
+const BOUND_LOCK_WAITS = compiledStatement(
+  () => sql`select set_config('lock_timeout', ${sql.lit(GROUP_LOCK_TIMEOUT)}, true)`,
+);
+
 // 0-3 the steps (task ids, names, indexes, repository ids), 4 now, 5 the run
 // ids to lock, 6-8 the runs whose values are read (ids, repository ids,
 // owner ids), 9-10 the runners whose keys are looked up (ids, keys), 11 the

@@ -51,7 +51,12 @@
 import { generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
 import { isLockNotAvailable, isRetryableError, RunAgainError } from '../../models/database.ts';
 import type { Tx } from '../../models/database.ts';
-import { afterGroupClaim, claimJobsForRunners, lockRunnersForClaim } from '../../models/group-claims.ts';
+import {
+  afterGroupClaim,
+  boundGroupLockWaits,
+  claimJobsForRunners,
+  lockRunnersForClaim,
+} from '../../models/group-claims.ts';
 import type { GroupClaimed, RepositoryValues } from '../../models/group-claims.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { Db } from '../../models/database.ts';
@@ -305,8 +310,11 @@ export class ClaimGroups {
       throw new RunAgainError('a request key of the group was claimed meanwhile');
     }
     const locked = shared ? after.locked : new Map<number, ActionRun | null>();
-    if (!shared)
+    if (!shared && runIds.length > 0) {
+      // Waits bounded as afterGroupClaim's lock statement bounds them for a guarded group.
+      if (!group.unguarded) await boundGroupLockWaits(tx);
       for (const runId of runIds) locked.set(runId, await this.runProgress.lockForClaim(tx, firstOf(runId).run, runId));
+    }
     const runs = new Map<number, ActionRun | null>();
     for (const runId of runIds) {
       const first = firstOf(runId);
@@ -321,8 +329,8 @@ export class ClaimGroups {
           jobs,
           !first.anyActiveHook,
           run,
-          // The statement that took the shared locks bounded this transaction's lock waits.
-          shared && !group.unguarded,
+          // This transaction's lock waits are bounded (afterGroupClaim or boundGroupLockWaits).
+          !group.unguarded,
         ),
       );
     }

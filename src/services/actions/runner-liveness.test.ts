@@ -10,12 +10,33 @@ import { randomUUID } from 'node:crypto';
 import { openScratchDatabase } from '../../../test/support/scratch-database.ts';
 import type { ScratchDatabase } from '../../../test/support/scratch-database.ts';
 import { testDialects } from '../../../test/support/server.ts';
+import type { Db } from '../../models/database.ts';
 import { GroupedWrites } from '../../models/grouped-writes.ts';
 import { insertRunner } from '../../models/runners.ts';
 import { RunnerLiveness } from './runner-liveness.ts';
 import { runnerStatus } from './runners.ts';
 
 const T0 = 1_800_000_000;
+
+/** `count` runners of the instance, last seen 100 s before T0. */
+function insertRunners(db: Db, count: number) {
+  return Promise.all(
+    Array.from({ length: count }, () =>
+      insertRunner(
+        db,
+        {
+          uuid: randomUUID(),
+          name: `runner-${randomUUID().slice(0, 8)}`,
+          scope: { ownerId: 0, repoId: 0 },
+          ephemeral: false,
+          tokenHash: randomUUID(),
+          tokenLastEight: 'abcdefgh',
+        },
+        T0 - 100,
+      ),
+    ),
+  );
+}
 
 for (const dialect of testDialects()) {
   describe(`runner liveness [${dialect}]`, () => {
@@ -32,22 +53,7 @@ for (const dialect of testDialects()) {
       let now = T0;
       const clock = { nowSec: () => now, nowMs: () => now * 1000 };
       const liveness = new RunnerLiveness(db, clock);
-      const runners = await Promise.all(
-        [0, 1].map(() =>
-          insertRunner(
-            db,
-            {
-              uuid: randomUUID(),
-              name: `runner-${randomUUID().slice(0, 8)}`,
-              scope: { ownerId: 0, repoId: 0 },
-              ephemeral: false,
-              tokenHash: randomUUID(),
-              tokenLastEight: 'abcdefgh',
-            },
-            T0 - 100,
-          ),
-        ),
-      );
+      const runners = await insertRunners(db, 2);
       const stored = async (id: number) => {
         const row = await db
           .selectFrom('action_runner')
@@ -112,22 +118,7 @@ for (const dialect of testDialects()) {
       const clock = { nowSec: () => T0, nowMs: () => T0 * 1000 };
       const writes = new GroupedWrites(db);
       const liveness = new RunnerLiveness(db, clock, writes);
-      const runners = await Promise.all(
-        [0, 1, 2].map(() =>
-          insertRunner(
-            db,
-            {
-              uuid: randomUUID(),
-              name: `runner-${randomUUID().slice(0, 8)}`,
-              scope: { ownerId: 0, repoId: 0 },
-              ephemeral: false,
-              tokenHash: randomUUID(),
-              tokenLastEight: 'abcdefgh',
-            },
-            T0 - 100,
-          ),
-        ),
-      );
+      const runners = await insertRunners(db, 3);
       const ids = runners.map((runner) => runner.id);
       // A unit submitted in the same turn, after the writes, runs after them (on SQLite in their transaction).
       const touched = ids.map((id) => liveness.touch(id, { online: 0, active: 0 }, true));

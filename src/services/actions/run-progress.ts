@@ -134,9 +134,10 @@ export class RunProgress {
       // bounded: then a claim group (one in flight per label set and process, claim-groups.ts)
       // takes settle's lock in place, which another claim's shared lock holds up for as long as
       // that claim's transaction at most, and two claims upgrading at once wait for each other
-      // only until the bound (100 ms), when one gives up and runs again. Running the whole group again instead
-      // cost its 20-60 runners 30-265 ms, a few times in a PostgreSQL swarm of 2,000 jobs: the
-      // final report of a run's last running job sets it waiting while a group claims its legs.
+      // only until the bound (100 ms), when one gives up and runs again. Running the whole group
+      // again instead cost its 20-60 runners 30-265 ms, a few times in a PostgreSQL swarm of
+      // 2,000 jobs: the final report of a run's last running job sets it waiting while a group
+      // claims its legs.
       // SQLite: the claim holds the database's write lock since its look, so the run cannot
       // have moved.
       if (isPostgres(tx) && !lockWaitBounded) throw new RunAgainError('the run moved between the claim and its lock');

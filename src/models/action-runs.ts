@@ -596,6 +596,21 @@ const RUN_FOR_UPDATE = compiledStatement((db, arg) =>
 );
 
 /**
+ * findRunForUpdate on PostgreSQL without waiting: it fails with lock_not_available (55P03) when
+ * another transaction holds a lock on the run. A transaction that holds the run's shared lock
+ * alone gets it at once (RunProgress.settleClaimed upgrades so).
+ */
+export async function findRunForUpdateNoWait(tx: Tx, runId: number): Promise<ActionRun | null> {
+  if (!isPostgres(tx)) throw new Error('findRunForUpdateNoWait is for PostgreSQL');
+  const row = await RUN_FOR_UPDATE_NOWAIT.takeFirst(tx, [runId]);
+  return row === undefined ? null : runFromRow(row);
+}
+
+const RUN_FOR_UPDATE_NOWAIT = compiledStatement((db, arg) =>
+  db.selectFrom('action_run').selectAll().where('id', '=', arg<number>(0)).forUpdate().noWait(),
+);
+
+/**
  * The run, for a transaction that claimed some of its jobs. On PostgreSQL the
  * row is locked FOR SHARE: claims of one run share it and go on in parallel,
  * while a transaction that recomputes the run from its jobs (lockRun, FOR

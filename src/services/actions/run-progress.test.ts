@@ -1,14 +1,14 @@
 // A claim whose run moved between the claim statement's look and the lock
-// claims share (its last running job ended, so it shows waiting). On
-// PostgreSQL, a claim whose lock waits are unbounded is run again
-// (RunAgainError, which the claim's retry loop takes as it takes a deadlock)
-// instead of upgrading its shared lock, which every other claim in flight in
-// the run held too: each upgrade waited for the others, a deadlock PostgreSQL
-// broke after a second, one claim at a time (a 100-runner swarm stalled for
-// 8 s). A claim group whose lock waits are bounded (its lock_timeout,
-// group-claims.ts) settles the run in place, and gives up at the bound when
-// another claim holds the run's lock. On SQLite the run cannot move under a
-// claim; settle runs.
+// claims share (its last running job ended, so it shows waiting) settles it
+// under settle's lock, an upgrade of the shared one. On PostgreSQL every other
+// claim in flight in the run may hold the shared lock too, and claims waiting
+// for each other's upgrades were a deadlock PostgreSQL broke after a second,
+// one claim at a time (a 100-runner swarm stalled for 8 s). So a claim whose
+// lock waits are unbounded upgrades only at once (NOWAIT) and otherwise runs
+// again (RunAgainError, which the claim's retry loop takes as it takes a
+// deadlock); a claim group whose lock waits are bounded (its lock_timeout,
+// group-claims.ts) waits for the upgrade, and gives up at the bound when
+// another claim holds the run. On SQLite the run cannot move under a claim.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -62,6 +62,26 @@ async function withBoundedLockWaits<T>(db: Db, work: (tx: Tx) => Promise<T>): Pr
   });
 }
 
+/** `work` while another claim of run `runId`, in flight, holds the lock claims share. */
+async function whileAnotherClaimHolds(progress: RunProgress, db: Db, runId: number, work: () => Promise<void>) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let holding!: () => void;
+  const held = new Promise<void>((resolve) => (holding = resolve));
+  const other = db.transaction().execute(async (tx) => {
+    await progress.lockForClaim(tx, SEEN_RUNNING, runId);
+    holding();
+    await released;
+  });
+  try {
+    await held;
+    await work();
+  } finally {
+    release();
+    await other;
+  }
+}
+
 for (const dialect of testDialects()) {
   describe(`a claim settling a run that moved under it [${dialect}]`, () => {
     let scratch: ScratchDatabase;
@@ -73,27 +93,42 @@ for (const dialect of testDialects()) {
       await scratch?.drop();
     });
 
-    test('the claim runs again on PostgreSQL; SQLite settles the run', async () => {
+    test('a claim holding the run alone settles it in place', async () => {
       const db = scratch.handle.db;
       const { run, claimed } = await runThatMoved(db);
       const progress = new RunProgress(systemClock, new DomainEvents());
-      const settle = db
+      const settled = await db
         .transaction()
         .execute((tx) => progress.settleClaimed(tx, SEEN_RUNNING, run.id, [claimed], true));
-      if (dialect === 'postgres') {
-        const error = await settle.then(
-          () => null,
-          (caught: unknown) => caught,
-        );
-        assert.ok(error instanceof RunAgainError, 'the claim is run again');
-        assert.ok(isRetryableError(error), "the claim's retry loop takes it");
-        assert.equal((await findRunById(db, run.id))?.status, ActionStatus.waiting, 'nothing was written');
-      } else {
-        assert.equal((await settle)?.status, ActionStatus.running);
-      }
+      assert.equal(settled?.status, ActionStatus.running);
+      assert.equal((await findRunById(db, run.id))?.status, ActionStatus.running, 'and it is committed so');
     });
 
     if (dialect !== 'postgres') return;
+
+    test('a claim whose lock waits are unbounded runs again at once while another claim holds the run', async () => {
+      const db = scratch.handle.db;
+      const { run, claimed } = await runThatMoved(db);
+      const progress = new RunProgress(systemClock, new DomainEvents());
+      await whileAnotherClaimHolds(progress, db, run.id, async () => {
+        const started = performance.now();
+        const error = await db
+          .transaction()
+          .execute(async (tx) => {
+            const locked = await progress.lockForClaim(tx, SEEN_RUNNING, run.id);
+            return progress.settleClaimedLocked(tx, SEEN_RUNNING, run.id, [claimed], true, locked);
+          })
+          .then(
+            () => null,
+            (caught: unknown) => caught,
+          );
+        assert.ok(error instanceof RunAgainError, `the claim is run again (got ${String(error)})`);
+        assert.ok(isRetryableError(error), "the claim's retry loop takes it");
+        const waited = performance.now() - started;
+        assert.ok(waited < 500, `at once, not after a wait (took ${Math.round(waited)} ms)`);
+      });
+      assert.equal((await findRunById(db, run.id))?.status, ActionStatus.waiting, 'nothing was written');
+    });
 
     test('a claim whose lock waits are bounded settles the run in place', async () => {
       const db = scratch.handle.db;
@@ -112,18 +147,7 @@ for (const dialect of testDialects()) {
       const db = scratch.handle.db;
       const { run, claimed } = await runThatMoved(db);
       const progress = new RunProgress(systemClock, new DomainEvents());
-      // Another claim of the run, in flight: it holds the lock claims share until released.
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => (release = resolve));
-      let holding!: () => void;
-      const held = new Promise<void>((resolve) => (holding = resolve));
-      const other = db.transaction().execute(async (tx) => {
-        await progress.lockForClaim(tx, SEEN_RUNNING, run.id);
-        holding();
-        await released;
-      });
-      try {
-        await held;
+      await whileAnotherClaimHolds(progress, db, run.id, async () => {
         const started = performance.now();
         const error = await withBoundedLockWaits(db, async (tx) => {
           const locked = await progress.lockForClaim(tx, SEEN_RUNNING, run.id);
@@ -135,10 +159,7 @@ for (const dialect of testDialects()) {
         const waited = performance.now() - started;
         assert.ok(isLockNotAvailable(error), `the claim gives up on the lock (got ${String(error)})`);
         assert.ok(waited < 900, `at the bound, not at the deadlock timeout (waited ${Math.round(waited)} ms)`);
-      } finally {
-        release();
-        await other;
-      }
+      });
       assert.equal((await findRunById(db, run.id))?.status, ActionStatus.waiting, 'nothing was written');
     });
   });

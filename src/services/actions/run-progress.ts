@@ -16,6 +16,7 @@ import {
   countJobStatusesOfRun,
   findRunById,
   findRunForUpdate,
+  findRunForUpdateNoWait,
   findRunSharedForClaim,
   listJobIdsOfRun,
   listJobsByIds,
@@ -31,7 +32,7 @@ import type {
   JobStatusRow,
   RunStatusChange,
 } from '../../models/action-runs.ts';
-import { isPostgres, RunAgainError } from '../../models/database.ts';
+import { isLockNotAvailable, isPostgres, RunAgainError } from '../../models/database.ts';
 import type { Db, Tx } from '../../models/database.ts';
 import type { GroupedWrites } from '../../models/grouped-writes.ts';
 import type { ClaimedRunLook } from '../../models/task-claims.ts';
@@ -115,7 +116,8 @@ export class RunProgress {
     locked?: ActionRun | null,
     /**
      * PostgreSQL: the transaction waits a bounded time for locks (a guarded claim group's
-     * lock_timeout, group-claims.ts), so a run that moved may take settle's lock in place.
+     * lock_timeout, group-claims.ts), so a run that moved may wait for settle's lock, not only
+     * take it at once (see below).
      */
     lockWaitBounded = false,
   ): Promise<ActionRun | null> {
@@ -126,21 +128,27 @@ export class RunProgress {
     const run = locked !== undefined ? locked : await findRunSharedForClaim(tx, runId);
     if (run === null) return null;
     if (!claimOnlyRecords(run)) {
-      // Moved between the look and the lock (its last running job ended, so it shows waiting): the
-      // claims in flight in the run all hold the shared lock then, and each upgrading it to settle's
-      // would wait for the others: a deadlock PostgreSQL broke after a second, one claim at a time
-      // (a swarm of 100 runners stalled for 8 s). The claim runs again instead (runner-protocol.ts
-      // retries it), and its new look takes settle's lock at once. Unless its lock waits are
-      // bounded: then a claim group (one in flight per label set and process, claim-groups.ts)
-      // takes settle's lock in place, which another claim's shared lock holds up for as long as
-      // that claim's transaction at most, and two claims upgrading at once wait for each other
-      // only until the bound (100 ms), when one gives up and runs again. Running the whole group
-      // again instead cost its 20-60 runners 30-265 ms, a few times in a PostgreSQL swarm of
-      // 2,000 jobs: the final report of a run's last running job sets it waiting while a group
-      // claims its legs.
-      // SQLite: the claim holds the database's write lock since its look, so the run cannot
-      // have moved.
-      if (isPostgres(tx) && !lockWaitBounded) throw new RunAgainError('the run moved between the claim and its lock');
+      // Moved between the look and the lock (its last running job ended, so it shows waiting:
+      // the final report of a run's last running job does that while a group claims its other
+      // legs, not seeing the group's uncommitted claims). Settling it takes settle's lock, an
+      // upgrade of the shared one; the claims in flight in the run all hold that one then, and
+      // each waiting for the others to upgrade was a deadlock PostgreSQL broke after a second,
+      // one claim at a time (a swarm of 100 runners stalled for 8 s). So a claim waits for the
+      // upgrade only when its lock waits are bounded: a claim group (one in flight per label
+      // set and process, claim-groups.ts) whose lock_timeout ends such a wait after 100 ms, when
+      // it runs again unguarded. Any other claim takes the upgrade only at once (NOWAIT: a claim
+      // holding the shared lock alone gets it) and runs again when another holds the run (its
+      // new look takes settle's lock at once). Running the whole group again each time cost its
+      // 20-60 runners 30-265 ms, a few times in a PostgreSQL swarm of 2,000 jobs. SQLite: the
+      // claim holds the database's write lock since its look, so the run cannot have moved.
+      if (isPostgres(tx) && !lockWaitBounded) {
+        const moved = await findRunForUpdateNoWait(tx, runId).catch((error: unknown) => {
+          throw isLockNotAvailable(error)
+            ? new RunAgainError('the run moved between the claim and its lock, and another claim holds it')
+            : error;
+        });
+        return moved === null ? null : this.settleLocked(tx, moved, ids);
+      }
       return (await this.settle(tx, runId, ids)) ?? null;
     }
     if (claimed.length > 0)

@@ -323,6 +323,31 @@ for (const dialect of testDialects()) {
       await runner.runner.updateTask({ state: { id: BigInt(task.id), result: Result.SUCCESS, stoppedAt: now() } });
     });
 
+    test('a block of an upload refused for passing the quota is refused so too, not answered "not found"', async () => {
+      // The client sends blocks several at once and reports the first error back: each must say why.
+      const { id, task, token } = await repo.dispatchRun();
+      const run = { workflowRunBackendId: String(id), workflowJobRunBackendId: '0' };
+      const created = await twirp('CreateArtifact', token, { ...run, name: 'over', version: 4 });
+      assert.equal(created.status, 200, created.text);
+      const url = (created.json as { signedUploadUrl: string }).signedUploadUrl;
+      const block = randomBytes(FILE_BYTES);
+      const put = async (n: number) => {
+        const res = await fetch(`${url}&comp=block&blockid=${Buffer.from(`b${n}`).toString('base64')}`, {
+          method: 'PUT',
+          body: block,
+        });
+        return { status: res.status, text: await res.text() };
+      };
+      const blocks = MAX_RUN_BYTES / FILE_BYTES;
+      for (let n = 0; n < blocks; n += 1) assert.equal((await put(n)).status, 201, `block ${n} fits`);
+      const refused = await put(blocks);
+      assert.equal(refused.status, 413, refused.text);
+      const after = await put(blocks + 1);
+      assert.equal(after.status, 413, after.text);
+      assert.match(after.text, /Quota exceeded/);
+      await runner.runner.updateTask({ state: { id: BigInt(task.id), result: Result.SUCCESS, stoppedAt: now() } });
+    });
+
     test('bad input answers 4xx, never 500: undecodable bodies, wrong field types, unknown blocks, an id past 2^63', async () => {
       const [, b] = runs;
       assert.ok(b);

@@ -186,6 +186,13 @@ export class ArtifactService {
   private async uploadTarget(query: Record<string, unknown>): Promise<Artifact> {
     const target = this.urls.verify('UploadArtifact', query, this.clock.nowSec());
     const artifact = await this.signedArtifact(target);
+    // A block of an upload a quota refused (failUpload: the only way to uploadError) gets that
+    // refusal too, not "not found": the client sends blocks several at once, and reports whichever
+    // error comes back first.
+    if (artifact.status === ArtifactStatus.uploadError)
+      throw AppError.tooLarge(
+        `Quota exceeded: this artifact's upload was refused for passing a quota (GANTRY_ARTIFACT_MAX_SIZE, GANTRY_ARTIFACT_MAX_RUN_SIZE); upload it again within them`,
+      );
     if (artifact.status !== ArtifactStatus.uploadPending) throw AppError.notFoundMessage('Error artifact not found');
     return artifact;
   }

@@ -141,12 +141,15 @@ export class RunProgress {
       // new look takes settle's lock at once). Running the whole group again each time cost its
       // 20-60 runners 30-265 ms, a few times in a PostgreSQL swarm of 2,000 jobs. SQLite: the
       // claim holds the database's write lock since its look, so the run cannot have moved.
-      if (isPostgres(tx) && !lockWaitBounded) {
-        const moved = await findRunForUpdateNoWait(tx, runId).catch((error: unknown) => {
-          throw isLockNotAvailable(error)
-            ? new RunAgainError('the run moved between the claim and its lock, and another claim holds it')
-            : error;
-        });
+      // The run has no job groups (claimSettlesWhole): its row is all settle's lock takes.
+      if (isPostgres(tx)) {
+        const moved = lockWaitBounded
+          ? await findRunForUpdate(tx, runId)
+          : await findRunForUpdateNoWait(tx, runId).catch((error: unknown) => {
+              throw isLockNotAvailable(error)
+                ? new RunAgainError('the run moved between the claim and its lock, and another claim holds it')
+                : error;
+            });
         return moved === null ? null : this.settleLocked(tx, moved, ids);
       }
       return (await this.settle(tx, runId, ids)) ?? null;

@@ -12,7 +12,7 @@ import { findPgBinaries, startPgCluster } from '../test/support/pg-cluster.ts';
 import type { PgCluster } from '../test/support/pg-cluster.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const DEFAULT_TEST_ROOTS = ['test', 'src'];
+const DEFAULT_TEST_ROOTS = ['test', 'src', 'bench'];
 const TEST_FILE = /\.test\.ts$/;
 
 interface Options {

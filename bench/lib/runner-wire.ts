@@ -1,17 +1,21 @@
 // A runner's calls as forgejo-runner puts them on the wire (connect-go over
 // HTTP/1.1: binary Connect, Connect-Protocol-Version 1, Accept-Encoding gzip,
 // a Content-Length body, the runner's uuid and token headers, its
-// fetch_timeout as Connect-Timeout-Ms when it sends one), over bare
-// node:http with kept-alive connections. forgejo-runner runs on other
-// machines; here the runners share the bench's 2 cores with the server they
-// measure, so they must cost little: request bodies are encoded by hand
-// (a few bytes each), and of an answer only the task id is decoded. The
-// Connect client of test/support/runner-client.ts does the same work with
-// more than 1 ms of CPU per job (Headers, abort signals, async iterables,
-// full message decoding); the tests keep it, as it checks every field.
+// fetch_timeout as Connect-Timeout-Ms when it sends one), each runner with
+// its own kept-alive connections, as Go's http.Transport keeps them.
+// forgejo-runner runs on other machines; here the runners share the bench's
+// 2 cores with the server they measure, so they must cost little: request
+// bodies are encoded by hand (a few bytes each), of an answer only the task
+// id is decoded, and the calls go over plain sockets (http1-connection.ts),
+// not node:http's client, which cost the swarm's clients about half a
+// millisecond of CPU per job (two calls) on this machine. The Connect client
+// of test/support/runner-client.ts does the same work with more than 1 ms of
+// CPU per job (Headers, abort signals, async iterables, full message
+// decoding); the tests keep it, as it checks every field.
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { gunzipSync } from 'node:zlib';
+import { Http1Connection } from './http1-connection.ts';
+import type { Http1CallOptions } from './http1-connection.ts';
 
 export type FetchOutcome =
   /** taskId: the task the answer holds, null when none. */
@@ -53,9 +57,20 @@ export interface WireRunner {
   ping(): Promise<void>;
 }
 
-/** One agent for the whole fleet: every call in flight holds its own kept-alive connection, as each runner does. */
-export function fleetAgent(): http.Agent {
-  return new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, maxFreeSockets: 100_000 });
+/** Every connection of a fleet's runners, so that the bench can close them all at its end. */
+export class WireFleet {
+  private readonly open = new Set<Http1Connection>();
+
+  connect(host: string, port: number): Http1Connection {
+    const connection = new Http1Connection(host, port, (closed) => this.open.delete(closed));
+    this.open.add(connection);
+    return connection;
+  }
+
+  destroy(): void {
+    for (const connection of this.open) connection.destroy();
+    this.open.clear();
+  }
 }
 
 const SERVICE = '/api/actions/runner.v1.RunnerService/';
@@ -167,85 +182,46 @@ interface Answer {
   body: Buffer;
 }
 
-export function wireRunner(serverUrl: string, runner: { uuid: string; token: string }, agent: http.Agent): WireRunner {
+export function wireRunner(serverUrl: string, runner: { uuid: string; token: string }, fleet: WireFleet): WireRunner {
   const url = new URL(serverUrl);
-  const base = {
-    'content-type': 'application/proto',
-    'connect-protocol-version': '1',
-    'accept-encoding': 'gzip',
-    'user-agent': 'connect-go/1.18.1 (go1.24)',
-    'x-runner-uuid': runner.uuid,
-    'x-runner-token': runner.token,
-  };
-  const fetchHeaders = new Map<number | undefined, http.OutgoingHttpHeaders>();
-  const headersOf = (timeoutMs: number | undefined): http.OutgoingHttpHeaders => {
-    let headers = fetchHeaders.get(timeoutMs);
-    if (headers === undefined) {
-      headers = {
-        ...base,
-        'content-length': '0',
-        ...(timeoutMs === undefined ? {} : { 'connect-timeout-ms': String(timeoutMs) }),
-      };
-      fetchHeaders.set(timeoutMs, headers);
-    }
-    return headers;
-  };
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = Number(url.port || 80);
+  // The header lines every call sends (Go's order: Host, User-Agent, then the rest).
+  const baseHead =
+    `Host: ${url.host}\r\n` +
+    'User-Agent: connect-go/1.18.1 (go1.24)\r\n' +
+    'Content-Type: application/proto\r\n' +
+    'Connect-Protocol-Version: 1\r\n' +
+    'Accept-Encoding: gzip\r\n' +
+    `X-Runner-Uuid: ${runner.uuid}\r\n` +
+    `X-Runner-Token: ${runner.token}\r\n`;
+  /** This runner's idle kept-alive connections (a call takes one, or opens one). */
+  const idle: Http1Connection[] = [];
 
-  /** One unary call: resolves with the answer, or with 'timeout' / 'dropped'. */
-  function call(
+  function request(path: string, extraHead: string, body: Buffer): Buffer {
+    const head = `POST ${path} HTTP/1.1\r\n${baseHead}${extraHead}Content-Length: ${body.length}\r\n\r\n`;
+    const headLength = Buffer.byteLength(head, 'latin1');
+    const bytes = Buffer.allocUnsafe(headLength + body.length);
+    bytes.write(head, 0, 'latin1');
+    body.copy(bytes, headLength);
+    return bytes;
+  }
+
+  /** One unary call: resolves with the answer (its body decoded from gzip), or with 'timeout' / 'dropped'. */
+  async function call(
     path: string,
-    headers: http.OutgoingHttpHeaders,
+    extraHead: string,
     body: Buffer,
-    options: WireCallOptions,
+    options: Http1CallOptions,
   ): Promise<Answer | 'timeout' | 'dropped'> {
-    return new Promise((resolve) => {
-      let settled = false;
-      let timer: NodeJS.Timeout | undefined;
-      const { signal } = options;
-      const settle = (outcome: Answer | 'timeout' | 'dropped'): void => {
-        if (settled) return;
-        settled = true;
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(outcome);
-      };
-      const req = http.request({ host: url.hostname, port: url.port, path, method: 'POST', headers, agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', () => settle('dropped'));
-        res.on('end', () => {
-          const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-          const bytes = res.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
-          settle({ status: res.statusCode ?? 0, body: bytes });
-        });
-      });
-      function onAbort(): void {
-        settle('dropped');
-        req.destroy();
-      }
-      if (signal !== undefined) {
-        if (signal.aborted) {
-          onAbort();
-          return;
-        }
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      if (options.timeoutMs !== undefined) {
-        // On a loaded machine this process may wake after a stall with both the
-        // deadline passed and the answer already in: timers run before I/O in
-        // an event-loop turn, so the answer is read first (setImmediate runs
-        // after the turn's I/O) and only a call still unanswered then times out.
-        timer = setTimeout(() => {
-          setImmediate(() => {
-            if (settled) return;
-            settle('timeout');
-            req.destroy();
-          });
-        }, options.timeoutMs);
-      }
-      req.on('error', () => settle('dropped'));
-      req.end(body);
-    });
+    let connection = idle.pop();
+    while (connection !== undefined && !connection.usable) connection = idle.pop();
+    connection ??= fleet.connect(host, port);
+    const outcome = await connection.call(request(path, extraHead, body), options);
+    if (connection.usable) idle.push(connection);
+    if (typeof outcome === 'string') return outcome;
+    const bytes = outcome.headers.get('content-encoding') === 'gzip' ? gunzipSync(outcome.body) : outcome.body;
+    return { status: outcome.status, body: bytes };
   }
 
   function check(answer: Answer, what: string): Answer {
@@ -256,32 +232,25 @@ export function wireRunner(serverUrl: string, runner: { uuid: string; token: str
 
   return {
     async fetchTask(options = {}) {
-      const headers = headersOf(options.timeoutMs);
-      const answer = await call(
-        `${SERVICE}FetchTask`,
-        options.requestKey
-          ? {
-              ...headers,
-              'x-runner-request-key': typeof options.requestKey === 'string' ? options.requestKey : randomUUID(),
-            }
-          : headers,
-        FETCH_TASK_BODY,
-        options,
-      );
+      const timeout = options.timeoutMs === undefined ? '' : `Connect-Timeout-Ms: ${options.timeoutMs}\r\n`;
+      const key = options.requestKey
+        ? `X-Runner-Request-Key: ${typeof options.requestKey === 'string' ? options.requestKey : randomUUID()}\r\n`
+        : '';
+      const answer = await call(`${SERVICE}FetchTask`, timeout + key, FETCH_TASK_BODY, options);
       if (answer === 'timeout') return { kind: 'timeout' };
       if (answer === 'dropped') return { kind: 'dropped' };
       return { kind: 'answered', taskId: taskIdOf(check(answer, 'FetchTask').body) };
     },
     async finishTask(taskId) {
       const body = finishTaskBody(taskId);
-      const answer = await call(`${SERVICE}UpdateTask`, { ...base, 'content-length': String(body.length) }, body, {});
+      const answer = await call(`${SERVICE}UpdateTask`, '', body, {});
       if (typeof answer === 'string') throw new RunnerWireError(`UpdateTask of task ${taskId}: connection ${answer}`);
       check(answer, 'UpdateTask');
     },
     async reportTask(taskId) {
       const seconds = BigInt(Math.floor(Date.now() / 1000));
       const send = async (method: 'UpdateLog' | 'UpdateTask', body: Buffer): Promise<void> => {
-        const answer = await call(`${SERVICE}${method}`, { ...base, 'content-length': String(body.length) }, body, {});
+        const answer = await call(`${SERVICE}${method}`, '', body, {});
         if (typeof answer === 'string') throw new RunnerWireError(`${method} of task ${taskId}: connection ${answer}`);
         check(answer, method);
       };
@@ -290,7 +259,7 @@ export function wireRunner(serverUrl: string, runner: { uuid: string; token: str
       await send('UpdateLog', logBody(taskId, 1n, seconds, 'job succeeded', true));
     },
     async ping() {
-      const answer = await call(PING_PATH, { ...base, 'content-length': String(PING_BODY.length) }, PING_BODY, {});
+      const answer = await call(PING_PATH, '', PING_BODY, {});
       if (typeof answer === 'string') throw new RunnerWireError(`Ping: connection ${answer}`);
       check(answer, 'Ping');
     },

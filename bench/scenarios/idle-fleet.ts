@@ -5,7 +5,7 @@
 // share of one core over that window (its utime + stime from /proc, against
 // wall time; target ≤ 10 %) and its RSS at the end (target ≤ 300 MB). The
 // runner clients live in this process, so their own CPU is not counted; they
-// speak FetchTask over bare node:http (bench/lib/runner-wire.ts), cheap
+// speak FetchTask over plain sockets (bench/lib/runner-wire.ts), cheap
 // enough that 5,000 of them do not starve this process into timing out
 // calls the server answered in time.
 // Every client fetches as forgejo-runner does, with its default fetch_timeout
@@ -29,7 +29,7 @@ import { freePort } from '../../test/support/free-port.ts';
 import { GantryChild } from '../../test/support/gantry-child.ts';
 import type { RunnerCredentials } from '../../test/support/runner-client.ts';
 import { startBareFetchTaskChild } from '../lib/bare-fetch-task.ts';
-import { fleetAgent, wireRunner } from '../lib/runner-wire.ts';
+import { WireFleet, wireRunner } from '../lib/runner-wire.ts';
 import type { FetchOutcome, WireRunner } from '../lib/runner-wire.ts';
 import { readProcessMemory } from '../lib/process-memory.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
@@ -177,11 +177,11 @@ async function measureWindow(
   snapshotDir?: string,
 ): Promise<Window> {
   const controller = new AbortController();
-  const agent = fleetAgent();
+  const fleet = new WireFleet();
   const stats: PollStats = { polls: 0, timeouts: 0, dropped: 0, tasks: 0, errors: 0, firstError: undefined };
   const spread = RAMP_MS / credentials.length;
   const loops = credentials.map((c, i) =>
-    sleep(i * spread).then(() => pollLoop(wireRunner(url, c, agent), controller.signal, stats)),
+    sleep(i * spread).then(() => pollLoop(wireRunner(url, c, fleet), controller.signal, stats)),
   );
   try {
     await sleep(RAMP_MS + FETCH_TIMEOUT_MS);
@@ -205,7 +205,7 @@ async function measureWindow(
   } finally {
     controller.abort();
     await Promise.all(loops);
-    agent.destroy();
+    fleet.destroy();
   }
 }
 

@@ -31,9 +31,10 @@
 //
 // The runners register with test/support/runner-client.ts (connect-es), then
 // call as forgejo-runner does through bench/lib/runner-wire.ts: binary
-// Connect over bare node:http, cheap enough that the clients' own CPU (this
-// process, on the same 2 cores as the server) stays small beside the
-// server's; forgejo-runner runs on other machines. A "long-polling" client sends tasks_version 0 on every FetchTask:
+// Connect over plain sockets, each runner with its own kept-alive
+// connections, cheap enough that the clients' own CPU (this process, on the
+// same 2 cores as the server) stays small beside the server's (about 0.2 ms
+// a job); forgejo-runner runs on other machines. A "long-polling" client sends tasks_version 0 on every FetchTask:
 // Gantry (like Forgejo) answers a runner that sends the current version at
 // once, and holds only a call whose version is stale (Forgejo: routers/api/actions/runner/runner.go, FetchTask).
 // GANTRY_BENCH_RUNNER_JOBS changes the queued job count (default 2,000);
@@ -70,7 +71,7 @@ import { startGantryServer } from '../lib/gantry-server.ts';
 import type { GantryServer } from '../lib/gantry-server.ts';
 import { pgServerCpu, sampleWaits } from '../lib/pg-server.ts';
 import { processCpuSeconds } from '../lib/process-cpu.ts';
-import { fleetAgent, wireRunner } from '../lib/runner-wire.ts';
+import { WireFleet, wireRunner } from '../lib/runner-wire.ts';
 import type { WireRunner } from '../lib/runner-wire.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { createBenchOwner } from '../lib/bench-owner.ts';
@@ -240,9 +241,9 @@ async function registerMany(
 
 /** Runners that call `url` as forgejo-runner does, one kept-alive connection each (closed by the scenario's end). */
 function wireRunners(url: string, credentials: readonly RunnerCredentials[], ctx: ScenarioContext): WireRunner[] {
-  const agent = fleetAgent();
-  ctx.defer(() => agent.destroy());
-  return credentials.map((c) => wireRunner(url, c, agent));
+  const fleet = new WireFleet();
+  ctx.defer(() => fleet.destroy());
+  return credentials.map((c) => wireRunner(url, c, fleet));
 }
 
 interface Setup {

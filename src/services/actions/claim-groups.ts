@@ -3,7 +3,8 @@
 // one task wanted, no handle) made in one turn of the event
 // loop wait for the end of its current phase (setImmediate), or while a
 // group of their key is claiming, until it is done (under load a
-// group grows instead of queueing for a connection as claims of one); then
+// group grows instead of queueing for a connection as claims of one; one
+// that reaches MAX_GROUP runners waits its turn whole); then
 // they run as one transaction: one statement claims a job for each runner
 // (group-claims.ts), and a second one inserts every task's steps, takes the
 // lock claims share on each run (in run id order) and reads the secrets and
@@ -89,8 +90,12 @@ export interface Claim {
  */
 export type GroupOutcome = Claim | 'none' | 'busy' | 'gone' | 'claimed under the key';
 
-/** At most this many runners claim in one statement. */
-const MAX_GROUP = 64;
+/**
+ * At most this many runners claim in one statement. A full group starts at
+ * once when no group of its key is claiming, else it waits for its turn as
+ * the next one gathering does (MAX_CLAIMING), ahead of it.
+ */
+export const MAX_GROUP = 64;
 /**
  * While this many groups of one claim key are claiming, the next group
  * gathers until one is done: under load a group grows with the wait instead
@@ -131,6 +136,8 @@ export class ClaimGroups {
   private readonly pending = new Map<string, Pending>();
   /** How many groups of each claim key are claiming now. */
   private readonly claiming = new Map<string, number>();
+  /** Full groups (MAX_GROUP runners) waiting for their key's turn, oldest first, by claim key. */
+  private readonly full = new Map<string, Pending[]>();
   private scheduled = false;
 
   constructor(
@@ -173,7 +180,8 @@ export class ClaimGroups {
     });
     if (joined.members.length >= MAX_GROUP) {
       this.pending.delete(key);
-      this.start(key, joined);
+      if ((this.claiming.get(key) ?? 0) < MAX_CLAIMING) this.start(key, joined);
+      else this.full.set(key, [...(this.full.get(key) ?? []), joined]);
     } else {
       this.schedule();
     }
@@ -202,8 +210,12 @@ export class ClaimGroups {
       const left = (this.claiming.get(key) ?? 1) - 1;
       if (left === 0) this.claiming.delete(key);
       else this.claiming.set(key, left);
-      // The runners that gathered meanwhile go next, with those of this phase.
-      if (this.pending.has(key)) this.schedule();
+      // A full group that waited goes first; then the runners that gathered meanwhile, with those of this phase.
+      const waitingFull = this.full.get(key);
+      const next = waitingFull?.shift();
+      if (waitingFull?.length === 0) this.full.delete(key);
+      if (next !== undefined) this.start(key, next);
+      else if (this.pending.has(key)) this.schedule();
     });
   }
 

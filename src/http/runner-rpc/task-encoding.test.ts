@@ -36,6 +36,11 @@ const CONTEXT: JsonObject = {
   long: 'x'.repeat(20_000),
   longUnicode: `${'x'.repeat(200)}é${'y'.repeat(200)}`,
   loneSurrogate: 'a\ud800b',
+  // Either side of where strings leave the copy loop for Buffer's writer (task-encoding.ts NATIVE_FROM).
+  ascii47: 'q'.repeat(47),
+  ascii48: 'q'.repeat(48),
+  unicode47: `${'q'.repeat(46)}é`,
+  unicode48: `é${'q'.repeat(47)}`,
   ascii127: 'z'.repeat(127),
   ascii128: 'z'.repeat(128),
 };

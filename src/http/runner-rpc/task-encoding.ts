@@ -16,6 +16,14 @@ const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
 const WIRE_DELIMITED = 2;
 
+/**
+ * From this many UTF-16 units on, a string goes to Buffer's native UTF-8
+ * writer instead of the copy loop (Writer.string): where the two cost the same
+ * on this project's bench machine (Node 20; 32 units: 230 ns against 340, 64:
+ * 470 against 370).
+ */
+const NATIVE_FROM = 48;
+
 /** A value in the context that JSON cannot hold: the whole answer goes to toBinary. */
 class NotJson extends Error {}
 
@@ -62,8 +70,12 @@ class Writer {
   string(field: number, value: string): void {
     this.tag(field, WIRE_DELIMITED);
     const length = value.length;
-    // Most strings are ASCII: their bytes are their UTF-16 units, copied here
-    // (a Buffer call per string costs more than the copy).
+    // A long string (an event payload's, a context's) is measured and written
+    // by Buffer's native UTF-8 code, about 6 ns a character faster than the
+    // loop below (8 KiB: 2.7 µs against 50); below NATIVE_FROM units the two
+    // calls cost more than the copy.
+    if (length >= NATIVE_FROM) return this.utf8(value);
+    // Most short strings are ASCII: their bytes are their UTF-16 units, copied here.
     const start = this.pos;
     this.varint(length);
     this.ensure(length);

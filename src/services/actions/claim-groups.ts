@@ -181,7 +181,11 @@ export class ClaimGroups {
     if (joined.members.length >= MAX_GROUP) {
       this.pending.delete(key);
       if ((this.claiming.get(key) ?? 0) < MAX_CLAIMING) this.start(key, joined);
-      else this.full.set(key, [...(this.full.get(key) ?? []), joined]);
+      else {
+        const queue = this.full.get(key);
+        if (queue === undefined) this.full.set(key, [joined]);
+        else queue.push(joined);
+      }
     } else {
       this.schedule();
     }

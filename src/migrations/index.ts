@@ -19,6 +19,7 @@ import * as m0016 from './0016-web-sessions.ts';
 import * as m0017 from './0017-runner-identity-version.ts';
 import * as m0018 from './0018-job-concurrency.ts';
 import * as m0019 from './0019-run-job-counts.ts';
+import * as m0020 from './0020-repository-guard-version.ts';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts': m0001,
@@ -40,4 +41,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0017-runner-identity-version': m0017,
   '0018-job-concurrency': m0018,
   '0019-run-job-counts': m0019,
+  '0020-repository-guard-version': m0020,
 };

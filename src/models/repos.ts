@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Selectable, Updateable } from 'kysely';
 import { columnsOf, valuesOf } from './array-rows.ts';
 import { compiledArrayStatement } from './compiled-statements.ts';
+import { GuardRowCache } from './guard-row-cache.ts';
 import type { Queryable } from './database.ts';
 import { SCOPED_VALUE_COLUMNS, scopedValueFromRow, scopedValueRowFromValues } from './scoped-values.ts';
 import type { ScopedValue } from './scoped-values.ts';
@@ -193,6 +194,8 @@ const OWNER_AND_REPOSITORY = compiledArrayStatement((db, arg) =>
     .select(REPOSITORY_COLUMNS.map((column) => `repository.${column} as r_${column}` as const))
     .where('user.lower_name', '=', arg<string>(0)),
 );
+/** OWNER_AND_REPOSITORY's rows kept between requests on SQLite while exact (guard-row-cache.ts). */
+const OWNER_AND_REPOSITORY_ROWS = new GuardRowCache(OWNER_AND_REPOSITORY);
 
 /**
  * An account by name and its repository by name in one query (the
@@ -209,7 +212,7 @@ export async function findOwnerAndRepository(
     const owner = await findAccountByName(db, ownerName);
     return owner === null ? null : { owner, repo: null };
   }
-  const row = await OWNER_AND_REPOSITORY.takeFirst(db, [ownerName.toLowerCase(), repoName.toLowerCase()]);
+  const row = await OWNER_AND_REPOSITORY_ROWS.takeFirst(db, [ownerName.toLowerCase(), repoName.toLowerCase()]);
   if (row === undefined) return null;
   const values = valuesOf(row);
   const repoAt = USER_COLUMNS.length;
@@ -274,6 +277,8 @@ const OWNER_REPOSITORY_ACCESS_AND_VARIABLE = compiledArrayStatement((db, arg) =>
     .select(SCOPED_VALUE_COLUMNS.map((column) => `action_variable.${column} as v_${column}` as const))
     .where('user.lower_name', '=', arg<string>(0)),
 );
+/** OWNER_REPOSITORY_ACCESS_AND_VARIABLE's rows kept between requests on SQLite while exact (guard-row-cache.ts). */
+const OWNER_REPOSITORY_ACCESS_AND_VARIABLE_ROWS = new GuardRowCache(OWNER_REPOSITORY_ACCESS_AND_VARIABLE);
 /** Where the repository's and the variable's values start in a row of OWNER_REPOSITORY_ACCESS_AND_VARIABLE. */
 const ACCESS_REPO_AT = 4;
 const ACCESS_VARIABLE_AT = ACCESS_REPO_AT + 4;
@@ -326,7 +331,7 @@ export async function findOwnerRepositoryAndVariable(
     const found = await findOwnerAndRepository(db, ownerName, repoName);
     return found === null ? null : { ...found, variable: null };
   }
-  const row = await OWNER_REPOSITORY_ACCESS_AND_VARIABLE.takeFirst(db, [
+  const row = await OWNER_REPOSITORY_ACCESS_AND_VARIABLE_ROWS.takeFirst(db, [
     ownerName.toLowerCase(),
     repoName.toLowerCase(),
     variableName,

@@ -82,6 +82,8 @@ export const OWNER_REFERENCES: Readonly<Record<string, readonly OwnerRef[]>> = {
   action_tasks_version: scope(),
   // One counter row for the whole instance (migration 0017): nobody owns it.
   action_runner_version: [],
+  // The same for the repository guard's rows (migration 0020, SQLite only).
+  repository_guard_version: [],
   action_workflow_state: [{ column: 'repo_id', parent: REPO }],
   action_schedule: [
     { column: 'repo_id', parent: REPO },

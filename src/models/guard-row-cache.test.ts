@@ -1,7 +1,8 @@
-// The repository guard's rows kept between reads answer exactly what a read
-// would: a change of the account, the repository or the variable, made on
-// this connection or by another process, is seen by the next read. On
-// SQLite a read served from the cache does not run the statement.
+// The repository guard's rows kept between reads answer what a read would: a
+// change of the account, the repository or the variable made on this
+// connection is seen by the next read, one made by another process from the
+// next turn of the event loop. On SQLite a read served from the cache does
+// not run the statement.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -102,7 +103,7 @@ for (const dialect of testDialects()) {
       assert.equal((await findOwnerRepositoryAndVariable(db, 'alice', 'renamed', 'FOO'))?.variable?.data, 'three');
     });
 
-    test('a change committed by another process is seen by the next read', async (t) => {
+    test('a change committed by another process is seen once the event loop turns', async (t) => {
       if (dialect === 'postgres') return t.skip('PostgreSQL keeps no rows between reads');
       const { db } = scratch.handle;
       const repoId = await seed(db, 'bob', 'before');
@@ -115,6 +116,7 @@ for (const dialect of testDialects()) {
       } finally {
         other.close();
       }
+      await new Promise((resolve) => setImmediate(resolve));
       assert.equal((await read())?.variable?.data, 'after');
     });
 

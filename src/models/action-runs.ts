@@ -336,23 +336,28 @@ interface CountKey {
 }
 
 async function adjustRunCount(tx: Queryable, key: CountKey, delta: number): Promise<void> {
-  await tx
+  await ADJUST_RUN_COUNT.execute(tx, [key.repoId, key.workflowId, key.ref, key.event, key.status, delta]);
+}
+
+// Compiled once (compiled-statements.ts), as updateRunStatus below, which runs it twice.
+// Arguments: 0 repository, 1 workflow, 2 ref, 3 event, 4 status, 5 delta.
+const ADJUST_RUN_COUNT = compiledStatement((db, arg) =>
+  db
     .insertInto('action_run_count')
     .values({
-      repo_id: key.repoId,
-      workflow_id: key.workflowId,
-      ref: key.ref,
-      event: key.event,
-      status: key.status,
-      count: delta,
+      repo_id: arg<number>(0),
+      workflow_id: arg<string>(1),
+      ref: arg<string>(2),
+      event: arg<string>(3),
+      status: arg<ActionStatusValue>(4),
+      count: arg<number>(5),
     })
     .onConflict((oc) =>
       oc
         .columns(['repo_id', 'workflow_id', 'ref', 'event', 'status'])
-        .doUpdateSet({ count: sql<number>`action_run_count.count + ${delta}` }),
-    )
-    .execute();
-}
+        .doUpdateSet({ count: sql<number>`action_run_count.count + ${arg<number>(5)}` }),
+    ),
+);
 
 /** Inserts a run and its jobs. Call inside a transaction. */
 export async function insertRunWithJobs(
@@ -442,17 +447,14 @@ export async function updateRunStatus(
   change: RunStatusChange,
   now: number,
 ): Promise<ActionRun> {
-  const updated = await tx
-    .updateTable('action_run')
-    .set({
-      status: change.status,
-      ...(change.started !== undefined ? { started: change.started } : {}),
-      ...(change.stopped !== undefined ? { stopped: change.stopped } : {}),
-      updated: now,
-    })
-    .where('id', '=', run.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const shape = `${change.started !== undefined ? 's' : ''}${change.stopped !== undefined ? 't' : ''}`;
+  const updated = await UPDATE_RUN_STATUS.takeFirst(
+    tx,
+    [run.id, change.status, change.started ?? null, change.stopped ?? null, now],
+    shape,
+  );
+  // The caller holds the run's lock (RunProgress.settleLocked): a missing row is a bug, as with executeTakeFirstOrThrow.
+  if (updated === undefined) throw new Error(`run ${run.id} vanished under its lock`);
   if (updated.status !== run.status) {
     const key = { repoId: run.repoId, workflowId: run.workflowId, ref: run.ref, event: run.event };
     // In ascending status order: two runs of one workflow moving opposite ways
@@ -466,6 +468,25 @@ export async function updateRunStatus(
   }
   return runFromRow(updated);
 }
+
+// Compiled once per shape (compiled-statements.ts): in a PostgreSQL throughput
+// profile (round 15) a run's status change, this and its two adjustRunCount,
+// was 2.7 % of `gantry web`'s busy samples, 1.1 % of them in Kysely building
+// and compiling the statements anew for each call. Shape: `s` when `started`
+// is set, `t` when `stopped` is; arguments: 0 run, 1 status, 2 started,
+// 3 stopped, 4 now.
+const UPDATE_RUN_STATUS = compiledStatement((db, arg, shape) =>
+  db
+    .updateTable('action_run')
+    .set({
+      status: arg<ActionStatusValue>(1),
+      ...(shape.includes('s') ? { started: arg<number>(2) } : {}),
+      ...(shape.includes('t') ? { stopped: arg<number>(3) } : {}),
+      updated: arg<number>(4),
+    })
+    .where('id', '=', arg<number>(0))
+    .returningAll(),
+);
 
 /**
  * A finished run starts its next attempt (Forgejo's rerun, services/actions/rerun.go):

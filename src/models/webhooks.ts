@@ -4,6 +4,7 @@
 import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
 import type { ScopeColumns } from '../modules/scope.ts';
+import { compiledStatement } from './compiled-statements.ts';
 import type { Queryable } from './database.ts';
 import type { WebhookTable } from './tables.ts';
 
@@ -199,20 +200,28 @@ export async function listActiveHooksForRepository(
   repoId: number,
   ownerId: number,
 ): Promise<WebhookRecord[]> {
-  const rows = await db
+  const { rows } = await ACTIVE_HOOKS_OF_REPOSITORY.execute(db, [repoId, ownerId]);
+  // Repository hooks (owner_id 0) first, then by id.
+  return rows.map(fromRow).sort((a, b) => (a.repoId === b.repoId ? a.id - b.id : a.repoId !== 0 ? -1 : 1));
+}
+
+// Read whenever an Actions run changes status (actions-outbox.ts): in a
+// PostgreSQL throughput profile (round 15) this read was 1.8 % of `gantry
+// web`'s busy samples, 1.1 % of them in Kysely building and compiling it anew
+// for each call; compiled once now (compiled-statements.ts). Arguments:
+// 0 repository, 1 owner.
+const ACTIVE_HOOKS_OF_REPOSITORY = compiledStatement((db, arg) =>
+  db
     .selectFrom('webhook')
     .selectAll()
     .where((eb) =>
       eb.or([
-        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', repoId)]),
-        eb.and([eb('owner_id', '=', ownerId), eb('repo_id', '=', 0)]),
+        eb.and([eb('owner_id', '=', 0), eb('repo_id', '=', arg<number>(0))]),
+        eb.and([eb('owner_id', '=', arg<number>(1)), eb('repo_id', '=', 0)]),
       ]),
     )
-    .where('is_active', '=', 1)
-    .execute();
-  // Repository hooks (owner_id 0) first, then by id.
-  return rows.map(fromRow).sort((a, b) => (a.repoId === b.repoId ? a.id - b.id : a.repoId !== 0 ? -1 : 1));
-}
+    .where('is_active', '=', 1),
+);
 
 /** The active hooks of an account (organization or user) alone, id ascending: events that belong to no repository. */
 export async function listActiveHooksOfOwner(db: Queryable, ownerId: number): Promise<WebhookRecord[]> {

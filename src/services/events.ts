@@ -54,7 +54,16 @@ export type DomainEvent =
       noActiveHooks?: boolean;
     }
   /** A run's aggregate status changed; `run` is the run as it now is, `previous` as it was. */
-  | { type: 'actions.run.status-changed'; run: ActionRun; previous: ActionRun }
+  | {
+      type: 'actions.run.status-changed';
+      run: ActionRun;
+      previous: ActionRun;
+      /**
+       * As actions.jobs.changed's: the statement that changed the jobs moving
+       * the run found no active webhook of its repository or owner.
+       */
+      noActiveHooks?: boolean;
+    }
   /** Jobs to cancel after the commit: a newer job of their job-level group replaces them (or cancels in progress). */
   | { type: 'actions.jobs.superseded'; jobIds: readonly number[] }
   /** A finished run and its rows were deleted; `tasks` names the log files to remove after the commit. */

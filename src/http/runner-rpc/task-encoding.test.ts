@@ -43,6 +43,16 @@ const CONTEXT: JsonObject = {
   unicode48: `é${'q'.repeat(47)}`,
   ascii127: 'z'.repeat(127),
   ascii128: 'z'.repeat(128),
+  // Either side of the entries written whole (task-encoding.ts SHORT_ENTRY: key and value, 120 units).
+  [`${'k'.repeat(60)}`]: 'v'.repeat(60),
+  [`${'k'.repeat(61)}`]: 'v'.repeat(60),
+  // The first whose entry's length takes two varint bytes.
+  [`${'k'.repeat(62)}`]: 'v'.repeat(60),
+  [`${'k'.repeat(59)}é`]: 'v'.repeat(60),
+  [`${'k'.repeat(20)}ü`]: '',
+  short: `${'v'.repeat(20)}\u007f`,
+  shortUnicode: `${'v'.repeat(20)}\u0080`,
+  '': '',
 };
 
 function taskOf(init: Parameters<typeof create<typeof TaskSchema>>[1]): Task {
@@ -54,7 +64,15 @@ const TASKS: Record<string, Task> = {
     id: 42n,
     workflowPayload: new TextEncoder().encode('on: push\njobs:\n  a:\n    runs-on: x\n'),
     context: CONTEXT,
-    secrets: { GITHUB_TOKEN: 'secret', EMPTY: '', ÜNI: 'cödé' },
+    secrets: {
+      GITHUB_TOKEN: 'secret',
+      EMPTY: '',
+      ÜNI: 'cödé',
+      LONG: 'x'.repeat(116),
+      LONGER: 'x'.repeat(118),
+      LONGEST: 'x'.repeat(200),
+      '': 'é',
+    },
     vars: { A: '1', B: '' },
     needs: {
       build: { outputs: { out: 'value', empty: '' }, result: Result.SUCCESS },
@@ -78,6 +96,18 @@ describe('encodeFetchTaskResponse', () => {
       }
     });
   }
+
+  test('an answer keeps its bytes while later answers are encoded', () => {
+    const large = taskOf({ id: 7n, context: { big: 'b'.repeat(100_000) } });
+    const answers = [TASKS.full, large, TASKS.emptyParts, TASKS.full].map((task) => ({
+      task,
+      additionalTasks: [],
+      tasksVersion: 3n,
+    }));
+    const encoded = answers.map((answer) => encodeFetchTaskResponse(answer));
+    for (const [i, answer] of answers.entries())
+      assert.deepEqual(Buffer.from(encoded[i] as Uint8Array), Buffer.from(expected(answer)), `answer ${i}`);
+  });
 
   test('no task: the version alone, or nothing', () => {
     for (const tasksVersion of [0n, 1n, 300n, 2n ** 63n - 1n]) {

@@ -146,7 +146,7 @@ export class ClaimGroups {
     private readonly runProgress: RunProgress,
     private readonly now: () => number,
     /** The job's step names (runner-protocol.ts caches them by job). */
-    private readonly stepNames: (job: ActionRunJob) => string[],
+    private readonly stepNames: (job: ActionRunJob) => readonly string[],
     /** How long a request key's tasks can be fetched again (runner-protocol.ts). */
     private readonly requestKeyTtlSec: number,
   ) {}

@@ -9,9 +9,9 @@
 // Only push runs get statuses here: Forgejo also writes them for the
 // pull_request family and release, which Gantry does not trigger yet, and
 // never for dispatch, schedule and the rest.
-import { parse as parseYaml } from 'yaml';
 import { ActionStatus, isDone, shownJobStatus } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
+import { payloadFacts } from '../../modules/workflows/payload-facts.ts';
 import type { ActionRun, ActionRunJob } from '../../models/action-runs.ts';
 import { latestStatusOfContext } from '../../models/commit-statuses.ts';
 import type { Tx } from '../../models/database.ts';
@@ -86,15 +86,14 @@ export function commitStatusDescription(job: ActionRunJob, nowSec: number): stri
   }
 }
 
-/** The workflow's `name:` from the job's payload (which keeps the workflow's header), else the file name. */
+/**
+ * The workflow's `name:` from the job's payload (which keeps the workflow's header), else the
+ * file name. Asked on every status change of every job of a push run: the payload's parse is
+ * shared by the jobs and runs with the same payload (payload-facts.ts).
+ */
 function workflowName(run: ActionRun, job: ActionRunJob): string {
-  try {
-    const doc = parseYaml(job.workflowPayload) as { name?: unknown } | null;
-    if (typeof doc?.name === 'string' && doc.name !== '') return doc.name;
-  } catch {
-    // A payload that does not parse names the run by its file, as Forgejo does.
-  }
-  return run.workflowId.split('/').pop() ?? run.workflowId;
+  // A payload that does not parse names the run by its file, as Forgejo does.
+  return payloadFacts(job.workflowPayload).workflowName ?? run.workflowId.split('/').pop() ?? run.workflowId;
 }
 
 /** The pushed commit a push run reports on: the payload's head_commit, or null for any other run. */

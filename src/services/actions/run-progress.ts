@@ -124,7 +124,7 @@ export class RunProgress {
     const ids = claimed.map((job) => job.id);
     // `seen` is the claim statement's unlocked look: a run that must move takes
     // settle's exclusive lock at once (not a shared one that two claims would both try to upgrade).
-    if (claimSettlesWhole(seen)) return (await this.settle(tx, runId, ids)) ?? null;
+    if (claimSettlesWhole(seen)) return (await this.settle(tx, runId, ids, noActiveHooks)) ?? null;
     const run = locked !== undefined ? locked : await findRunSharedForClaim(tx, runId);
     if (run === null) return null;
     if (!claimOnlyRecords(run)) {
@@ -150,9 +150,9 @@ export class RunProgress {
                 ? new RunAgainError('the run moved between the claim and its lock, and another claim holds it')
                 : error;
             });
-        return moved === null ? null : this.settleLocked(tx, moved, ids);
+        return moved === null ? null : this.settleLocked(tx, moved, ids, [], null, noActiveHooks);
       }
-      return (await this.settle(tx, runId, ids)) ?? null;
+      return (await this.settle(tx, runId, ids, noActiveHooks)) ?? null;
     }
     if (claimed.length > 0)
       await this.events.record(tx, {
@@ -210,6 +210,9 @@ export class RunProgress {
         tx,
         locked,
         claimed.map((job) => job.id),
+        [],
+        null,
+        noActiveHooks,
       )) ?? null
     );
   }
@@ -218,13 +221,19 @@ export class RunProgress {
    * Call inside the transaction that changed the jobs, naming the jobs whose
    * status the caller changed; returns the run as it now is.
    */
-  async settle(tx: Tx, runId: number, changedJobIds: readonly number[] = []): Promise<ActionRun | undefined> {
+  async settle(
+    tx: Tx,
+    runId: number,
+    changedJobIds: readonly number[] = [],
+    /** The caller's statement found no active webhook of the run's repository or owner (events.ts). */
+    noActiveHooks = false,
+  ): Promise<ActionRun | undefined> {
     // The flag never changes: read before the run's row is locked, for the lock order.
     const flagged = await findRunById(tx, runId);
     if (flagged === null) return undefined;
     const run = await this.lockRunForSettle(tx, flagged);
     if (run === null) return undefined;
-    return this.settleLocked(tx, run, changedJobIds);
+    return this.settleLocked(tx, run, changedJobIds, [], null, noActiveHooks);
   }
 
   /**
@@ -335,7 +344,12 @@ export class RunProgress {
         ...(noActiveHooks ? { noActiveHooks } : {}),
       });
     if (current.status !== run.status)
-      await this.events.record(tx, { type: 'actions.run.status-changed', run: current, previous: run });
+      await this.events.record(tx, {
+        type: 'actions.run.status-changed',
+        run: current,
+        previous: run,
+        ...(noActiveHooks ? { noActiveHooks } : {}),
+      });
     // Released jobs of other runs: their runs settle (row after the group
     // lock, the order above), before the tasks versions below.
     for (const job of released) {

@@ -16,7 +16,6 @@
 // (RunnerLiveness), the tasks version comes from the watch's last read (at
 // most VERSION_POLL_MS old), and a runner whose last claim at this version
 // found nothing does not claim again (nothingFor).
-import { parse as parseYaml } from 'yaml';
 import type { Clock } from '../../modules/clock.ts';
 import { AppError } from '../../modules/errors.ts';
 import { digestsEqual, generateTokenString, hashToken } from '../../modules/crypto/tokens.ts';
@@ -26,6 +25,7 @@ import type { Db, Tx } from '../../models/database.ts';
 import { bumpTasksVersionsForRepo, updateRunnerDeclaration } from '../../models/runners.ts';
 import type { Runner } from '../../models/runners.ts';
 import type { ScopeColumns } from '../../modules/scope.ts';
+import { payloadFacts } from '../../modules/workflows/payload-facts.ts';
 import {
   anyClaimable,
   claimNextJob,
@@ -157,32 +157,6 @@ function scopeOf(runner: Runner): ScopeColumns {
   return { ownerId: runner.ownerId, repoId: runner.repoId };
 }
 
-/**
- * Step names as Forgejo's jobparser gives them (Step.String): the name, else
- * the action used, else the script, else the step id. One per step of the
- * payload's single job; a payload that does not parse has no steps.
- */
-export function stepNamesOf(workflowPayload: string): string[] {
-  let doc: unknown;
-  try {
-    doc = parseYaml(workflowPayload);
-  } catch {
-    return [];
-  }
-  const jobs = (doc as { jobs?: unknown } | null)?.jobs;
-  if (typeof jobs !== 'object' || jobs === null) return [];
-  const job = Object.values(jobs)[0] as { steps?: unknown } | undefined;
-  if (!Array.isArray(job?.steps)) return [];
-  return job.steps.map((step: unknown) => {
-    const s = (typeof step === 'object' && step !== null ? step : {}) as Record<string, unknown>;
-    for (const key of ['name', 'uses', 'run', 'id']) {
-      const value = s[key];
-      if (value !== undefined && value !== null && String(value) !== '') return String(value);
-    }
-    return '';
-  });
-}
-
 export class RunnerProtocolService {
   private readonly watch: TasksVersionWatch;
   private readonly payloads: TaskPayloadBuilder;
@@ -214,7 +188,7 @@ export class RunnerProtocolService {
   /** The runner (cache entry) and token a connection last authenticated with (tokenMatches). */
   private readonly tokensShown = new WeakMap<object, { runner: Runner; token: string }>();
   /** Step names by run and job key (stepNames), the oldest dropped first past STEP_NAMES_CACHED. */
-  private readonly stepNamesByJob = new Map<string, string[]>();
+  private readonly stepNamesByJob = new Map<string, readonly string[]>();
 
   constructor(
     private readonly db: Db,
@@ -713,13 +687,14 @@ export class RunnerProtocolService {
    * (expand-jobs.ts renders the job's body once for all its legs; only the
    * name, needs, runs-on and strategy differ), so they are parsed from the
    * first leg claimed and reused for the others: parsing each leg's payload
-   * was a tenth of a claim's cost in a large matrix.
+   * was a tenth of a claim's cost in a large matrix. The first leg's parse is
+   * itself shared by the runs of one workflow (payload-facts.ts).
    */
-  private stepNames(job: ActionRunJob): string[] {
+  private stepNames(job: ActionRunJob): readonly string[] {
     const key = `${job.runId}:${job.jobId}`;
     let names = this.stepNamesByJob.get(key);
     if (names === undefined) {
-      names = stepNamesOf(job.workflowPayload);
+      names = payloadFacts(job.workflowPayload).stepNames;
       this.stepNamesByJob.set(key, names);
       if (this.stepNamesByJob.size > STEP_NAMES_CACHED)
         this.stepNamesByJob.delete(this.stepNamesByJob.keys().next().value as string);

@@ -13,7 +13,11 @@
 // The hot path (a runner claiming or finishing a job) pays one indexed query
 // when neither the repository nor its owner has a hook that wants these events,
 // and none when the statement that changed the jobs already found that they
-// have no active hook at all (`noActiveHooks`).
+// have no active hook at all (`noActiveHooks`), for the jobs' change and for
+// the run's status change it makes (a run starting with its first claim,
+// finishing with its last report: that read was 1.8–2.3 % of `gantry web`'s
+// busy samples in PostgreSQL throughput profiles of round 15, 0.9 % once
+// compiled, and a round trip while the run's row is locked).
 import { randomUUID } from 'node:crypto';
 import { ActionStatus, isDone } from '../../modules/actions-status.ts';
 import type { Clock } from '../../modules/clock.ts';
@@ -172,7 +176,7 @@ export function createActionsWebhookOutbox(options: ActionsWebhookOutboxOptions)
       event.type !== 'actions.run.status-changed'
     )
       return;
-    if (event.type === 'actions.jobs.changed' && event.noActiveHooks === true) return;
+    if (event.type !== 'actions.run.created' && event.noActiveHooks === true) return;
     const subs = await subscribersOf(tx, event.run.repoId, event.run.ownerId);
     if (subs === null) return;
     const ctx =

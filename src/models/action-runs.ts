@@ -470,7 +470,7 @@ export async function updateRunStatus(
 }
 
 // Compiled once per shape (compiled-statements.ts): in a PostgreSQL throughput
-// profile (round 15) a run's status change, this and its two adjustRunCount,
+// profile (2026-11-28) a run's status change, this and its two adjustRunCount,
 // was 2.7 % of `gantry web`'s busy samples, 1.1 % of them in Kysely building
 // and compiling the statements anew for each call. Shape: `s` when `started`
 // is set, `t` when `stopped` is; arguments: 0 run, 1 status, 2 started,

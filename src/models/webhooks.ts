@@ -206,7 +206,7 @@ export async function listActiveHooksForRepository(
 }
 
 // Read whenever an Actions run changes status (actions-outbox.ts): in a
-// PostgreSQL throughput profile (round 15) this read was 1.8 % of `gantry
+// PostgreSQL throughput profile (2026-11-28) this read was 1.8 % of `gantry
 // web`'s busy samples, 1.1 % of them in Kysely building and compiling it anew
 // for each call; compiled once now (compiled-statements.ts). Arguments:
 // 0 repository, 1 owner.

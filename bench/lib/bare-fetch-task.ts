@@ -18,20 +18,21 @@ import { startListeningChild } from './listening-child.ts';
 import type { ListeningChild } from './listening-child.ts';
 
 /** FetchTaskResponse{tasks_version: 1}: what Gantry answers a runner of a scope that never had a job. */
-const NO_TASK = Buffer.from([0x10, 0x01]);
+export const NO_TASK = Buffer.from([0x10, 0x01]);
 const DEFAULT_HOLD_MS = 3000;
 const MAX_HOLD_MS = 5000;
 const HEADERS_TIMEOUT_MS = 20_000;
 const KEEP_ALIVE_TIMEOUT_MS = 75_000;
 
 /** Gantry's hold for a runner's deadline: the deadline less max(500 ms, a tenth), at most 5 s. */
-function holdMs(timeout: string | string[] | undefined): number {
+export function holdMs(timeout: string | string[] | undefined): number {
   if (typeof timeout !== 'string') return DEFAULT_HOLD_MS;
   const ms = Number(timeout);
   return Math.min(MAX_HOLD_MS, Math.max(0, ms - Math.max(500, Math.ceil(ms / 10))));
 }
 
-function serve(): http.Server {
+/** The node:http floor server (not listening yet). */
+export function serveBare(): http.Server {
   const server = http.createServer(
     { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: HEADERS_TIMEOUT_MS / 4 },
     (req, res) => {
@@ -63,7 +64,7 @@ export function startBareFetchTaskChild(): Promise<BareFetchTaskChild> {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const server = serve();
+  const server = serveBare();
   server.listen(0, '127.0.0.1', () => {
     process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);
   });

@@ -15,7 +15,9 @@
 // After Gantry's window the same clients poll bare node:http in a child
 // process (bench/lib/bare-fetch-task.ts) for as long: the floor, what Node's
 // HTTP server costs for these polls by itself. Gantry's figure is also
-// printed as a ratio to it and as CPU µs per poll.
+// printed as a ratio to it and as CPU µs per poll. Then, as long again, a
+// plain node:net server answering the same bytes (bench/lib/raw-fetch-task.ts):
+// the least any Node server spends on these polls, whatever its HTTP code.
 // GANTRY_BENCH_CPU_PROF=<folder>: the gantry web child writes a --cpu-prof
 // profile there when it stops. GANTRY_BENCH_HEAP_SNAPSHOT=<folder>: it writes
 // a heap snapshot there at the end of its window, the polls still held.
@@ -29,6 +31,7 @@ import { freePort } from '../../test/support/free-port.ts';
 import { GantryChild } from '../../test/support/gantry-child.ts';
 import type { RunnerCredentials } from '../../test/support/runner-client.ts';
 import { startBareFetchTaskChild } from '../lib/bare-fetch-task.ts';
+import { startRawFetchTaskChild } from '../lib/raw-fetch-task.ts';
 import { WireFleet, wireRunner } from '../lib/runner-wire.ts';
 import type { FetchOutcome, WireRunner } from '../lib/runner-wire.ts';
 import { readProcessMemory } from '../lib/process-memory.ts';
@@ -234,7 +237,7 @@ function describe(window: Window): string {
 
 export const idleFleet: Scenario = {
   name: 'idle-fleet',
-  description: `CPU share and RSS of a gantry web process holding ${RUNNERS.toLocaleString('en-US')} idle long-polling runners, and of bare node:http holding them as long`,
+  description: `CPU share and RSS of a gantry web process holding ${RUNNERS.toLocaleString('en-US')} idle long-polling runners, and of bare node:http and a raw node:net server holding them as long`,
   async run(ctx) {
     const seconds = windowSec();
     if (!Number.isFinite(seconds) || seconds < 1) throw new Error('GANTRY_BENCH_FLEET_SEC must be ≥ 1');
@@ -271,6 +274,15 @@ export const idleFleet: Scenario = {
     ctx.log(
       `gantry web / bare node:http: CPU ${(gantry.cpuShare / floor.cpuShare).toFixed(2)}×, per poll ${(gantry.cpuPerPollUs / floor.cpuPerPollUs).toFixed(2)}× (${Math.round(gantry.cpuPerPollUs - floor.cpuPerPollUs)} µs more)`,
     );
+
+    // The raw floor: no HTTP machinery at all, only the event loop, the sockets and a timer per poll.
+    const raw = await startRawFetchTaskChild();
+    ctx.defer(() => raw.stop());
+    const rawFloor = await measureWindow(ctx, raw.url, raw.pid, credentials, seconds, 'raw node:net');
+    await raw.stop();
+    if (rawFloor.stats.errors > 0)
+      throw new Error(`${rawFloor.stats.errors} failed fetches (raw), the first: ${String(rawFloor.stats.firstError)}`);
+    ctx.log(`raw node:net: ${describe(rawFloor)}`);
     const metrics: Metric[] = [
       {
         metric: `gantry web CPU % of a core, ${RUNNERS} idle long-polling runners (${seconds} s)`,
@@ -297,6 +309,14 @@ export const idleFleet: Scenario = {
         decimals: 0,
       },
       {
+        metric: 'bare node:http vs a raw node:net server answering the same bytes (the least any Node server spends)',
+        value: floor.cpuShare,
+        baseline: rawFloor.cpuShare,
+        ratio: floor.cpuShare / rawFloor.cpuShare,
+        target: null,
+        decimals: 1,
+      },
+      {
         metric: `gantry web RSS (MB), ${RUNNERS} idle long-polling runners (baseline: before they connect)`,
         value: gantry.rss / MB,
         baseline: rssAtStart / MB,
@@ -317,6 +337,14 @@ export const idleFleet: Scenario = {
         value: gantry.pollsPerSec,
         baseline: floor.pollsPerSec,
         ratio: gantry.pollsPerSec / floor.pollsPerSec,
+        target: null,
+        decimals: 0,
+      },
+      {
+        metric: 'idle polls/s answered (or timed out), raw node:net',
+        value: rawFloor.pollsPerSec,
+        baseline: null,
+        ratio: null,
         target: null,
         decimals: 0,
       },

@@ -31,33 +31,21 @@ import { freePort } from '../../test/support/free-port.ts';
 import { GantryChild } from '../../test/support/gantry-child.ts';
 import type { RunnerCredentials } from '../../test/support/runner-client.ts';
 import { startBareFetchTaskChild } from '../lib/bare-fetch-task.ts';
-import { startRawFetchTaskChild } from '../lib/raw-fetch-task.ts';
-import { WireFleet, wireRunner } from '../lib/runner-wire.ts';
-import type { FetchOutcome, WireRunner } from '../lib/runner-wire.ts';
+import { describeIdleWindow, measureIdleWindow, registerIdleRunners } from '../lib/idle-polls.ts';
+import type { IdleWindow, IdleWindowOptions } from '../lib/idle-polls.ts';
+import type { ListeningChild } from '../lib/listening-child.ts';
 import { readProcessMemory } from '../lib/process-memory.ts';
+import { startRawFetchTaskChild } from '../lib/raw-fetch-task.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
 
 const RUNNERS = 5_000;
 const DEFAULT_WINDOW_SEC = 60;
-/** forgejo-runner's default fetch_timeout. */
-const FETCH_TIMEOUT_MS = 5_000;
-/** forgejo-runner's default fetch_interval. */
-const FETCH_INTERVAL_MS = 2_000;
 /** Clients start spread over this long, then run this long before the window opens. */
 const RAMP_MS = 10_000;
 /** GANTRY_BENCH_REQUEST_KEYS=1: every fetch sends a fresh request key, as forgejo-runner releases of 2026 do. */
 const REQUEST_KEYS = process.env.GANTRY_BENCH_REQUEST_KEYS?.trim() === '1';
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Seconds of CPU (user + system) the process has used so far (Linux /proc). */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
-  // The fields after the command name, which may itself hold spaces and parentheses.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return ticks / 100;
-}
 
 function windowSec(): number {
   const raw = process.env.GANTRY_BENCH_FLEET_SEC?.trim();
@@ -88,128 +76,15 @@ async function seed(ctx: ScenarioContext): Promise<Seeded> {
     ...(databaseUrl ? { GANTRY_DATABASE_URL: databaseUrl } : {}),
   };
   const deps = await createDeps(loadConfig(settings), { logger: pino({ level: 'silent' }) });
-  const credentials: RunnerCredentials[] = [];
+  let credentials: RunnerCredentials[];
   try {
-    const owner = await deps.services.accounts.createUser({
-      username: 'fleet-owner',
-      email: 'fleet-owner@bench.invalid',
-      password: 'bench-password',
-      mustChangePassword: false,
-    });
-    const repo = await deps.services.repos.create(owner, owner, { name: 'fleet' });
-    const scope = { ownerId: 0, repoId: repo.id };
-    for (let i = 0; i < RUNNERS; i += 1) {
-      const { runner, token } = await deps.services.runners.registerRunner(scope, {
-        name: `idle-${i}`,
-        version: 'bench',
-        labels: ['idle-no-work'],
-        ephemeral: false,
-      });
-      credentials.push({ id: runner.id, uuid: runner.uuid, token });
-      if ((i + 1) % 1000 === 0) ctx.log(`registered ${i + 1}/${RUNNERS} runners`);
-    }
+    credentials = await registerIdleRunners(deps, 'fleet', RUNNERS, ctx);
   } finally {
     await deps.close();
   }
   const env: NodeJS.ProcessEnv = { ...process.env, ...settings };
   if (!databaseUrl) delete env.GANTRY_DATABASE_URL;
   return { url, env, credentials };
-}
-
-interface PollStats {
-  polls: number;
-  timeouts: number;
-  /** Calls whose connection was closed under them. */
-  dropped: number;
-  tasks: number;
-  errors: number;
-  firstError: unknown;
-}
-
-async function pollLoop(runner: WireRunner, signal: AbortSignal, stats: PollStats): Promise<void> {
-  while (!signal.aborted) {
-    let outcome: FetchOutcome;
-    try {
-      outcome = await runner.fetchTask({ timeoutMs: FETCH_TIMEOUT_MS, requestKey: REQUEST_KEYS });
-    } catch (error) {
-      stats.errors += 1;
-      stats.firstError ??= error;
-      await sleep(1000);
-      continue;
-    }
-    if (signal.aborted) return;
-    if (outcome.kind === 'answered') {
-      stats.polls += 1;
-      if (outcome.taskId !== null) stats.tasks += 1;
-    } else if (outcome.kind === 'timeout') {
-      stats.timeouts += 1;
-      // forgejo-runner fetches at most once per fetch_interval (2 s) after a failed fetch.
-      await sleep(FETCH_INTERVAL_MS);
-    } else {
-      // A kept-alive connection the server closed as the client reused it (EPIPE, ECONNRESET):
-      // the runner asks again; counted, as a sign of a server shedding connections.
-      stats.dropped += 1;
-      await sleep(1000);
-    }
-  }
-}
-
-interface Window {
-  /** CPU share of one core (utime + stime from /proc against wall time). */
-  cpuShare: number;
-  pollsPerSec: number;
-  /** CPU per answered (or timed-out) poll, µs. */
-  cpuPerPollUs: number;
-  rss: number;
-  stats: PollStats;
-}
-
-/**
- * Starts one poll loop per runner against `url`, spread over RAMP_MS, lets
- * them run one fetch deadline more, then reads the server's CPU over
- * `seconds`; the loops are stopped before it returns.
- */
-async function measureWindow(
-  ctx: ScenarioContext,
-  url: string,
-  pid: number,
-  credentials: readonly RunnerCredentials[],
-  seconds: number,
-  label: string,
-  /** The folder the process writes a heap snapshot to on SIGUSR2 (--heapsnapshot-signal), if asked for. */
-  snapshotDir?: string,
-): Promise<Window> {
-  const controller = new AbortController();
-  const fleet = new WireFleet();
-  const stats: PollStats = { polls: 0, timeouts: 0, dropped: 0, tasks: 0, errors: 0, firstError: undefined };
-  const spread = RAMP_MS / credentials.length;
-  const loops = credentials.map((c, i) =>
-    sleep(i * spread).then(() => pollLoop(wireRunner(url, c, fleet), controller.signal, stats)),
-  );
-  try {
-    await sleep(RAMP_MS + FETCH_TIMEOUT_MS);
-    ctx.log(`measuring ${label}'s CPU with ${credentials.length} idle long-polling runners for ${seconds} s…`);
-    const polls = stats.polls + stats.timeouts;
-    const cpuBefore = await cpuSeconds(pid);
-    const started = performance.now();
-    await sleep(seconds * 1000);
-    const cpu = (await cpuSeconds(pid)) - cpuBefore;
-    const wall = (performance.now() - started) / 1000;
-    const answered = stats.polls + stats.timeouts - polls;
-    const rss = (await readProcessMemory(pid)).rss;
-    if (snapshotDir !== undefined) await heapSnapshot(ctx, pid, snapshotDir);
-    return {
-      cpuShare: (cpu / wall) * 100,
-      pollsPerSec: answered / wall,
-      cpuPerPollUs: (cpu / Math.max(1, answered)) * 1e6,
-      rss,
-      stats,
-    };
-  } finally {
-    controller.abort();
-    await Promise.all(loops);
-    fleet.destroy();
-  }
 }
 
 /** Signals the process to write a heap snapshot into `dir` and waits until the file stops growing. */
@@ -231,8 +106,21 @@ async function heapSnapshot(ctx: ScenarioContext, pid: number, dir: string): Pro
   throw new Error('no heap snapshot after 300 s');
 }
 
-function describe(window: Window): string {
-  return `${window.cpuShare.toFixed(1)} % of one core, ${Math.round(window.cpuPerPollUs)} µs of CPU per poll, RSS ${(window.rss / MB).toFixed(0)} MB, ${Math.round(window.pollsPerSec)} polls/s, ${window.stats.timeouts} fetches past their deadline, ${window.stats.dropped} on a closed connection`;
+/** A floor server's window: started as a child process, measured with the same clients, stopped. */
+async function measureFloor(
+  ctx: ScenarioContext,
+  start: () => Promise<ListeningChild>,
+  credentials: readonly RunnerCredentials[],
+  seconds: number,
+  label: string,
+  options: IdleWindowOptions,
+): Promise<IdleWindow> {
+  const server = await start();
+  ctx.defer(() => server.stop());
+  const window = await measureIdleWindow(ctx, server.url, server.pid, credentials, seconds, label, options);
+  await server.stop();
+  ctx.log(`${label}: ${describeIdleWindow(window)}`);
+  return window;
 }
 
 export const idleFleet: Scenario = {
@@ -255,34 +143,38 @@ export const idleFleet: Scenario = {
     if (pid === undefined) throw new Error('gantry web has no pid');
     // The same process before any runner connects: what the fleet adds is the difference.
     const rssAtStart = (await readProcessMemory(pid)).rss;
-    const gantry = await measureWindow(ctx, url, pid, credentials, seconds, 'gantry web', snapshotDir);
-    if (gantry.stats.errors > 0)
-      throw new Error(`${gantry.stats.errors} failed fetches, the first: ${String(gantry.stats.firstError)}`);
-    if (gantry.stats.tasks > 0) throw new Error(`idle runners received ${gantry.stats.tasks} tasks`);
-    ctx.log(`gantry web: ${describe(gantry)} (${(rssAtStart / MB).toFixed(0)} MB before the runners connected)`);
+    const windowOptions = { requestKeys: REQUEST_KEYS, rampMs: RAMP_MS };
+    const gantry = await measureIdleWindow(ctx, url, pid, credentials, seconds, 'gantry web', {
+      ...windowOptions,
+      beforeClose: snapshotDir === undefined ? undefined : () => heapSnapshot(ctx, pid, snapshotDir),
+    });
+    ctx.log(
+      `gantry web: ${describeIdleWindow(gantry)} (${(rssAtStart / MB).toFixed(0)} MB before the runners connected)`,
+    );
     const code = await server.stop();
     if (code !== 0) throw new Error(`gantry web exited with ${code} on SIGTERM:\n${server.tail()}`);
 
     // The floor, measured after Gantry's window with the same clients: bare node:http holding each poll as long.
-    const bare = await startBareFetchTaskChild();
-    ctx.defer(() => bare.stop());
-    const floor = await measureWindow(ctx, bare.url, bare.pid, credentials, seconds, 'bare node:http');
-    await bare.stop();
-    if (floor.stats.errors > 0)
-      throw new Error(`${floor.stats.errors} failed fetches (bare), the first: ${String(floor.stats.firstError)}`);
-    ctx.log(`bare node:http: ${describe(floor)}`);
+    const floor = await measureFloor(
+      ctx,
+      startBareFetchTaskChild,
+      credentials,
+      seconds,
+      'bare node:http',
+      windowOptions,
+    );
     ctx.log(
       `gantry web / bare node:http: CPU ${(gantry.cpuShare / floor.cpuShare).toFixed(2)}×, per poll ${(gantry.cpuPerPollUs / floor.cpuPerPollUs).toFixed(2)}× (${Math.round(gantry.cpuPerPollUs - floor.cpuPerPollUs)} µs more)`,
     );
-
     // The raw floor: no HTTP machinery at all, only the event loop, the sockets and a timer per poll.
-    const raw = await startRawFetchTaskChild();
-    ctx.defer(() => raw.stop());
-    const rawFloor = await measureWindow(ctx, raw.url, raw.pid, credentials, seconds, 'raw node:net');
-    await raw.stop();
-    if (rawFloor.stats.errors > 0)
-      throw new Error(`${rawFloor.stats.errors} failed fetches (raw), the first: ${String(rawFloor.stats.firstError)}`);
-    ctx.log(`raw node:net: ${describe(rawFloor)}`);
+    const rawFloor = await measureFloor(
+      ctx,
+      startRawFetchTaskChild,
+      credentials,
+      seconds,
+      'raw node:net',
+      windowOptions,
+    );
     const metrics: Metric[] = [
       {
         metric: `gantry web CPU % of a core, ${RUNNERS} idle long-polling runners (${seconds} s)`,

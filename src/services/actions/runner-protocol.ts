@@ -153,6 +153,20 @@ function labelsKey(runner: Runner): string {
   return JSON.stringify(runner.labels ?? []);
 }
 
+/**
+ * Whether the memo was taken with the runner's labels. The same labels array
+ * (a copy of the same identity cache entry) needs no comparison of its
+ * contents; an equal one, from the entry that replaced it (its TTL passed),
+ * becomes the memo's array, so that the runner's next polls compare arrays
+ * again, not JSON.
+ */
+function sameLabels(memo: NothingMemo, runner: Runner): boolean {
+  if (memo.labelsOf === runner.labels) return true;
+  if (memo.labels !== labelsKey(runner)) return false;
+  memo.labelsOf = runner.labels;
+  return true;
+}
+
 function scopeOf(runner: Runner): ScopeColumns {
   return { ownerId: runner.ownerId, repoId: runner.repoId };
 }
@@ -431,8 +445,7 @@ export class RunnerProtocolService {
   private nothingClaimable(runner: Runner, version: number): boolean | Promise<boolean> {
     const memo = this.nothingFor.get(runner.id);
     if (memo === undefined) return false;
-    // The same labels array (a copy of the same cache entry) needs no comparison of its contents.
-    if (memo.version === version && (memo.labelsOf === runner.labels || memo.labels === labelsKey(runner))) {
+    if (memo.version === version && sameLabels(memo, runner)) {
       if (Date.now() - memo.at < NOTHING_MEMO_MS) return true;
       return this.stillNothing(runner, memo);
     }
@@ -458,7 +471,7 @@ export class RunnerProtocolService {
       memo !== undefined &&
       memo.version === version &&
       Date.now() - memo.at < NOTHING_MEMO_MS &&
-      (memo.labelsOf === runner.labels || memo.labels === labelsKey(runner))
+      sameLabels(memo, runner)
     );
   }
 

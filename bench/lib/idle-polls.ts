@@ -72,8 +72,10 @@ export interface PollStats {
 export interface IdleWindowOptions {
   /** GANTRY_BENCH_REQUEST_KEYS=1: a fresh x-runner-request-key with every fetch, as forgejo-runner releases of 2026 send. */
   requestKeys: boolean;
-  /** The clients start spread over this long, then poll one fetch deadline more before the window opens. */
+  /** The clients start spread over this long… */
   rampMs: number;
+  /** …then poll this long more before the window opens (default: one fetch deadline). */
+  settleMs?: number;
   /** Called with the window still open (the polls held), e.g. for a heap snapshot. */
   beforeClose?: () => Promise<void>;
 }
@@ -123,7 +125,7 @@ async function pollLoop(
 
 /**
  * Starts one poll loop per runner against `url` (the server's process:
- * `pid`), spread over the ramp, lets them run one fetch deadline more, then
+ * `pid`), spread over the ramp, lets them run a while more (settleMs), then
  * reads the server's CPU over `seconds`. The loops are stopped and their
  * connections closed before it returns; a failed fetch or a task handed to
  * an idle runner throws.
@@ -146,7 +148,7 @@ export async function measureIdleWindow(
   );
   let window: IdleWindow;
   try {
-    await sleep(options.rampMs + FETCH_TIMEOUT_MS);
+    await sleep(options.rampMs + (options.settleMs ?? FETCH_TIMEOUT_MS));
     ctx.log(`measuring ${label}'s CPU with ${credentials.length} idle long-polling runners for ${seconds} s…`);
     const polls = stats.polls + stats.timeouts;
     const cpuBefore = await processCpuSeconds(pid);

@@ -18,21 +18,21 @@
 //    workflow, one at a time, until one of 10 idle long-polling runners holds
 //    the task; p50 and p99, against the dispatch call's own round trip.
 // 3. Idle CPU of 1,000 long-polling runners with no work: a `gantry web`
-//    child process's CPU (from /proc, its threads included) against a bare
+//    child process's CPU (from /proc, its threads included) over a minute,
+//    after its runners polled for half a minute, then the same for a bare
 //    node:http server in a child process that holds every call as long as
-//    Gantry does and answers the same bytes (bench/lib/bare-fetch-task.ts),
-//    windows alternating (floor, Gantry, Gantry, floor) after a warm-up
-//    window of each. The target is Gantry's share above that floor: what
-//    Gantry costs over any HTTP server holding these polls. Every client
-//    fetches as forgejo-runner does, with its default fetch_timeout of 5 s as
-//    the call's deadline (Connect-Timeout-Ms), which Gantry holds until
-//    500 ms before it (bench/lib/idle-polls.ts). The clients run in this
-//    process, whose CPU is not counted; until 2026-11-28 they shared one
-//    process with Gantry and the figure was the difference of two such
-//    processes, which moved by several % of a core between runs of the same
-//    code. (The busy figures send no deadline: on a loaded machine a fetch
-//    that timed out on the client after its job was claimed would strand
-//    that job.) PostgreSQL's own processes are not in this figure.
+//    Gantry does and answers the same bytes (bench/lib/bare-fetch-task.ts).
+//    The target is Gantry's share above that floor: what Gantry costs over
+//    any HTTP server holding these polls. Every client fetches as
+//    forgejo-runner does, with its default fetch_timeout of 5 s as the
+//    call's deadline (Connect-Timeout-Ms), which Gantry holds until 500 ms
+//    before it (bench/lib/idle-polls.ts). The clients run in this process,
+//    whose CPU is not counted; until 2026-11-28 they shared one process with
+//    Gantry and the figure was the difference of two such processes, which
+//    moved by several % of a core between runs of the same code. (The busy
+//    figures send no deadline: on a loaded machine a fetch that timed out on
+//    the client after its job was claimed would strand that job.)
+//    PostgreSQL's own processes are not in this figure.
 // Latency (2) runs from sending the POST to the runner holding the task, so
 // it includes the dispatch call itself, whose own round trip is the baseline.
 //
@@ -74,7 +74,6 @@ import type { GantryChildServer } from '../lib/gantry-child-server.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { GantryServer } from '../lib/gantry-server.ts';
 import { describeIdleWindow, measureIdleWindow, registerIdleRunners } from '../lib/idle-polls.ts';
-import type { IdleWindow } from '../lib/idle-polls.ts';
 import { pgServerCpu, sampleWaits } from '../lib/pg-server.ts';
 import { processCpuSeconds } from '../lib/process-cpu.ts';
 import { WireFleet, wireRunner } from '../lib/runner-wire.ts';
@@ -91,7 +90,6 @@ const LATENCY_WARMUP = 10;
 const IDLE_RUNNERS = 1_000;
 /** How long Gantry holds a call with forgejo-runner's default fetch_timeout, 5 s (runner-rpc/routes.ts maxWaitOf). */
 const HOLD_MS = 4_500;
-const MIN_IDLE_WINDOW_SEC = 10;
 const REGISTER_CHUNK = 50;
 const TASK_WAIT_MS = 15_000;
 /** GANTRY_BENCH_REQUEST_KEYS=1: FetchTasks send request keys (see the header). */
@@ -734,44 +732,51 @@ async function latencyMetrics(setup: Setup, ctx: ScenarioContext): Promise<Metri
   ];
 }
 
-/** Windows of the same length, alternating: floor, gantry web, gantry web, floor (a drift of the machine's speed cancels). */
-const IDLE_ORDER = ['floor', 'gantry', 'gantry', 'floor'] as const;
+/**
+ * A minute: every runner's identity and nothing-to-claim memo are checked
+ * again once in it (runner-identity-cache.ts, runner-protocol.ts), so the
+ * window holds each runner's whole cycle.
+ */
+const IDLE_WINDOW_SEC = 60;
+/**
+ * How long the runners poll before the window opens. A server's first
+ * half-minute with its runners costs more than its later ones (its code
+ * still being compiled at 222 polls a second; the connections' first
+ * requests), and a fleet keeps its connections for hours.
+ */
+const IDLE_SETTLE_MS = 30_000;
 
 async function idleMetrics(ctx: ScenarioContext): Promise<Metric[]> {
-  // Whole hold periods, so every client is counted for the same number of polls.
-  const windowSec = Math.ceil(Math.max(MIN_IDLE_WINDOW_SEC, ctx.durationSec) / (HOLD_MS / 1000)) * (HOLD_MS / 1000);
   const gantry = await startGantryChild(ctx, (deps) => registerIdleRunners(deps, 'idle', IDLE_RUNNERS, ctx));
+  const options = { requestKeys: REQUEST_KEYS, rampMs: HOLD_MS, settleMs: IDLE_SETTLE_MS };
+  const gantryWindow = await measureIdleWindow(
+    ctx,
+    gantry.url,
+    gantry.pid,
+    gantry.seeded,
+    IDLE_WINDOW_SEC,
+    'gantry web',
+    options,
+  );
+  ctx.log(`gantry web: ${describeIdleWindow(gantryWindow)}`);
+  await gantry.stop();
   const floor = await startBareFetchTaskChild();
   ctx.defer(() => floor.stop());
-  const options = { requestKeys: REQUEST_KEYS, rampMs: HOLD_MS };
-  const windows = { gantry: [] as IdleWindow[], floor: [] as IdleWindow[] };
-  // Each process's first window ran 20–60 % above its later ones (its code
-  // still being compiled at 222 polls a second): one window each, unmeasured.
-  await measureIdleWindow(ctx, gantry.url, gantry.pid, gantry.seeded, HOLD_MS / 1000, 'gantry web (warm-up)', options);
-  await measureIdleWindow(
+  const floorWindow = await measureIdleWindow(
     ctx,
     floor.url,
     floor.pid,
     gantry.seeded,
-    HOLD_MS / 1000,
-    'bare node:http (warm-up)',
+    IDLE_WINDOW_SEC,
+    'bare node:http',
     options,
   );
-  for (const which of IDLE_ORDER) {
-    const server = which === 'gantry' ? gantry : floor;
-    const label = which === 'gantry' ? 'gantry web' : 'bare node:http';
-    const window = await measureIdleWindow(ctx, server.url, server.pid, gantry.seeded, windowSec, label, options);
-    ctx.log(`${label}: ${describeIdleWindow(window)}`);
-    windows[which].push(window);
-  }
-  await gantry.stop();
+  ctx.log(`bare node:http: ${describeIdleWindow(floorWindow)}`);
   await floor.stop();
-  const mean = (list: IdleWindow[], of: (window: IdleWindow) => number): number =>
-    list.reduce((sum, window) => sum + of(window), 0) / list.length;
-  const gantryShare = mean(windows.gantry, (window) => window.cpuShare);
-  const floorShare = mean(windows.floor, (window) => window.cpuShare);
-  const gantryPolls = mean(windows.gantry, (window) => window.pollsPerSec);
-  const floorPolls = mean(windows.floor, (window) => window.pollsPerSec);
+  const gantryShare = gantryWindow.cpuShare;
+  const floorShare = floorWindow.cpuShare;
+  const gantryPolls = gantryWindow.pollsPerSec;
+  const floorPolls = floorWindow.pollsPerSec;
   return [
     {
       metric: `idle CPU % of a core, ${IDLE_RUNNERS} long-polling runners: gantry web vs bare node:http holding each poll as long`,

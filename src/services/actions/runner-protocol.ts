@@ -140,6 +140,15 @@ export interface RunnerProtocolOptions {
   writes?: GroupedWrites;
 }
 
+/** A read of whether anything is claimable, shared by the runners of a scope with the same labels (stillNothing). */
+interface SharedClaimableRead {
+  version: number;
+  at: number;
+  any: Promise<boolean>;
+  /** The read's answer once it came (undefined before, and when it failed). */
+  answer?: boolean;
+}
+
 /** A runner's "nothing to claim at this version" (nothingClaimable). */
 interface NothingMemo {
   version: number;
@@ -167,6 +176,11 @@ function sameLabels(memo: NothingMemo, runner: Runner): boolean {
   return true;
 }
 
+/** The key of the claimable reads a runner's memo shares with the runners of its scope and labels. */
+function claimableReadKey(runner: Runner, memo: NothingMemo): string {
+  return `${runner.ownerId}:${runner.repoId}:${memo.labels}`;
+}
+
 function scopeOf(runner: Runner): ScopeColumns {
   return { ownerId: runner.ownerId, repoId: runner.repoId };
 }
@@ -190,7 +204,7 @@ export class RunnerProtocolService {
    */
   private readonly nothingFor = new Map<number, NothingMemo>();
   /** stillNothing's reads by scope and labels, shared for SHARED_CLAIMABLE_READ_MS. */
-  private readonly claimableReads = new Map<string, { version: number; at: number; any: Promise<boolean> }>();
+  private readonly claimableReads = new Map<string, SharedClaimableRead>();
   /**
    * (runner, request key) pairs a call of this process is serving: a second
    * call with the same key is refused while the first runs, as Forgejo's
@@ -446,7 +460,16 @@ export class RunnerProtocolService {
     const memo = this.nothingFor.get(runner.id);
     if (memo === undefined) return false;
     if (memo.version === version && sameLabels(memo, runner)) {
-      if (Date.now() - memo.at < NOTHING_MEMO_MS) return true;
+      const now = Date.now();
+      if (now - memo.at < NOTHING_MEMO_MS) return true;
+      // The minute's re-check already answered by a fresh shared read: no
+      // promise, so an idle poll stays on holdIdle's path (a fleet registered
+      // together re-checks together, each runner once a minute).
+      const shared = this.claimableReads.get(claimableReadKey(runner, memo));
+      if (shared?.answer === false && shared.version === memo.version && now - shared.at < SHARED_CLAIMABLE_READ_MS) {
+        memo.at = now;
+        return true;
+      }
       return this.stillNothing(runner, memo);
     }
     this.nothingFor.delete(runner.id);
@@ -477,18 +500,26 @@ export class RunnerProtocolService {
 
   /** nothingClaimable past NOTHING_MEMO_MS: one read, shared by the runners of a scope with the same labels. */
   private async stillNothing(runner: Runner, memo: NothingMemo): Promise<boolean> {
-    const key = `${runner.ownerId}:${runner.repoId}:${memo.labels}`;
+    const key = claimableReadKey(runner, memo);
     let read = this.claimableReads.get(key);
     if (read === undefined || Date.now() - read.at >= SHARED_CLAIMABLE_READ_MS || read.version !== memo.version) {
-      read = {
+      const fresh: SharedClaimableRead = {
         version: memo.version,
         at: Date.now(),
         any: anyClaimable(this.db, scopeOf(runner), runner.labels ?? []),
       };
-      this.claimableReads.set(key, read);
+      read = fresh;
+      this.claimableReads.set(key, fresh);
       if (this.claimableReads.size > 10_000) this.claimableReads.clear();
-      // A failed read is not shared: the next runner reads again.
-      read.any.catch(() => this.claimableReads.delete(key));
+      fresh.any.then(
+        (any) => {
+          fresh.answer = any;
+        },
+        // A failed read is not shared: the next runner reads again.
+        () => {
+          if (this.claimableReads.get(key) === fresh) this.claimableReads.delete(key);
+        },
+      );
     }
     if (!(await read.any)) {
       memo.at = Date.now();

@@ -38,6 +38,8 @@ export async function startGantryChild<T>(
   ctx: ScenarioContext,
   seed: (deps: Deps) => Promise<T>,
   env: Readonly<Record<string, string>> = {},
+  /** More options for the child's node (after GANTRY_BENCH_CPU_PROF's and GANTRY_BENCH_NODE_ARGS'). */
+  nodeArgs: readonly string[] = [],
 ): Promise<GantryChildServer<T>> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-bench-child-'));
   ctx.defer(() => fs.rm(dataDir, { recursive: true, force: true }));
@@ -66,6 +68,7 @@ export async function startGantryChild<T>(
   const child = new GantryChild(url, childEnv, [
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []),
     ...(process.env.GANTRY_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
+    ...nodeArgs,
   ]);
   ctx.defer(() => child.kill9());
   await child.start();

@@ -14,6 +14,7 @@
 // measured with them.
 import type { Deps } from '../../src/deps.ts';
 import type { RunnerCredentials } from '../../test/support/runner-client.ts';
+import type { ListeningChild } from './listening-child.ts';
 import { processCpuSeconds } from './process-cpu.ts';
 import { readProcessMemory } from './process-memory.ts';
 import { WireFleet, wireRunner } from './runner-wire.ts';
@@ -180,4 +181,21 @@ export async function measureIdleWindow(
 /** A window in words, for the log. */
 export function describeIdleWindow(window: IdleWindow): string {
   return `${window.cpuShare.toFixed(1)} % of one core, ${Math.round(window.cpuPerPollUs)} µs of CPU per poll, RSS ${(window.rss / 1024 / 1024).toFixed(0)} MB, ${Math.round(window.pollsPerSec)} polls/s, ${window.stats.timeouts} fetches past their deadline, ${window.stats.dropped} on a closed connection`;
+}
+
+/** A floor server's window: started as a child process, measured with the runners, stopped, logged. */
+export async function measureFloorWindow(
+  ctx: ScenarioContext,
+  start: () => Promise<ListeningChild>,
+  credentials: readonly RunnerCredentials[],
+  seconds: number,
+  label: string,
+  options: IdleWindowOptions,
+): Promise<IdleWindow> {
+  const server = await start();
+  ctx.defer(() => server.stop());
+  const window = await measureIdleWindow(ctx, server.url, server.pid, credentials, seconds, label, options);
+  await server.stop();
+  ctx.log(`${label}: ${describeIdleWindow(window)}`);
+  return window;
 }

@@ -22,18 +22,10 @@
 // profile there when it stops. GANTRY_BENCH_HEAP_SNAPSHOT=<folder>: it writes
 // a heap snapshot there at the end of its window, the polls still held.
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
-import { loadConfig } from '../../src/config.ts';
-import { createDeps } from '../../src/deps.ts';
-import { freePort } from '../../test/support/free-port.ts';
-import { GantryChild } from '../../test/support/gantry-child.ts';
-import type { RunnerCredentials } from '../../test/support/runner-client.ts';
 import { startBareFetchTaskChild } from '../lib/bare-fetch-task.ts';
-import { describeIdleWindow, measureIdleWindow, registerIdleRunners } from '../lib/idle-polls.ts';
-import type { IdleWindow, IdleWindowOptions } from '../lib/idle-polls.ts';
-import type { ListeningChild } from '../lib/listening-child.ts';
+import { startGantryChild } from '../lib/gantry-child-server.ts';
+import { describeIdleWindow, measureFloorWindow, measureIdleWindow, registerIdleRunners } from '../lib/idle-polls.ts';
 import { readProcessMemory } from '../lib/process-memory.ts';
 import { startRawFetchTaskChild } from '../lib/raw-fetch-task.ts';
 import type { Metric, Scenario, ScenarioContext } from '../lib/scenario.ts';
@@ -50,41 +42,6 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 function windowSec(): number {
   const raw = process.env.GANTRY_BENCH_FLEET_SEC?.trim();
   return raw ? Number(raw) : DEFAULT_WINDOW_SEC;
-}
-
-interface Seeded {
-  url: string;
-  env: NodeJS.ProcessEnv;
-  credentials: RunnerCredentials[];
-}
-
-/** A data folder and database with one repository and RUNNERS runners registered to it, made before the server runs. */
-async function seed(ctx: ScenarioContext): Promise<Seeded> {
-  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'gantry-bench-fleet-'));
-  ctx.defer(() => fs.rm(dataDir, { recursive: true, force: true }));
-  const databaseUrl = await ctx.databaseUrl();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const settings: Record<string, string> = {
-    GANTRY_DATA_DIR: dataDir,
-    GANTRY_HTTP_ADDR: '127.0.0.1',
-    GANTRY_HTTP_PORT: String(port),
-    GANTRY_ROOT_URL: `${url}/`,
-    GANTRY_LOG_LEVEL: 'warn',
-    // Every runner holds a connection: above the default of 4096, as an operator of such a fleet sets it.
-    GANTRY_HTTP_MAX_CONNECTIONS: String(RUNNERS * 2),
-    ...(databaseUrl ? { GANTRY_DATABASE_URL: databaseUrl } : {}),
-  };
-  const deps = await createDeps(loadConfig(settings), { logger: pino({ level: 'silent' }) });
-  let credentials: RunnerCredentials[];
-  try {
-    credentials = await registerIdleRunners(deps, 'fleet', RUNNERS, ctx);
-  } finally {
-    await deps.close();
-  }
-  const env: NodeJS.ProcessEnv = { ...process.env, ...settings };
-  if (!databaseUrl) delete env.GANTRY_DATABASE_URL;
-  return { url, env, credentials };
 }
 
 /** Signals the process to write a heap snapshot into `dir` and waits until the file stops growing. */
@@ -106,41 +63,22 @@ async function heapSnapshot(ctx: ScenarioContext, pid: number, dir: string): Pro
   throw new Error('no heap snapshot after 300 s');
 }
 
-/** A floor server's window: started as a child process, measured with the same clients, stopped. */
-async function measureFloor(
-  ctx: ScenarioContext,
-  start: () => Promise<ListeningChild>,
-  credentials: readonly RunnerCredentials[],
-  seconds: number,
-  label: string,
-  options: IdleWindowOptions,
-): Promise<IdleWindow> {
-  const server = await start();
-  ctx.defer(() => server.stop());
-  const window = await measureIdleWindow(ctx, server.url, server.pid, credentials, seconds, label, options);
-  await server.stop();
-  ctx.log(`${label}: ${describeIdleWindow(window)}`);
-  return window;
-}
-
 export const idleFleet: Scenario = {
   name: 'idle-fleet',
   description: `CPU share and RSS of a gantry web process holding ${RUNNERS.toLocaleString('en-US')} idle long-polling runners, and of bare node:http and a raw node:net server holding them as long`,
   async run(ctx) {
     const seconds = windowSec();
     if (!Number.isFinite(seconds) || seconds < 1) throw new Error('GANTRY_BENCH_FLEET_SEC must be ≥ 1');
-    const { url, env, credentials } = await seed(ctx);
-    const profileDir = process.env.GANTRY_BENCH_CPU_PROF?.trim();
     const snapshotDir = process.env.GANTRY_BENCH_HEAP_SNAPSHOT?.trim() || undefined;
     if (snapshotDir !== undefined) await fs.mkdir(snapshotDir, { recursive: true });
-    const server = new GantryChild(url, env, [
-      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-      ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${path.resolve(snapshotDir)}`] : []),
-    ]);
-    ctx.defer(() => server.kill9());
-    await server.start();
-    const pid = server.pid;
-    if (pid === undefined) throw new Error('gantry web has no pid');
+    const server = await startGantryChild(
+      ctx,
+      (deps) => registerIdleRunners(deps, 'fleet', RUNNERS, ctx),
+      // Every runner holds a connection: above the default of 4096, as an operator of such a fleet sets it.
+      { GANTRY_HTTP_MAX_CONNECTIONS: String(RUNNERS * 2) },
+      snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${path.resolve(snapshotDir)}`] : [],
+    );
+    const { url, pid, seeded: credentials } = server;
     // The same process before any runner connects: what the fleet adds is the difference.
     const rssAtStart = (await readProcessMemory(pid)).rss;
     const windowOptions = { requestKeys: REQUEST_KEYS, rampMs: RAMP_MS };
@@ -151,11 +89,10 @@ export const idleFleet: Scenario = {
     ctx.log(
       `gantry web: ${describeIdleWindow(gantry)} (${(rssAtStart / MB).toFixed(0)} MB before the runners connected)`,
     );
-    const code = await server.stop();
-    if (code !== 0) throw new Error(`gantry web exited with ${code} on SIGTERM:\n${server.tail()}`);
+    await server.stop();
 
     // The floor, measured after Gantry's window with the same clients: bare node:http holding each poll as long.
-    const floor = await measureFloor(
+    const floor = await measureFloorWindow(
       ctx,
       startBareFetchTaskChild,
       credentials,
@@ -167,7 +104,7 @@ export const idleFleet: Scenario = {
       `gantry web / bare node:http: CPU ${(gantry.cpuShare / floor.cpuShare).toFixed(2)}×, per poll ${(gantry.cpuPerPollUs / floor.cpuPerPollUs).toFixed(2)}× (${Math.round(gantry.cpuPerPollUs - floor.cpuPerPollUs)} µs more)`,
     );
     // The raw floor: no HTTP machinery at all, only the event loop, the sockets and a timer per poll.
-    const rawFloor = await measureFloor(
+    const rawFloor = await measureFloorWindow(
       ctx,
       startRawFetchTaskChild,
       credentials,

@@ -73,7 +73,7 @@ import { startGantryChild } from '../lib/gantry-child-server.ts';
 import type { GantryChildServer } from '../lib/gantry-child-server.ts';
 import { startGantryServer } from '../lib/gantry-server.ts';
 import type { GantryServer } from '../lib/gantry-server.ts';
-import { describeIdleWindow, measureIdleWindow, registerIdleRunners } from '../lib/idle-polls.ts';
+import { describeIdleWindow, measureFloorWindow, measureIdleWindow, registerIdleRunners } from '../lib/idle-polls.ts';
 import { pgServerCpu, sampleWaits } from '../lib/pg-server.ts';
 import { processCpuSeconds } from '../lib/process-cpu.ts';
 import { WireFleet, wireRunner } from '../lib/runner-wire.ts';
@@ -760,35 +760,26 @@ async function idleMetrics(ctx: ScenarioContext): Promise<Metric[]> {
   );
   ctx.log(`gantry web: ${describeIdleWindow(gantryWindow)}`);
   await gantry.stop();
-  const floor = await startBareFetchTaskChild();
-  ctx.defer(() => floor.stop());
-  const floorWindow = await measureIdleWindow(
+  const floorWindow = await measureFloorWindow(
     ctx,
-    floor.url,
-    floor.pid,
+    startBareFetchTaskChild,
     gantry.seeded,
     IDLE_WINDOW_SEC,
     'bare node:http',
     options,
   );
-  ctx.log(`bare node:http: ${describeIdleWindow(floorWindow)}`);
-  await floor.stop();
-  const gantryShare = gantryWindow.cpuShare;
-  const floorShare = floorWindow.cpuShare;
-  const gantryPolls = gantryWindow.pollsPerSec;
-  const floorPolls = floorWindow.pollsPerSec;
   return [
     {
       metric: `idle CPU % of a core, ${IDLE_RUNNERS} long-polling runners: gantry web vs bare node:http holding each poll as long`,
-      value: gantryShare,
-      baseline: floorShare,
-      ratio: gantryShare / floorShare,
+      value: gantryWindow.cpuShare,
+      baseline: floorWindow.cpuShare,
+      ratio: gantryWindow.cpuShare / floorWindow.cpuShare,
       target: null,
       decimals: 1,
     },
     {
       metric: 'idle CPU % of a core: Gantry share (gantry web less the floor)',
-      value: gantryShare - floorShare,
+      value: gantryWindow.cpuShare - floorWindow.cpuShare,
       baseline: null,
       ratio: null,
       target: { of: 'value', kind: 'atMost', threshold: 3 },
@@ -796,9 +787,9 @@ async function idleMetrics(ctx: ScenarioContext): Promise<Metric[]> {
     },
     {
       metric: 'idle polls/s (FetchTask answered), gantry web vs bare node:http',
-      value: gantryPolls,
-      baseline: floorPolls,
-      ratio: gantryPolls / floorPolls,
+      value: gantryWindow.pollsPerSec,
+      baseline: floorWindow.pollsPerSec,
+      ratio: gantryWindow.pollsPerSec / floorWindow.pollsPerSec,
       target: null,
       decimals: 0,
     },

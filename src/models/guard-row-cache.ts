@@ -1,8 +1,8 @@
 // The repository guard's rows kept between requests, on SQLite.
 //
 // Every /repos/{owner}/{repo} route reads its owner and repository (and the
-// GET of a repository variable the variable too) in one statement. On this
-// machine any SQLite statement that reads a table costs a request far more
+// GET of a repository variable the variable too) in one statement. On the
+// bench's VM any SQLite statement that reads a table costs a request far more
 // in place than in a loop (its read transaction's file locks are system
 // calls): the guard's read was about a fifth of that GET's CPU, and a read
 // of one counter row in its place still cost 15-25 µs a request. The rows
